@@ -1,0 +1,176 @@
+# zcrecv - top-level Makefile (GNU make).
+#
+#   make            build libzcrecv (shared + static), tools, tests and
+#                   zcrecv.ko for every installed kernel headers tree
+#                   (KDIR=/path/to/build selects one)
+#   make test       host unit tests, then the kselftests in VMs on Debian
+#                   6.1 and 6.12 (KERNELS="6.12" to choose), then one line
+#                   "N passed, N failed[, N skipped]"
+#   make run        the demo, in a VM with the module loaded
+#   make install    PREFIX=/usr/local DESTDIR= : library, headers, pkg-config
+#   make modules_install  zcrecv.ko into /lib/modules/KVER/updates
+#   make checkpatch run checkpatch.pl (from linux-source) on kmod/
+#   make clean
+#
+# Sub-makefiles tools/*.mk and tests/*.mk are included: each part of the
+# tree adds its own programs there.
+
+VERSION    := 0.1.0
+SOVERSION  := 0
+PREFIX     ?= /usr/local
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+BINDIR     ?= $(PREFIX)/bin
+DESTDIR    ?=
+KERNELS    ?= 6.1 6.12
+
+B := build
+.DEFAULT_GOAL := all
+CC ?= cc
+CFLAGS ?= -O2 -g
+ZCR_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
+	-Iinclude -Iinclude/uapi -Ilib $(CFLAGS)
+LDLIBS := -lpthread -lm
+
+# Bootstrap dependencies once per make invocation (quiet when present).
+ifeq ($(filter clean help,$(MAKECMDGOALS)),)
+ifneq ($(ZCRECV_NO_DEPS),1)
+ZCR_DEPS_RC := $(shell tools/deps.sh >&2; echo $$?)
+ifneq ($(ZCR_DEPS_RC),0)
+$(error tools/deps.sh failed: cannot install the build dependencies)
+endif
+endif
+endif
+
+# ---- library ---------------------------------------------------------------
+LIB_SRCS := $(wildcard lib/*.c)
+LIB_OBJS := $(patsubst lib/%.c,$(B)/lib/%.o,$(LIB_SRCS))
+LIB_HDRS := $(wildcard lib/*.h) include/zcrecv.h include/uapi/linux/zcrecv.h
+SONAME   := libzcrecv.so.$(SOVERSION)
+LIB_SO   := $(B)/lib/libzcrecv.so.$(VERSION)
+LIB_A    := $(B)/lib/libzcrecv.a
+
+$(B)/lib/%.o: lib/%.c $(LIB_HDRS) | $(B)/lib
+	$(CC) $(ZCR_CFLAGS) -fPIC -c -o $@ $<
+
+$(LIB_SO): $(LIB_OBJS) lib/libzcrecv.map
+	$(CC) $(ZCR_CFLAGS) -shared -Wl,-soname,$(SONAME) \
+		-Wl,--version-script,lib/libzcrecv.map -o $@ $(LIB_OBJS) $(LDLIBS)
+	ln -sf $(notdir $@) $(B)/lib/$(SONAME)
+	ln -sf $(SONAME) $(B)/lib/libzcrecv.so
+
+$(LIB_A): $(LIB_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+$(B)/lib/zcrecv.pc: lib/zcrecv.pc.in Makefile | $(B)/lib
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+LIBS_BUILT := $(LIB_SO) $(LIB_A) $(B)/lib/zcrecv.pc
+
+# ---- host programs: tools and tests -----------------------------------------
+# Programs link the static library so they run from the build tree as is.
+PROGS :=
+define zcr_prog
+$(1): $(2) $$(LIB_A) $$(LIB_HDRS) $(3)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(ZCR_CFLAGS) $(4) -o $$@ $(2) $$(LIB_A) $$(LDLIBS) $(5)
+PROGS += $(1)
+endef
+
+# Kselftest harness, extracted from Debian's linux-source-6.12 at build time.
+KSFT_DIR := $(B)/ksft
+KSFT_HDR := $(KSFT_DIR)/kselftest_harness.h
+LINUX_SRC_TAR = $(lastword $(sort $(wildcard /usr/src/linux-source-6.12*.tar.xz)))
+$(KSFT_HDR):
+	@test -n "$(LINUX_SRC_TAR)" || { echo "linux-source-6.12 missing: run tools/deps.sh" >&2; exit 1; }
+	@mkdir -p $(KSFT_DIR)/scripts
+	tar -xJf $(LINUX_SRC_TAR) -C $(KSFT_DIR) --strip-components=1 --wildcards \
+		'*/tools/testing/selftests/kselftest_harness.h' \
+		'*/tools/testing/selftests/kselftest.h' \
+		'*/scripts/checkpatch.pl' '*/scripts/spelling.txt' \
+		'*/scripts/const_structs.checkpatch'
+	cp $(KSFT_DIR)/tools/testing/selftests/kselftest*.h $(KSFT_DIR)/
+	touch $@
+
+include $(sort $(wildcard tools/*.mk tests/*.mk))
+
+# ---- kernel module -----------------------------------------------------------
+# One build tree per kernel (build/kmod/KVER) so objects of two kernels never
+# mix; the sources are copied there and built with W=1. Any compiler warning
+# fails the build.
+ifdef KDIR
+KBUILD_DIRS := $(KDIR)
+else
+KBUILD_DIRS := $(sort $(wildcard /lib/modules/*/build))
+endif
+KMOD_SRCS := Kbuild $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild include/uapi/linux/zcrecv.h
+kver_of = $(shell make -s -C $(1) kernelrelease 2>/dev/null || basename $$(dirname $(1)))
+MODULES :=
+
+define zcr_module
+$(B)/kmod/$(2)/kmod/zcrecv.ko: $$(KMOD_SRCS)
+	@rm -rf $(B)/kmod/$(2) && mkdir -p $(B)/kmod/$(2)/include/uapi/linux
+	@cp -r Kbuild kmod $(B)/kmod/$(2)/ && cp include/uapi/linux/zcrecv.h $(B)/kmod/$(2)/include/uapi/linux/
+	@echo "  KMOD    $(2)"
+	@$$(MAKE) -s -C $(1) M=$$(abspath $(B)/kmod/$(2)) W=1 modules > $(B)/kmod/$(2).log 2>&1 || \
+		{ cat $(B)/kmod/$(2).log; exit 1; }
+	@if grep -iE 'warning:|error:' $(B)/kmod/$(2).log; then \
+		echo "zcrecv.ko for $(2) built with warnings" >&2; rm -f $$@; exit 1; fi
+MODULES += $(B)/kmod/$(2)/kmod/zcrecv.ko
+endef
+$(foreach d,$(KBUILD_DIRS),$(eval $(call zcr_module,$(d),$(notdir $(patsubst %/,%,$(dir $(d)))))))
+
+# ---- top-level targets -------------------------------------------------------
+.PHONY: all lib progs modules test test-unit test-vm run install \
+	modules_install checkpatch clean help
+all: lib progs modules
+lib: $(LIBS_BUILT)
+progs: $(PROGS)
+modules: $(MODULES)
+
+$(B)/lib:
+	mkdir -p $@
+
+test: all
+	tools/run-tests.sh $(KERNELS)
+
+test-unit: lib progs
+	tools/run-tests.sh --unit-only
+
+test-vm: all
+	tools/run-tests.sh --vm-only $(KERNELS)
+
+run: all
+	tools/run-demo.sh
+
+checkpatch: $(KSFT_HDR)
+	perl $(KSFT_DIR)/scripts/checkpatch.pl --no-tree --strict --quiet \
+		--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG -f kmod/*.c kmod/*.h
+
+install: lib
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/linux
+	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf libzcrecv.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libzcrecv.so
+	install -m 644 include/zcrecv.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 include/uapi/linux/zcrecv.h $(DESTDIR)$(INCLUDEDIR)/linux/
+	install -m 644 $(B)/lib/zcrecv.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	for p in $(INSTALL_BINS); do install -D -m 755 $$p $(DESTDIR)$(BINDIR)/$$(basename $$p); done
+
+modules_install: modules
+	@for ko in $(MODULES); do \
+		kv=$$(basename $$(dirname $$(dirname $$ko))); \
+		install -D -m 644 $$ko $(DESTDIR)/lib/modules/$$kv/updates/zcrecv.ko; \
+		echo "installed $$ko for $$kv"; \
+	done
+	@test -n "$(DESTDIR)" || for ko in $(MODULES); do \
+		depmod -a $$(basename $$(dirname $$(dirname $$ko))); done
+
+clean:
+	rm -rf $(B)
+
+help:
+	@sed -n '3,17s/^# \{0,1\}//p' Makefile

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * zcrecv - kernel-assisted zero-copy receive for message passing.
+ *
+ * This file holds the misc device, the module parameters and the ioctl
+ * dispatcher. Each ioctl command has one small handler.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/uaccess.h>
+
+#include "zcrecv_internal.h"
+
+#define ZCRECV_MODULE_VERSION	"0.1.0"
+
+unsigned long zcrecv_max_zone_pages = 1UL << 18;	/* 1 GiB of 4 KiB pages */
+module_param_named(max_zone_pages, zcrecv_max_zone_pages, ulong, 0444);
+MODULE_PARM_DESC(max_zone_pages, "Largest zone, in pages (default 262144)");
+
+unsigned long zcrecv_max_process_pages = 1UL << 19;
+module_param_named(max_process_pages, zcrecv_max_process_pages, ulong, 0644);
+MODULE_PARM_DESC(max_process_pages,
+		 "Most zone pages one process may reserve (default 524288)");
+
+static int zcrecv_open(struct inode *inode, struct file *file)
+{
+	/* The misc core set private_data to the miscdevice; nothing else yet. */
+	file->private_data = NULL;
+	zcrecv_count(ZCRECV_CNT_OPEN_FILES, 1);
+	return 0;
+}
+
+static int zcrecv_release(struct inode *inode, struct file *file)
+{
+	zcrecv_count(ZCRECV_CNT_OPEN_FILES, -1);
+	return 0;
+}
+
+static bool zcrecv_all_zero(const __u64 *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (v[i])
+			return false;
+	return true;
+}
+
+static long zcrecv_ioctl_api(void __user *uarg)
+{
+	struct zcrecv_api api;
+
+	if (copy_from_user(&api, uarg, sizeof(api)))
+		return -EFAULT;
+	if (api.flags || api.reserved0 ||
+	    !zcrecv_all_zero(api.reserved, ARRAY_SIZE(api.reserved)))
+		return -EINVAL;
+	if (api.abi_version && api.abi_version != ZCRECV_ABI_VERSION)
+		return -EOPNOTSUPP;
+
+	api.out_features = 0;
+	api.out_abi_version = ZCRECV_ABI_VERSION;
+	api.out_page_size = PAGE_SIZE;
+	api.out_max_batch = ZCRECV_MAX_BATCH;
+	api.out_max_zone_pages = zcrecv_max_zone_pages;
+	api.out_max_process_pages = READ_ONCE(zcrecv_max_process_pages);
+
+	if (copy_to_user(uarg, &api, sizeof(api)))
+		return -EFAULT;
+	return 0;
+}
+
+static long zcrecv_ioctl(struct file *file, unsigned int cmd,
+			 unsigned long arg)
+{
+	void __user *uarg = (void __user *)arg;
+	long ret;
+
+	zcrecv_count(ZCRECV_CNT_IOCTLS, 1);
+	switch (cmd) {
+	case ZCRECV_IOC_API:
+		ret = zcrecv_ioctl_api(uarg);
+		break;
+	default:
+		ret = -ENOTTY;
+		break;
+	}
+
+	switch (ret) {
+	case 0:
+		break;
+	case -EINVAL:
+		zcrecv_count(ZCRECV_CNT_ERR_INVAL, 1);
+		break;
+	case -EFAULT:
+		zcrecv_count(ZCRECV_CNT_ERR_FAULT, 1);
+		break;
+	case -ENOTTY:
+		zcrecv_count(ZCRECV_CNT_ERR_NOTTY, 1);
+		break;
+	default:
+		zcrecv_count(ZCRECV_CNT_ERR_OTHER, 1);
+		break;
+	}
+	return ret;
+}
+
+static const struct file_operations zcrecv_fops = {
+	.owner		= THIS_MODULE,
+	.open		= zcrecv_open,
+	.release	= zcrecv_release,
+	.unlocked_ioctl	= zcrecv_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+	.llseek		= noop_llseek,
+};
+
+static struct miscdevice zcrecv_miscdev = {
+	.minor	= MISC_DYNAMIC_MINOR,
+	.name	= ZCRECV_DEVICE_NAME,
+	.fops	= &zcrecv_fops,
+	.mode	= 0666,
+	.groups	= zcrecv_attr_groups,
+};
+
+static int __init zcrecv_init(void)
+{
+	int ret;
+
+	ret = misc_register(&zcrecv_miscdev);
+	if (ret) {
+		pr_err("cannot register /dev/%s: %d\n", ZCRECV_DEVICE_NAME,
+		       ret);
+		return ret;
+	}
+	pr_info("loaded, ABI %d, /dev/%s\n", ZCRECV_ABI_VERSION,
+		ZCRECV_DEVICE_NAME);
+	return 0;
+}
+
+static void __exit zcrecv_exit(void)
+{
+	misc_deregister(&zcrecv_miscdev);
+	pr_info("unloaded\n");
+}
+
+module_init(zcrecv_init);
+module_exit(zcrecv_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_AUTHOR("The zcrecv developers");
+MODULE_DESCRIPTION("Zero-copy receive by page-frame exchange for message passing");
+MODULE_VERSION(ZCRECV_MODULE_VERSION);

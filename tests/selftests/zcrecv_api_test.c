@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * zcrecv_api_test - kselftests of /dev/zcrecv's handshake and ioctl hygiene:
+ * the device opens, ZCRECV_IOC_API answers the right ABI version and page
+ * size, unknown commands give ENOTTY, nonzero reserved fields and unknown
+ * flags give EINVAL, bad pointers give EFAULT, the uAPI layout is pinned,
+ * open/close leaks nothing, and the module unloads and loads again.
+ *
+ * Run inside a VM with zcrecv.ko loaded (make test does it).
+ */
+#include <stddef.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "../../build/ksft/kselftest_harness.h"
+#include "zcrecv_util.h"
+
+FIXTURE(dev) {
+	int fd;
+};
+
+FIXTURE_SETUP(dev)
+{
+	self->fd = open(ZCRECV_DEV, O_RDWR | O_CLOEXEC);
+	if (self->fd < 0 && errno == ENOENT)
+		SKIP(return, "%s missing: zcrecv.ko not loaded", ZCRECV_DEV);
+	ASSERT_LE(0, self->fd);
+}
+
+FIXTURE_TEARDOWN(dev)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+TEST_F(dev, device_is_char_misc)
+{
+	struct stat st;
+
+	ASSERT_EQ(0, fstat(self->fd, &st));
+	EXPECT_TRUE(S_ISCHR(st.st_mode));
+	/* misc devices have major 10 */
+	EXPECT_EQ(10, major(st.st_rdev));
+}
+
+TEST_F(dev, handshake_reports_abi_and_page_size)
+{
+	struct zcrecv_api api;
+
+	ASSERT_EQ(0, zcrecv_handshake(self->fd, &api));
+	EXPECT_EQ(ZCRECV_ABI_VERSION, api.out_abi_version);
+	EXPECT_EQ((unsigned long)sysconf(_SC_PAGESIZE), api.out_page_size);
+	EXPECT_LT(0, api.out_max_batch);
+	EXPECT_LT(0, api.out_max_zone_pages);
+	EXPECT_LE(api.out_max_zone_pages, api.out_max_process_pages);
+}
+
+TEST_F(dev, handshake_version_zero_only_asks)
+{
+	struct zcrecv_api api;
+
+	memset(&api, 0, sizeof(api));
+	ASSERT_EQ(0, zcrecv_ioctl(self->fd, ZCRECV_IOC_API, &api));
+	EXPECT_EQ(ZCRECV_ABI_VERSION, api.out_abi_version);
+}
+
+TEST_F(dev, handshake_unknown_version_eopnotsupp)
+{
+	struct zcrecv_api api;
+
+	memset(&api, 0, sizeof(api));
+	api.abi_version = ZCRECV_ABI_VERSION + 1;
+	EXPECT_EQ(-EOPNOTSUPP, zcrecv_ioctl(self->fd, ZCRECV_IOC_API, &api));
+	/* A failed handshake writes nothing back. */
+	EXPECT_EQ(0, api.out_abi_version);
+}
+
+TEST_F(dev, unknown_command_enotty)
+{
+	struct zcrecv_api api;
+
+	memset(&api, 0, sizeof(api));
+	EXPECT_EQ(-ENOTTY, zcrecv_ioctl(self->fd,
+			_IOWR(ZCRECV_IOC_MAGIC, 0x7f, struct zcrecv_api), &api));
+	EXPECT_EQ(-ENOTTY, zcrecv_ioctl(self->fd,
+			_IOWR('x', 0x00, struct zcrecv_api), &api));
+	/* Same number, wrong size: a different command. */
+	EXPECT_EQ(-ENOTTY, zcrecv_ioctl(self->fd,
+			_IOWR(ZCRECV_IOC_MAGIC, 0x00, __u64), &api));
+	EXPECT_EQ(-ENOTTY, zcrecv_ioctl(self->fd, _IO(ZCRECV_IOC_MAGIC, 0), NULL));
+}
+
+/* Each reserved word and the flags, one at a time. */
+FIXTURE(rsv) {
+	int fd;
+};
+
+FIXTURE_VARIANT(rsv) {
+	const char *what;
+	size_t off;
+	size_t size;
+};
+
+FIXTURE_VARIANT_ADD(rsv, flags) {
+	.what = "flags", .off = offsetof(struct zcrecv_api, flags), .size = 4,
+};
+FIXTURE_VARIANT_ADD(rsv, reserved0) {
+	.what = "reserved0", .off = offsetof(struct zcrecv_api, reserved0),
+	.size = 4,
+};
+FIXTURE_VARIANT_ADD(rsv, reserved_first) {
+	.what = "reserved[0]", .off = offsetof(struct zcrecv_api, reserved),
+	.size = 8,
+};
+FIXTURE_VARIANT_ADD(rsv, reserved_last) {
+	.what = "reserved[3]",
+	.off = offsetof(struct zcrecv_api, reserved) + 3 * 8, .size = 8,
+};
+
+FIXTURE_SETUP(rsv)
+{
+	self->fd = open(ZCRECV_DEV, O_RDWR | O_CLOEXEC);
+	if (self->fd < 0 && errno == ENOENT)
+		SKIP(return, "%s missing: zcrecv.ko not loaded", ZCRECV_DEV);
+	ASSERT_LE(0, self->fd);
+}
+
+FIXTURE_TEARDOWN(rsv)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+}
+
+TEST_F(rsv, nonzero_gives_einval)
+{
+	struct zcrecv_api api;
+	unsigned char *p = (unsigned char *)&api;
+
+	memset(&api, 0, sizeof(api));
+	api.abi_version = ZCRECV_ABI_VERSION;
+	/* the highest byte of the field: catches a check of the low half only */
+	p[variant->off + variant->size - 1] = 0x80;
+	EXPECT_EQ(-EINVAL, zcrecv_ioctl(self->fd, ZCRECV_IOC_API, &api)) {
+		TH_LOG("nonzero %s accepted", variant->what);
+	}
+}
+
+TEST_F(dev, bad_pointer_efault)
+{
+	void *ro;
+
+	EXPECT_EQ(-EFAULT, zcrecv_ioctl(self->fd, ZCRECV_IOC_API, NULL));
+	EXPECT_EQ(-EFAULT, zcrecv_ioctl(self->fd, ZCRECV_IOC_API,
+					(void *)(uintptr_t)0xdead000));
+	/* Kernel address: access_ok fails. */
+	EXPECT_EQ(-EFAULT, zcrecv_ioctl(self->fd, ZCRECV_IOC_API,
+					(void *)0xffff888000000000ULL));
+
+	/* Readable but not writable: the reply cannot be written back. */
+	ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ro);
+	EXPECT_EQ(-EFAULT, zcrecv_ioctl(self->fd, ZCRECV_IOC_API, ro));
+	munmap(ro, 4096);
+
+	/* Straddling the end of a mapping. */
+	ro = mmap(NULL, 8192, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ro);
+	ASSERT_EQ(0, munmap((char *)ro + 4096, 4096));
+	EXPECT_EQ(-EFAULT, zcrecv_ioctl(self->fd, ZCRECV_IOC_API,
+					(char *)ro + 4096 - 16));
+	munmap(ro, 4096);
+}
+
+/* The ABI layout is frozen: these numbers never change for ABI 1. */
+TEST(uapi_layout_pinned)
+{
+	EXPECT_EQ(80, sizeof(struct zcrecv_api));
+	EXPECT_EQ(0, offsetof(struct zcrecv_api, abi_version));
+	EXPECT_EQ(4, offsetof(struct zcrecv_api, flags));
+	EXPECT_EQ(8, offsetof(struct zcrecv_api, out_features));
+	EXPECT_EQ(16, offsetof(struct zcrecv_api, out_abi_version));
+	EXPECT_EQ(20, offsetof(struct zcrecv_api, out_page_size));
+	EXPECT_EQ(24, offsetof(struct zcrecv_api, out_max_batch));
+	EXPECT_EQ(28, offsetof(struct zcrecv_api, reserved0));
+	EXPECT_EQ(32, offsetof(struct zcrecv_api, out_max_zone_pages));
+	EXPECT_EQ(40, offsetof(struct zcrecv_api, out_max_process_pages));
+	EXPECT_EQ(48, offsetof(struct zcrecv_api, reserved));
+	EXPECT_EQ(0xB9, ZCRECV_IOC_MAGIC);
+	EXPECT_EQ(_IOWR(0xB9, 0x00, struct zcrecv_api), ZCRECV_IOC_API);
+}
+
+TEST(open_close_loop_leaks_nothing)
+{
+	long long before = zcrecv_counter("open_files");
+	struct zcrecv_api api;
+	int i, fd;
+
+	if (before < 0)
+		SKIP(return, "module counters not readable");
+	for (i = 0; i < 2000; i++) {
+		fd = open(ZCRECV_DEV, O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, fd);
+		ASSERT_EQ(0, zcrecv_handshake(fd, &api));
+		ASSERT_EQ(0, close(fd));
+	}
+	EXPECT_EQ(before, zcrecv_counter("open_files"));
+}
+
+/* Unloading is refused while a file is open, then works, then reloads. */
+TEST(rmmod_and_insmod_again)
+{
+	const char *ko = zcrecv_ko();
+	struct zcrecv_api api;
+	char cmd[512];
+	int fd;
+
+	if (!ko)
+		SKIP(return, "ZCRECV_KO not set: cannot reload the module");
+	fd = open(ZCRECV_DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_NE(0, system("rmmod zcrecv 2>/dev/null"));
+	close(fd);
+	ASSERT_EQ(0, system("rmmod zcrecv"));
+	EXPECT_NE(0, access(ZCRECV_DEV, F_OK));
+	snprintf(cmd, sizeof(cmd), "insmod %s", ko);
+	ASSERT_EQ(0, system(cmd));
+	fd = open(ZCRECV_DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(0, zcrecv_handshake(fd, &api));
+	EXPECT_EQ(0, zcrecv_counter("open_files") - 1);
+	close(fd);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,79 @@
+#!/bin/bash
+# run-tests.sh - the test command behind `make test`.
+#
+# Usage: tools/run-tests.sh [--unit-only | --vm-only] [SERIES...]
+#   SERIES  kernel series for the VM kselftests (default: 6.1 6.12)
+#
+# Runs the host unit tests (build/tests/unit/*), then, for each kernel, boots
+# a VM with zcrecv.ko and runs every kselftest (build/tests/selftests/*) plus
+# the unit tests named in tests/vm.list, and ends with one line
+# "N passed, N failed[, N skipped]" over everything. Exit 1 on any failure.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+mode=all
+case ${1:-} in
+--unit-only) mode=unit; shift ;;
+--vm-only) mode=vm; shift ;;
+esac
+series=("$@")
+[ ${#series[@]} -gt 0 ] || series=(6.1 6.12)
+
+res=$root/build/results
+rm -rf "$res"
+mkdir -p "$res"
+totals=$res/totals
+: > "$totals"
+status=0
+
+if [ "$mode" != vm ]; then
+	echo "== host unit tests"
+	for t in build/tests/unit/test_*; do
+		[ -x "$t" ] || continue
+		echo "# $t"
+		"$t" 2>&1 | tee "$res/$(basename "$t").log"
+		rc=${PIPESTATUS[0]}
+		line=$(grep -E '^# Totals: pass:' "$res/$(basename "$t").log" | tail -n 1)
+		if [ -z "$line" ]; then
+			echo "run-tests: $t printed no totals (rc=$rc)"
+			echo "0 1 0" >> "$totals"
+		else
+			echo "$line" | sed -E 's/.*pass:([0-9]+) fail:([0-9]+) skip:([0-9]+).*/\1 \2 \3/' >> "$totals"
+			if [ "$rc" != 0 ] && ! echo "$line" | grep -q 'fail:[1-9]'; then
+				echo "run-tests: $t exited $rc"
+				echo "0 1 0" >> "$totals"
+			fi
+		fi
+	done
+fi
+
+if [ "$mode" != unit ]; then
+	files=() cmds=()
+	for t in build/tests/selftests/*; do
+		[ -x "$t" ] || continue
+		files+=(-f "$t")
+		cmds+=("./$(basename "$t")")
+	done
+	if [ -f tests/vm.list ]; then
+		while read -r name; do
+			case $name in ''|'#'*) continue ;; esac
+			files+=(-f "build/tests/unit/$name")
+			cmds+=("./$name")
+		done < tests/vm.list
+	fi
+	for s in "${series[@]}"; do
+		kver=$(tools/vm/kernels.sh "$s") || { echo "0 1 0" >> "$totals"; status=1; continue; }
+		echo "== VM kselftests on Linux $kver"
+		tools/vm/run-vm.sh -k "$kver" -o "$res/vm-$kver.log" \
+			-r "$totals" "${files[@]}" -- "${cmds[@]}" || status=1
+	done
+fi
+
+read -r pass fail skip < <(awk '{p += $1; f += $2; s += $3} END {print p + 0, f + 0, s + 0}' "$totals")
+[ "$fail" -eq 0 ] || status=1
+if [ "$skip" -gt 0 ]; then
+	echo "$pass passed, $fail failed, $skip skipped"
+else
+	echo "$pass passed, $fail failed"
+fi
+exit $status

@@ -1,0 +1,103 @@
+#!/bin/bash
+# run-vm.sh - boot a Debian kernel in QEMU with zcrecv.ko and run commands.
+#
+# Usage: tools/vm/run-vm.sh [-k 6.1|6.12|VERSION] [-t TIMEOUT] [-n] [-o LOG]
+#                           [-r RESULTS] [-f FILE]... -- CMD [CMD...]
+#   -k  kernel: a series (6.1, 6.12: the newest installed Debian cloud
+#       kernel of it) or an exact version as in /boot/vmlinuz-VERSION
+#   -t  overall timeout in seconds (default 900)
+#   -n  do not insmod zcrecv.ko at boot
+#   -o  write the serial console to LOG (default build/vm/KVER/console.log)
+#   -r  append "pass fail skip" totals to RESULTS
+#   -f  copy FILE (an executable; its shared libraries come along) into /vm
+#   CMD one test each, run by /bin/sh in the guest from /vm
+#
+# The guest's output is streamed to stdout. Exit status is non-zero on a failed
+# test (exit code other than 0 or 4 = KSFT_SKIP), a test with no result line,
+# a kernel log line that says BUG/WARNING/Oops/KFENCE/general protection/
+# soft lockup/hung task, a guest that did not finish, or a timeout.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+series=6.12
+timeout_s=900
+load=yes
+log=
+results=
+files=()
+while getopts "k:t:no:r:f:" opt; do
+	case $opt in
+	k) series=$OPTARG ;;
+	t) timeout_s=$OPTARG ;;
+	n) load=no ;;
+	o) log=$OPTARG ;;
+	r) results=$OPTARG ;;
+	f) files+=("$OPTARG") ;;
+	*) sed -n '2,20s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+[ $# -gt 0 ] || { echo "run-vm.sh: no command to run (see -h)" >&2; exit 2; }
+
+kver=$("$root/tools/vm/kernels.sh" "$series") || exit 2
+kernel=/boot/vmlinuz-$kver
+ko=$root/build/kmod/$kver/kmod/zcrecv.ko
+[ -r "$kernel" ] || { echo "run-vm.sh: cannot read $kernel" >&2; exit 2; }
+[ -r "$ko" ] || { echo "run-vm.sh: $ko missing: run make" >&2; exit 2; }
+
+work=$root/build/vm/$kver
+rootfs=$work/rootfs
+rm -rf "$rootfs"
+mkdir -p "$rootfs"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,vm/lib,etc}
+[ -n "$log" ] || log=$work/console.log
+cp /bin/busybox "$rootfs/bin/busybox"
+cp "$root/tools/vm/init" "$rootfs/init"
+chmod 755 "$rootfs/init"
+cp "$ko" "$rootfs/vm/zcrecv.ko"
+echo "$load" > "$rootfs/vm/load-module"
+echo "root:x:0:0:root:/:/bin/sh" > "$rootfs/etc/passwd"
+
+# Executables and the shared libraries they need, at the paths ld.so expects.
+for f in "${files[@]}"; do
+	cp "$f" "$rootfs/vm/"
+	ldd "$f" 2>/dev/null | awk '/=>/ {print $3} /^\t\// {print $1}' |
+	while read -r lib; do
+		[ -n "$lib" ] && [ -e "$lib" ] || continue
+		mkdir -p "$rootfs$(dirname "$lib")"
+		cp -L "$lib" "$rootfs$lib"
+	done
+done
+printf '%s\n' "$@" > "$rootfs/vm/tests"
+
+(cd "$rootfs" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/initramfs.gz"
+
+accel=tcg
+if [ "${ZCRECV_VM_ACCEL:-tcg}" = kvm ] && [ -w /dev/kvm ]; then
+	accel=kvm
+fi
+
+# slub_debug and a fast KFENCE catch memory misuse by the module; the console
+# shows kernel errors, and init prints each test's full kernel log.
+append="console=ttyS0 loglevel=4 panic=-1 oops=panic slub_debug=FZPU"
+append+=" kfence.sample_interval=10 hung_task_timeout_secs=60"
+append+=" softlockup_panic=0 rdinit=/init"
+
+echo "run-vm.sh: booting $kver ($accel, 2 vCPUs) for: $*"
+: > "$log"
+set +e
+timeout --foreground -k 10 "$timeout_s" \
+	qemu-system-x86_64 -accel "$accel" -cpu max -smp 2 -m 2G \
+	-kernel "$kernel" -initrd "$work/initramfs.gz" -append "$append" \
+	-display none -monitor none -serial "file:$log" -no-reboot \
+	-nic none </dev/null &
+qpid=$!
+tail -n +1 -F --pid=$qpid "$log" 2>/dev/null &
+tpid=$!
+wait $qpid
+qrc=$?
+sleep 0.2
+kill $tpid 2>/dev/null
+wait $tpid 2>/dev/null
+set -e
+
+exec "$root/tools/vm/check-log.sh" "$log" "$kver" "$qrc" "$#" "$results"
