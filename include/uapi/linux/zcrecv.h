@@ -71,6 +71,80 @@ struct zcrecv_api {
 	__u64 reserved[4];
 };
 
+/**
+ * struct zcrecv_zone_create - create a zone of driver-owned pages
+ * @pages: in: size of the zone in pages, 1..out_max_zone_pages
+ * @flags: in: must be 0
+ * @reserved0: must be 0
+ * @out_offset: out: pass as the offset to mmap(2), with length
+ *	@pages * page size, PROT_READ | PROT_WRITE and MAP_SHARED
+ * @out_zone_id: out: an id for messages and counters
+ * @reserved: must be 0
+ *
+ * Pages are allocated on first touch (zeroed, charged to the caller's memory
+ * cgroup). The zone may be mapped once, by the process that created it; the
+ * mapping is not inherited across fork and cannot grow. Unmapping it all
+ * frees the zone; a zone never mapped is freed when the file is closed.
+ */
+struct zcrecv_zone_create {
+	__u64 pages;
+	__u32 flags;
+	__u32 reserved0;
+	__u64 out_offset;
+	__u64 out_zone_id;
+	__u64 reserved[2];
+};
+
+/**
+ * struct zcrecv_remap_entry - one exchange of a ZCRECV_IOC_REMAP batch
+ * @src: user address of the source range, page aligned, inside a zone
+ * @dst: user address of the destination range, page aligned, inside a zone
+ * @len: bytes, a nonzero multiple of the page size
+ * @flags: must be 0
+ * @reserved0: must be 0
+ *
+ * After the exchange @dst holds the pages that were at @src and @src holds
+ * the pages that were at @dst. The ranges must not overlap, and each must lie
+ * within one mapping of a zone of the calling file.
+ */
+struct zcrecv_remap_entry {
+	__u64 src;
+	__u64 dst;
+	__u64 len;
+	__u32 flags;
+	__u32 reserved0;
+};
+
+/* ZCRECV_IOC_REMAP flags */
+#define ZCRECV_REMAP_NO_PREFAULT	(1U << 0) /* do not refill dst eagerly */
+
+/**
+ * struct zcrecv_remap - exchange page frames between zone ranges, in a batch
+ * @entries: in: user pointer to an array of struct zcrecv_remap_entry
+ * @count: in: number of entries, 1..out_max_batch of the handshake
+ * @flags: in: ZCRECV_REMAP_* bits
+ * @out_done: out: number of entries completed, in order
+ * @out_error: out: 0, or the negative errno of entry @out_done
+ * @out_pages: out: pages exchanged by the completed entries
+ * @reserved: must be 0
+ *
+ * Each entry is all or nothing. On failure of an entry the ioctl fails with
+ * that entry's error, after writing @out_done, @out_error and @out_pages;
+ * entries before it stay done. Pinned pages (pin_user_pages,
+ * get_user_pages) give EBUSY: copy instead.
+ */
+struct zcrecv_remap {
+	__u64 entries;
+	__u32 count;
+	__u32 flags;
+	__u32 out_done;
+	__s32 out_error;
+	__u64 out_pages;
+	__u64 reserved[2];
+};
+
 #define ZCRECV_IOC_API		_IOWR(ZCRECV_IOC_MAGIC, 0x00, struct zcrecv_api)
+#define ZCRECV_IOC_ZONE_CREATE	_IOWR(ZCRECV_IOC_MAGIC, 0x01, struct zcrecv_zone_create)
+#define ZCRECV_IOC_REMAP	_IOWR(ZCRECV_IOC_MAGIC, 0x02, struct zcrecv_remap)
 
 #endif /* _UAPI_LINUX_ZCRECV_H */
