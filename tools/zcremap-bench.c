@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * zcremap-bench - cost per page of zcrecv.ko's page exchange against memcpy
+ * of the same bytes (hot: the same buffers again and again; cold: walking a
+ * buffer much larger than the last-level cache) and against UFFDIO_MOVE
+ * where the kernel has it (>= 6.8), for ranges of 1 to 512 pages.
+ *
+ * Usage: zcremap-bench [-c] [-r MS] [-m MAXPAGES]
+ *   -c      print CSV instead of the table
+ *   -r MS   milliseconds per measurement (default 20); each figure is the
+ *           median of 5 measurements
+ *   -m N    largest range in pages (default 512)
+ * Run inside the VM with the module loaded: tools/vm/run-vm.sh -k 6.12
+ * -f build/tools/zcremap-bench -- ./zcremap-bench. Under QEMU TCG the
+ * figures are emulated: compare the ratios, not the nanoseconds.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include "compat_uffd.h"
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/zcrecv.h>
+
+#define COLD_BYTES	(64UL << 20)
+#define NSAMPLES	5
+
+static long page;
+static double run_ms = 20;
+
+static double now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Median over NSAMPLES of the time per call of fn, each sample run_ms long. */
+static double measure(int (*fn)(void *, unsigned long), void *ctx,
+		      unsigned long pages)
+{
+	double samples[NSAMPLES];
+	int s;
+
+	for (s = 0; s < NSAMPLES; s++) {
+		double t0 = now_ns(), t;
+		unsigned long calls = 0;
+
+		do {
+			if (fn(ctx, pages))
+				return -1;
+			calls++;
+			t = now_ns();
+		} while (t - t0 < run_ms * 1e6);
+		samples[s] = (t - t0) / calls / pages;
+	}
+	qsort(samples, NSAMPLES, sizeof(double), cmp_double);
+	return samples[NSAMPLES / 2];
+}
+
+struct remap_ctx {
+	int fd;
+	char *a, *b;
+};
+
+static int do_remap(void *p, unsigned long pages)
+{
+	struct remap_ctx *c = p;
+	struct zcrecv_remap_entry e = {
+		.src = (uintptr_t)c->a, .dst = (uintptr_t)c->b,
+		.len = pages * page,
+	};
+	struct zcrecv_remap r = { .entries = (uintptr_t)&e, .count = 1 };
+
+	return ioctl(c->fd, ZCRECV_IOC_REMAP, &r) ? -errno : 0;
+}
+
+struct copy_ctx {
+	char *src, *dst;
+	size_t span, off;
+};
+
+static int do_copy(void *p, unsigned long pages)
+{
+	struct copy_ctx *c = p;
+	size_t len = pages * page;
+
+	if (c->off + len > c->span)
+		c->off = 0;
+	memcpy(c->dst + c->off, c->src + c->off, len);
+	c->off += c->span > len ? len : 0;
+	/* keep the copy from being optimised away */
+	__asm__ volatile("" : : "r"(c->dst) : "memory");
+	return 0;
+}
+
+struct uffd_ctx {
+	int uffd;
+	char *a, *b;
+	int dir;
+};
+
+static int do_uffd_move(void *p, unsigned long pages)
+{
+	struct uffd_ctx *c = p;
+	struct uffdio_move mv = {
+		.src = (uintptr_t)(c->dir ? c->b : c->a),
+		.dst = (uintptr_t)(c->dir ? c->a : c->b),
+		.len = pages * page,
+	};
+
+	if (ioctl(c->uffd, UFFDIO_MOVE, &mv))
+		return -errno;
+	c->dir ^= 1;
+	return 0;
+}
+
+static int uffd_setup(struct uffd_ctx *c, unsigned long maxpages)
+{
+	struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_MOVE };
+	struct uffdio_register reg;
+	size_t len = maxpages * page;
+
+	c->uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (c->uffd < 0)
+		return -errno;
+	if (ioctl(c->uffd, UFFDIO_API, &api) ||
+	    !(api.features & UFFD_FEATURE_MOVE)) {
+		close(c->uffd);
+		return -EOPNOTSUPP;
+	}
+	c->a = mmap(NULL, 2 * len, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c->a == MAP_FAILED)
+		return -errno;
+	c->b = c->a + len;
+	/* a is populated before registering (a missing-page fault with no
+	 * handler would block); b stays a hole: MOVE fills holes. */
+	memset(c->a, 1, len);
+	memset(&reg, 0, sizeof(reg));
+	reg.range.start = (uintptr_t)c->a;
+	reg.range.len = 2 * len;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	if (ioctl(c->uffd, UFFDIO_REGISTER, &reg))
+		return -errno;
+	c->dir = 0;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long maxpages = 512, n;
+	struct remap_ctx rc = { .fd = -1 };
+	struct copy_ctx hot, cold;
+	struct uffd_ctx uc;
+	struct utsname un;
+	int csv = 0, opt, have_uffd;
+
+	while ((opt = getopt(argc, argv, "cr:m:h")) != -1) {
+		switch (opt) {
+		case 'c': csv = 1; break;
+		case 'r': run_ms = atof(optarg); break;
+		case 'm': maxpages = strtoul(optarg, NULL, 0); break;
+		default:
+			fprintf(stderr, "usage: %s [-c] [-r MS] [-m MAXPAGES]\n",
+				argv[0]);
+			return opt == 'h' ? 0 : 2;
+		}
+	}
+	if (run_ms <= 0 || !maxpages || maxpages > 65536) {
+		fprintf(stderr, "zcremap-bench: bad -r or -m\n");
+		return 2;
+	}
+	page = sysconf(_SC_PAGESIZE);
+	uname(&un);
+
+	rc.fd = open("/dev/" ZCRECV_DEVICE_NAME, O_RDWR | O_CLOEXEC);
+	if (rc.fd >= 0) {
+		struct zcrecv_zone_create zc = { .pages = maxpages };
+		char *z[2];
+		int i;
+
+		for (i = 0; i < 2; i++) {
+			zc.pages = maxpages;
+			if (ioctl(rc.fd, ZCRECV_IOC_ZONE_CREATE, &zc)) {
+				perror("zcremap-bench: zone");
+				return 1;
+			}
+			z[i] = mmap(NULL, maxpages * page, PROT_READ | PROT_WRITE,
+				    MAP_SHARED, rc.fd, zc.out_offset);
+			if (z[i] == MAP_FAILED) {
+				perror("zcremap-bench: mmap");
+				return 1;
+			}
+			memset(z[i], i + 1, maxpages * page);
+		}
+		rc.a = z[0];
+		rc.b = z[1];
+	}
+	hot.src = aligned_alloc(page, maxpages * page);
+	hot.dst = aligned_alloc(page, maxpages * page);
+	cold.src = aligned_alloc(page, COLD_BYTES);
+	cold.dst = aligned_alloc(page, COLD_BYTES);
+	if (!hot.src || !hot.dst || !cold.src || !cold.dst) {
+		fprintf(stderr, "zcremap-bench: out of memory\n");
+		return 1;
+	}
+	memset(hot.src, 1, maxpages * page);
+	memset(hot.dst, 2, maxpages * page);
+	memset(cold.src, 1, COLD_BYTES);
+	memset(cold.dst, 2, COLD_BYTES);
+	hot.span = maxpages * page;
+	hot.off = 0;
+	cold.span = COLD_BYTES;
+	cold.off = 0;
+	have_uffd = uffd_setup(&uc, maxpages) == 0;
+
+	if (csv) {
+		printf("kernel,pages,remap_ns_per_page,memcpy_hot_ns_per_page,"
+		       "memcpy_cold_ns_per_page,uffd_move_ns_per_page\n");
+	} else {
+		printf("# zcremap-bench on Linux %s, page %ld bytes; ns per page, "
+		       "median of %d runs of %.0f ms\n", un.release, page,
+		       NSAMPLES, run_ms);
+		printf("# module: %s; UFFDIO_MOVE: %s\n",
+		       rc.fd >= 0 ? "loaded" : "absent",
+		       have_uffd ? "yes" : "no");
+		printf("%6s %10s %10s %10s %10s %11s %11s %11s\n", "pages",
+		       "remap", "copy-hot", "copy-cold", "uffd-move",
+		       "remap/hot", "remap/cold", "uffd/cold");
+	}
+	for (n = 1; n <= maxpages; n *= 2) {
+		double r = rc.fd >= 0 ? measure(do_remap, &rc, n) : -1;
+		double h = measure(do_copy, &hot, n);
+		double c = measure(do_copy, &cold, n);
+		double u = have_uffd ? measure(do_uffd_move, &uc, n) : -1;
+
+		/* leave all pages in a again for the next size */
+		if (have_uffd && uc.dir && do_uffd_move(&uc, n))
+			have_uffd = 0;
+
+		if (csv) {
+			printf("%s,%lu,%.1f,%.1f,%.1f,%.1f\n", un.release, n, r,
+			       h, c, u);
+			continue;
+		}
+		printf("%6lu %10.1f %10.1f %10.1f %10.1f %11.2f %11.2f %11.2f\n",
+		       n, r, h, c, u, r > 0 ? r / h : 0, r > 0 ? r / c : 0,
+		       u > 0 ? u / c : 0);
+	}
+	if (!csv)
+		printf("# ratio < 1: the exchange (or move) is cheaper than "
+		       "copying; -1 = not available here\n");
+	return 0;
+}
