@@ -23,6 +23,7 @@
 #define SEL_K_MAX	64
 #define SEL_SHIFT	5		/* decay 1/32 per call */
 #define SEL_ONE		(1u << 16)
+#define SEL_MIX		4	/* weight of +K over +1 in the +K choice */
 
 static const char *const sel_subs[] = {
 	"cycle", "tagbettercycle", "tagcycle", "tag", "dpd", "graph",
@@ -37,6 +38,7 @@ struct sel_priv {
 	uint32_t pendk[SEL_NSUB][SEL_K_MAX];
 	uint32_t k;
 	uint64_t t;
+	uint64_t mixk[SEL_NSUB];
 	uint32_t cur1, curk;
 };
 
@@ -88,6 +90,16 @@ static uint32_t sel_best(const uint32_t *score, uint32_t cur)
 	return best;
 }
 
+static uint32_t sel_best64(const uint64_t *score, uint32_t cur)
+{
+	uint32_t i, best = cur;
+
+	for (i = 0; i < SEL_NSUB; i++)
+		if (score[i] > score[best])
+			best = i;
+	return best;
+}
+
 static void sel_observe(struct zcr_predictor *p, uint32_t id,
 			const struct zcr_call *c)
 {
@@ -109,7 +121,13 @@ static void sel_observe(struct zcr_predictor *p, uint32_t id,
 	}
 	s->t++;
 	s->cur1 = sel_best(s->score1, s->cur1);
-	s->curk = sel_best(s->scorek, s->curk);
+	/*
+	 * +K scores lag K calls behind; the +1 scores break their ties, so
+	 * the choice is sensible while the +K evidence is still thin.
+	 */
+	for (i = 0; i < SEL_NSUB; i++)
+		s->mixk[i] = (uint64_t)s->scorek[i] * SEL_MIX + s->score1[i];
+	s->curk = sel_best64(s->mixk, s->curk);
 }
 
 static bool sel_predict(struct zcr_predictor *p, unsigned int k,
