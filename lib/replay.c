@@ -238,3 +238,16 @@ void __zcr_eval_add(struct zcr_eval_stats *a, const struct zcr_eval_stats *b)
 	if (!a->period)
 		a->period = b->period;
 }
+
+unsigned int __zcr_eval_window(const char *pred, unsigned int k,
+			       unsigned int win, unsigned int dpd_n)
+{
+	if (!strcmp(pred, "lru") || !strcmp(pred, "fifo") ||
+	    !strcmp(pred, "lfu"))
+		return win;
+	if (!strcmp(pred, "dpd"))
+		return dpd_n;
+	if (!strcmp(pred, "select"))
+		return k;
+	return 0;
+}

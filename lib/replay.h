@@ -44,6 +44,13 @@ void __zcr_eval_destroy(struct zcr_eval *e);
 /* Add the counters of @b to @a (period: keep a's unless it has none). */
 void __zcr_eval_add(struct zcr_eval_stats *a, const struct zcr_eval_stats *b);
 
+/*
+ * The window argument zcpredict gives @pred: @win for the set predictors,
+ * @dpd_n for dpd, the +k horizon @k for the selector, 0 otherwise.
+ */
+unsigned int __zcr_eval_window(const char *pred, unsigned int k,
+			       unsigned int win, unsigned int dpd_n);
+
 /* Percentage of hits, 0 when there were no calls. */
 double __zcr_eval_pct(uint64_t hits, uint64_t calls);
 

@@ -82,18 +82,6 @@ static int parse_preds(struct opts *o, char *arg)
 	return o->npreds ? 0 : -1;
 }
 
-static unsigned int pred_window(const struct opts *o, const char *name)
-{
-	if (!strcmp(name, "lru") || !strcmp(name, "fifo") ||
-	    !strcmp(name, "lfu"))
-		return o->win;
-	if (!strcmp(name, "dpd"))
-		return o->dpd_n;
-	if (!strcmp(name, "select"))
-		return o->k;
-	return 0;
-}
-
 static bool json_first = true;
 
 static void print_header(const struct opts *o)
@@ -207,7 +195,8 @@ static int run_rank(const struct opts *o, const char *path,
 		for (m = 0; m < 2; m++) {
 			struct zcr_eval_cfg cfg = {
 				.pred = o->preds[i],
-				.window = pred_window(o, o->preds[i]),
+				.window = __zcr_eval_window(o->preds[i], o->k,
+							    o->win, o->dpd_n),
 				.k = o->k,
 				.threshold = o->threshold,
 				.per_stream = m,

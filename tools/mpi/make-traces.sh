@@ -45,5 +45,20 @@ if [ -f "$bin/libzctrace-mpich.so" ]; then
 	mpich "$out/cg-mpich" "$bin/cg-mpich"
 	[ -x "$bin/ring-mpich" ] && mpich "$out/ring-f90-mpich" "$bin/ring-mpich"
 fi
-build/tools/zcpredict -q -p select "$out"/* >/dev/null
-du -sh "$out"/*
+build/tools/zcpredict -q -p select "$out"/*/ >/dev/null
+du -sh "$out"/*/
+
+# Golden hit ratios of every predictor on every bundled trace, checked by
+# tests/unit/test_predict_golden.c.
+if [ "$out" = tests/traces ]; then
+	{
+		echo "app,predictor,stream,calls,ident_1,ident_k,buffer_1,buffer_k,big_calls,big_buffer_1,big_buffer_k,period"
+		for d in "$out"/*/; do
+			app=$(basename "$d")
+			build/tools/zcpredict -q -f csv -k 10 -t 8192 "$d" |
+				awk -F, -v app="$app" 'NR > 1 {
+					print app "," $2 "," $3 "," $6 "," $7 "," $8 "," \
+					      $9 "," $10 "," $11 "," $14 "," $15 "," $17 }'
+		done
+	} > "$out/golden.csv"
+fi
