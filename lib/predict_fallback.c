@@ -6,7 +6,8 @@
  *
  * One single-cycle predictor: it finds the shortest period p (up to
  * HIST / 2) with which the recent calls repeat, and predicts the k-th next
- * call as the call p - k (mod p) + 1 places back. Every name it accepts
+ * call as the call p - k (mod p) + 1 places back; with no cycle in sight
+ * it predicts that the last call repeats. Every name it accepts
  * ("cycle", and "select" as an alias) gives this predictor.
  */
 #include <stdlib.h>
@@ -70,9 +71,8 @@ void __zcr_pred_observe(struct zcr_predictor *p, const struct zcr_call *c)
 			return;
 		}
 	}
-	/* Too short a history to see a cycle: assume the last call repeats. */
-	if (p->n == 1)
-		p->period = 1;
+	/* No cycle in sight: assume the last call repeats. */
+	p->period = 1;
 }
 
 bool __zcr_pred_predict(struct zcr_predictor *p, unsigned int k,
