@@ -213,6 +213,13 @@ void zcr_ctx_destroy(struct zcr_ctx *ctx);
 int zcr_ctx_stats(struct zcr_ctx *ctx, struct zcr_stats *st);
 
 /**
+ * zcr_ctx_set_policy() - change the remap policy (enum zcr_policy) for the
+ * receives that complete from now on; the calibration is kept.
+ * Return: 0 or -EINVAL. Since 0.1.
+ */
+int zcr_ctx_set_policy(struct zcr_ctx *ctx, int policy);
+
+/**
  * zcr_ctx_listen() - accept peers on @hostport ("HOST:PORT"; port 0 picks
  * an ephemeral port). Connections are accepted during progress.
  * Return: the bound port (> 0) or -errno. Since 0.1.

@@ -194,6 +194,16 @@ int zcr_ctx_stats(struct zcr_ctx *ctx, struct zcr_stats *st)
 	return 0;
 }
 
+int zcr_ctx_set_policy(struct zcr_ctx *ctx, int policy)
+{
+	if (!ctx || policy < ZCRECV_POLICY_AUTO || policy > ZCRECV_POLICY_REMAP)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	ctx->policy = policy;
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
 void __zcr_wake(struct zcr_ctx *ctx)
 {
 	uint64_t one = 1;
