@@ -3,7 +3,8 @@
  * zcrecv - kernel-assisted zero-copy receive for message passing.
  *
  * This file holds the misc device, the module parameters and the ioctl
- * dispatcher. Each ioctl command has one small handler.
+ * dispatcher. Each ioctl command has one small handler: the handshake here,
+ * zones in zcrecv_zone.c, the page exchange in zcrecv_remap.c.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -25,16 +26,23 @@ module_param_named(max_process_pages, zcrecv_max_process_pages, ulong, 0644);
 MODULE_PARM_DESC(max_process_pages,
 		 "Most zone pages one process may reserve (default 524288)");
 
+unsigned long zcrecv_max_global_pages = 1UL << 21;
+module_param_named(max_global_pages, zcrecv_max_global_pages, ulong, 0644);
+MODULE_PARM_DESC(max_global_pages,
+		 "Most zone pages all processes together may reserve (default 2097152)");
+
 static int zcrecv_open(struct inode *inode, struct file *file)
 {
-	/* The misc core set private_data to the miscdevice; nothing else yet. */
-	file->private_data = NULL;
-	zcrecv_count(ZCRECV_CNT_OPEN_FILES, 1);
-	return 0;
+	int ret = zcrecv_file_init(file);
+
+	if (!ret)
+		zcrecv_count(ZCRECV_CNT_OPEN_FILES, 1);
+	return ret;
 }
 
 static int zcrecv_release(struct inode *inode, struct file *file)
 {
+	zcrecv_file_release(file->private_data);
 	zcrecv_count(ZCRECV_CNT_OPEN_FILES, -1);
 	return 0;
 }
@@ -61,11 +69,13 @@ static long zcrecv_ioctl_api(void __user *uarg)
 	if (api.abi_version && api.abi_version != ZCRECV_ABI_VERSION)
 		return -EOPNOTSUPP;
 
-	api.out_features = 0;
+	api.out_features = ZCRECV_FEATURE_ZONES | ZCRECV_FEATURE_REMAP |
+			   ZCRECV_FEATURE_PINCHECK;
 	api.out_abi_version = ZCRECV_ABI_VERSION;
 	api.out_page_size = PAGE_SIZE;
 	api.out_max_batch = ZCRECV_MAX_BATCH;
-	api.out_max_zone_pages = zcrecv_max_zone_pages;
+	api.out_max_zone_pages = min(zcrecv_max_zone_pages,
+				     READ_ONCE(zcrecv_max_process_pages));
 	api.out_max_process_pages = READ_ONCE(zcrecv_max_process_pages);
 
 	if (copy_to_user(uarg, &api, sizeof(api)))
@@ -84,6 +94,12 @@ static long zcrecv_ioctl(struct file *file, unsigned int cmd,
 	case ZCRECV_IOC_API:
 		ret = zcrecv_ioctl_api(uarg);
 		break;
+	case ZCRECV_IOC_ZONE_CREATE:
+		ret = zcrecv_ioctl_zone_create(file->private_data, uarg);
+		break;
+	case ZCRECV_IOC_REMAP:
+		ret = zcrecv_ioctl_remap(file->private_data, uarg);
+		break;
 	default:
 		ret = -ENOTTY;
 		break;
@@ -101,6 +117,12 @@ static long zcrecv_ioctl(struct file *file, unsigned int cmd,
 	case -ENOTTY:
 		zcrecv_count(ZCRECV_CNT_ERR_NOTTY, 1);
 		break;
+	case -ENOSPC:
+		zcrecv_count(ZCRECV_CNT_ERR_NOSPC, 1);
+		break;
+	case -EPERM:
+		zcrecv_count(ZCRECV_CNT_ERR_PERM, 1);
+		break;
 	default:
 		zcrecv_count(ZCRECV_CNT_ERR_OTHER, 1);
 		break;
@@ -114,6 +136,7 @@ static const struct file_operations zcrecv_fops = {
 	.release	= zcrecv_release,
 	.unlocked_ioctl	= zcrecv_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
+	.mmap		= zcrecv_mmap,
 	.llseek		= noop_llseek,
 };
 

@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <linux/zcrecv.h>
@@ -47,6 +49,125 @@ static inline int zcrecv_handshake(int fd, struct zcrecv_api *api)
 	memset(api, 0, sizeof(*api));
 	api->abi_version = ZCRECV_ABI_VERSION;
 	return zcrecv_ioctl(fd, ZCRECV_IOC_API, api);
+}
+
+/* A zone mapped into this process. */
+struct zcrecv_zone_map {
+	char *addr;
+	size_t len;
+	__u64 id;
+	__u64 offset;
+};
+
+static inline long zcrecv_page_size(void)
+{
+	return sysconf(_SC_PAGESIZE);
+}
+
+/* Create a zone of @pages pages and map it; returns 0 or -errno. */
+static inline int zcrecv_zone_map(int fd, __u64 pages,
+				  struct zcrecv_zone_map *z)
+{
+	struct zcrecv_zone_create zc;
+	void *p;
+	int ret;
+
+	memset(z, 0, sizeof(*z));
+	memset(&zc, 0, sizeof(zc));
+	zc.pages = pages;
+	ret = zcrecv_ioctl(fd, ZCRECV_IOC_ZONE_CREATE, &zc);
+	if (ret)
+		return ret;
+	z->len = pages * zcrecv_page_size();
+	p = mmap(NULL, z->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 zc.out_offset);
+	if (p == MAP_FAILED)
+		return -errno;
+	z->addr = p;
+	z->id = zc.out_zone_id;
+	z->offset = zc.out_offset;
+	return 0;
+}
+
+static inline void zcrecv_zone_unmap(struct zcrecv_zone_map *z)
+{
+	if (z->addr)
+		munmap(z->addr, z->len);
+	z->addr = NULL;
+}
+
+/* One-entry or multi-entry remap; fills *r (may be NULL). */
+static inline int zcrecv_remap(int fd, struct zcrecv_remap_entry *e,
+			       __u32 count, __u32 flags, struct zcrecv_remap *r)
+{
+	struct zcrecv_remap req;
+	int ret;
+
+	memset(&req, 0, sizeof(req));
+	req.entries = (__u64)(uintptr_t)e;
+	req.count = count;
+	req.flags = flags;
+	ret = zcrecv_ioctl(fd, ZCRECV_IOC_REMAP, &req);
+	if (r)
+		*r = req;
+	return ret;
+}
+
+static inline int zcrecv_remap1(int fd, void *src, void *dst, size_t len)
+{
+	struct zcrecv_remap_entry e = {
+		.src = (__u64)(uintptr_t)src,
+		.dst = (__u64)(uintptr_t)dst,
+		.len = len,
+	};
+
+	return zcrecv_remap(fd, &e, 1, 0, NULL);
+}
+
+/* Fill a page with a pattern derived from a seed; check it back. */
+static inline void zcrecv_fill(void *p, size_t len, unsigned int seed)
+{
+	unsigned int *w = p;
+	size_t i;
+
+	for (i = 0; i < len / sizeof(*w); i++)
+		w[i] = seed * 2654435761u + (unsigned int)i;
+}
+
+static inline int zcrecv_check(const void *p, size_t len, unsigned int seed)
+{
+	const unsigned int *w = p;
+	size_t i;
+
+	for (i = 0; i < len / sizeof(*w); i++)
+		if (w[i] != seed * 2654435761u + (unsigned int)i)
+			return 0;
+	return 1;
+}
+
+/* Zones, allocated pages and freed pages must balance after a test. */
+struct zcrecv_leak_check {
+	long long zones_live;
+	long long alloc_minus_freed;
+	long long reserved;
+};
+
+static inline void zcrecv_leak_snapshot(struct zcrecv_leak_check *c)
+{
+	c->zones_live = zcrecv_counter("zones_live");
+	c->alloc_minus_freed = zcrecv_counter("pages_allocated") -
+			       zcrecv_counter("pages_freed");
+	c->reserved = zcrecv_counter("pages_reserved");
+}
+
+static inline int zcrecv_leak_same(const struct zcrecv_leak_check *a)
+{
+	struct zcrecv_leak_check b;
+
+	zcrecv_leak_snapshot(&b);
+	return a->zones_live == b.zones_live &&
+	       a->alloc_minus_freed == b.alloc_minus_freed &&
+	       a->reserved == b.reserved;
 }
 
 /* Path of zcrecv.ko for reload tests (the VM runner sets ZCRECV_KO). */

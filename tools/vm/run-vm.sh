@@ -60,7 +60,7 @@ echo "root:x:0:0:root:/:/bin/sh" > "$rootfs/etc/passwd"
 # Executables and the shared libraries they need, at the paths ld.so expects.
 for f in "${files[@]}"; do
 	cp "$f" "$rootfs/vm/"
-	ldd "$f" 2>/dev/null | awk '/=>/ {print $3} /^\t\// {print $1}' |
+	{ ldd "$f" 2>/dev/null || true; } | awk '/=>/ {print $3} /^\t\// {print $1}' |
 	while read -r lib; do
 		[ -n "$lib" ] && [ -e "$lib" ] || continue
 		mkdir -p "$rootfs$(dirname "$lib")"

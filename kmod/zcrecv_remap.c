@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * zcrecv - ZCRECV_IOC_REMAP: exchange page frames between zone ranges.
+ *
+ * For each entry: resolve both user ranges to (zone, first page) under the
+ * mmap read lock, lock the zone(s), refuse pinned pages, unmap both ranges
+ * from every page table (unmap_mapping_range on the zones' unique offset
+ * windows), swap the page-array entries, and map the new pages at dst again
+ * (vm_insert_pages) so the next access does not fault. The mmap lock is
+ * taken per entry so a concurrent munmap can proceed between entries; the
+ * entries after it then fail cleanly.
+ *
+ * Why exchange and not move: the source slot needs pages again for the next
+ * message; taking dst's old pages means nothing is allocated, zeroed or freed
+ * on the receive path.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/mm.h>
+#include <linux/mmap_lock.h>
+#include <linux/overflow.h>
+#include <linux/sched.h>
+#include <linux/uaccess.h>
+
+#include "zcrecv_internal.h"
+
+struct zcrecv_range {
+	struct vm_area_struct *vma;
+	struct zcrecv_zone *zone;
+	unsigned long first;		/* index in zone->pages */
+};
+
+static int zcrecv_resolve(struct zcrecv_file *zf, unsigned long addr,
+			  unsigned long len, struct zcrecv_range *r)
+{
+	struct vm_area_struct *vma = vma_lookup(zf->mm, addr);
+
+	if (!vma)
+		return -EFAULT;
+	r->zone = zcrecv_vma_zone(zf, vma);
+	if (!r->zone)
+		return -EINVAL;
+	if (len > vma->vm_end - addr)
+		return -EINVAL;		/* crosses the end of the mapping */
+	r->vma = vma;
+	r->first = ((addr - vma->vm_start) >> PAGE_SHIFT) + vma->vm_pgoff -
+		   r->zone->pgoff;
+	return 0;
+}
+
+/*
+ * Pages pinned by pin_user_pages are flagged; any other extra reference
+ * (get_user_pages, a vmsplice'd pipe buffer) shows in the refcount once
+ * every mapping is gone: our array holds exactly one reference.
+ */
+static bool zcrecv_range_busy(struct zcrecv_range *r, unsigned long n,
+			      bool unmapped)
+{
+	unsigned long i;
+
+	for (i = 0; i < n; i++) {
+		struct page *page = r->zone->pages[r->first + i];
+
+		if (!page)
+			continue;
+		if (folio_maybe_dma_pinned(page_folio(page)))
+			return true;
+		if (unmapped && page_count(page) != 1)
+			return true;
+	}
+	return false;
+}
+
+static void zcrecv_unmap(struct zcrecv_range *r, unsigned long n)
+{
+	unmap_mapping_range(r->vma->vm_file->f_mapping,
+			    (loff_t)(r->zone->pgoff + r->first) << PAGE_SHIFT,
+			    (loff_t)n << PAGE_SHIFT, 1);
+}
+
+/* Map dst's new pages, in runs of present pages; best effort. */
+static void zcrecv_prefault(struct zcrecv_range *r, unsigned long addr,
+			    unsigned long n)
+{
+	struct page **pages = r->zone->pages + r->first;
+	unsigned long i = 0;
+
+	while (i < n) {
+		unsigned long run = 0, num;
+
+		while (i < n && !pages[i])
+			i++;
+		while (i + run < n && pages[i + run])
+			run++;
+		if (!run)
+			break;
+		num = run;
+		if (vm_insert_pages(r->vma, addr + (i << PAGE_SHIFT),
+				    pages + i, &num))
+			break;
+		i += run;
+	}
+}
+
+static void zcrecv_lock_two(struct zcrecv_zone *a, struct zcrecv_zone *b)
+{
+	if (a == b) {
+		mutex_lock(&a->lock);
+		return;
+	}
+	if (a->id > b->id)
+		swap(a, b);
+	mutex_lock(&a->lock);
+	mutex_lock_nested(&b->lock, SINGLE_DEPTH_NESTING);
+}
+
+static void zcrecv_unlock_two(struct zcrecv_zone *a, struct zcrecv_zone *b)
+{
+	if (a != b)
+		mutex_unlock(&b->lock);
+	mutex_unlock(&a->lock);
+}
+
+static int zcrecv_remap_one(struct zcrecv_file *zf,
+			    const struct zcrecv_remap_entry *e, bool prefault,
+			    unsigned long *pages_done)
+{
+	struct zcrecv_range src, dst;
+	unsigned long n, i, end;
+	int ret;
+
+	if (e->flags || e->reserved0)
+		return -EINVAL;
+	if (!e->len || !PAGE_ALIGNED(e->src) || !PAGE_ALIGNED(e->dst) ||
+	    !PAGE_ALIGNED(e->len))
+		return -EINVAL;
+	if (check_add_overflow(e->src, e->len, &end) ||
+	    check_add_overflow(e->dst, e->len, &end))
+		return -EOVERFLOW;
+	if (e->src < e->dst + e->len && e->dst < e->src + e->len)
+		return -EINVAL;		/* overlapping ranges */
+	n = e->len >> PAGE_SHIFT;
+
+	if (mmap_read_lock_killable(zf->mm))
+		return -EINTR;
+	ret = zcrecv_resolve(zf, e->src, e->len, &src);
+	if (!ret)
+		ret = zcrecv_resolve(zf, e->dst, e->len, &dst);
+	if (ret)
+		goto out_mm;
+
+	zcrecv_lock_two(src.zone, dst.zone);
+	ret = -EBUSY;
+	if (zcrecv_range_busy(&src, n, false) ||
+	    zcrecv_range_busy(&dst, n, false))
+		goto out_unlock;
+	zcrecv_unmap(&src, n);
+	zcrecv_unmap(&dst, n);
+	if (zcrecv_range_busy(&src, n, true) ||
+	    zcrecv_range_busy(&dst, n, true))
+		goto out_unlock;	/* unmapped pages simply fault back */
+
+	for (i = 0; i < n; i++) {
+		swap(src.zone->pages[src.first + i],
+		     dst.zone->pages[dst.first + i]);
+		if (!(i & 1023))
+			cond_resched();
+	}
+	if (prefault)
+		zcrecv_prefault(&dst, e->dst, n);
+	*pages_done += n;
+	ret = 0;
+	pr_debug("exchanged %lu pages: zone %llu+%lu <-> zone %llu+%lu\n", n,
+		 src.zone->id, src.first, dst.zone->id, dst.first);
+out_unlock:
+	zcrecv_unlock_two(src.zone, dst.zone);
+out_mm:
+	mmap_read_unlock(zf->mm);
+	return ret;
+}
+
+long zcrecv_ioctl_remap(struct zcrecv_file *zf, void __user *uarg)
+{
+	struct zcrecv_remap_entry __user *uent;
+	struct zcrecv_remap req;
+	unsigned long pages = 0;
+	bool prefault;
+	u32 i;
+	int ret = 0;
+
+	if (copy_from_user(&req, uarg, sizeof(req)))
+		return -EFAULT;
+	if ((req.flags & ~ZCRECV_REMAP_NO_PREFAULT) || req.reserved[0] ||
+	    req.reserved[1])
+		return -EINVAL;
+	if (!req.count || req.count > ZCRECV_MAX_BATCH)
+		return -EINVAL;
+	if (current->mm != zf->mm)
+		return -EPERM;
+	prefault = !(req.flags & ZCRECV_REMAP_NO_PREFAULT);
+	uent = u64_to_user_ptr(req.entries);
+
+	for (i = 0; i < req.count; i++) {
+		struct zcrecv_remap_entry e;
+
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			break;
+		}
+		if (copy_from_user(&e, &uent[i], sizeof(e))) {
+			ret = -EFAULT;
+			break;
+		}
+		ret = zcrecv_remap_one(zf, &e, prefault, &pages);
+		if (ret)
+			break;
+	}
+
+	zcrecv_count(ZCRECV_CNT_PAGES_EXCHANGED, pages);
+	if (ret == -EBUSY)
+		zcrecv_count(ZCRECV_CNT_REMAP_BUSY, 1);
+	req.out_done = i;
+	req.out_error = ret;
+	req.out_pages = pages;
+	if (copy_to_user(uarg, &req, sizeof(req)))
+		return -EFAULT;
+	return ret;
+}

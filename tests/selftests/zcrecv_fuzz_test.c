@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * zcrecv_fuzz_test - a randomized fuzzer of /dev/zcrecv: several threads
+ * issue at least 100,000 ioctls (ZCRECV_FUZZ_OPS to change) with random
+ * commands and arguments, valid and invalid mixed, while other threads map,
+ * touch and unmap zones under them and files are closed and reopened. It
+ * checks that every ioctl answers with a documented errno, that the process
+ * survives, and that the module's counters balance at the end (the VM runner
+ * checks the kernel log). ZCRECV_FUZZ_SEED reproduces a run.
+ */
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include "../../build/ksft/kselftest_harness.h"
+#include "zcrecv_util.h"
+
+#define NTHREADS	4
+#define POOL		16
+
+struct pool_zone {
+	char *addr;
+	size_t len;
+	int fd_index;
+};
+
+struct fuzz {
+	int fds[2];			/* shared files */
+	pthread_mutex_t lock;		/* pool bookkeeping and touches */
+	struct pool_zone pool[POOL];
+	long page;
+	unsigned long ops_per_thread;
+	unsigned long long seed;
+	unsigned long bad_errno;
+	unsigned long ioctls;
+};
+
+struct worker {
+	struct fuzz *f;
+	unsigned long long rng;
+	int own_fd;
+	unsigned long done;
+};
+
+static unsigned long long rnd(struct worker *w)
+{
+	w->rng ^= w->rng << 13;
+	w->rng ^= w->rng >> 7;
+	w->rng ^= w->rng << 17;
+	return w->rng;
+}
+
+static int allowed_errno(int e)
+{
+	switch (e) {
+	case 0: case EINVAL: case EFAULT: case ENOTTY: case EOPNOTSUPP:
+	case EOVERFLOW: case ENOMEM: case ENOSPC: case EBUSY: case EPERM:
+	case EINTR:
+		return 1;
+	}
+	return 0;
+}
+
+/* An address somewhere interesting: a pool zone (maybe off by a bit), a
+ * stack or heap address, NULL, a kernel address, or noise. */
+static __u64 pick_addr(struct worker *w)
+{
+	struct fuzz *f = w->f;
+	struct pool_zone *z = &f->pool[rnd(w) % POOL];
+	char *base = z->addr;		/* racy on purpose: may be stale */
+	size_t len = z->len;
+
+	switch (rnd(w) % 8) {
+	case 0: return 0;
+	case 1: return 0xffff888000000000ULL + (rnd(w) & ~0xfffULL);
+	case 2: return rnd(w);
+	case 3: return (__u64)(uintptr_t)&z;
+	default:
+		if (!base || !len)
+			return rnd(w) & ~0xfffULL;
+		return (__u64)(uintptr_t)base +
+		       ((rnd(w) % (len / f->page + 2)) * f->page) +
+		       (rnd(w) % 16 == 0 ? rnd(w) % f->page : 0);
+	}
+}
+
+static __u64 pick_len(struct worker *w)
+{
+	switch (rnd(w) % 6) {
+	case 0: return 0;
+	case 1: return rnd(w);
+	case 2: return (rnd(w) % 4096) + 1;
+	default: return ((rnd(w) % 16) + 1) * w->f->page;
+	}
+}
+
+static int pick_fd(struct worker *w)
+{
+	int r = rnd(w) % 3;
+
+	return r == 2 ? w->own_fd : w->f->fds[r];
+}
+
+static void do_ioctl(struct worker *w, int fd, unsigned long cmd, void *arg)
+{
+	int ret = ioctl(fd, cmd, arg);
+
+	__atomic_add_fetch(&w->f->ioctls, 1, __ATOMIC_RELAXED);
+	w->done++;
+	if (ret < 0 && !allowed_errno(errno)) {
+		__atomic_add_fetch(&w->f->bad_errno, 1, __ATOMIC_RELAXED);
+		fprintf(stderr, "# cmd %#lx gave errno %d\n", cmd, errno);
+	}
+}
+
+static void op_api(struct worker *w)
+{
+	struct zcrecv_api api;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(api); i++)
+		((unsigned char *)&api)[i] = rnd(w) % 4 ? 0 : rnd(w);
+	if (rnd(w) % 2)
+		api.abi_version = rnd(w) % 3;
+	do_ioctl(w, pick_fd(w), ZCRECV_IOC_API,
+		 rnd(w) % 8 ? (void *)&api : (void *)(uintptr_t)pick_addr(w));
+}
+
+static void op_zone(struct worker *w)
+{
+	struct fuzz *f = w->f;
+	struct zcrecv_zone_create zc;
+	int fdi = rnd(w) % 2, slot = rnd(w) % POOL;
+	void *p;
+
+	memset(&zc, 0, sizeof(zc));
+	zc.pages = rnd(w) % 10 ? (rnd(w) % 32) + 1 : rnd(w) >> (rnd(w) % 64);
+	if (rnd(w) % 10 == 0)
+		zc.flags = rnd(w);
+	if (rnd(w) % 10 == 0)
+		zc.reserved[rnd(w) % 2] = rnd(w);
+	if (ioctl(f->fds[fdi], ZCRECV_IOC_ZONE_CREATE, &zc)) {
+		__atomic_add_fetch(&f->ioctls, 1, __ATOMIC_RELAXED);
+		w->done++;
+		if (!allowed_errno(errno))
+			__atomic_add_fetch(&f->bad_errno, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	__atomic_add_fetch(&f->ioctls, 1, __ATOMIC_RELAXED);
+	w->done++;
+	if (rnd(w) % 8 == 0)
+		return;		/* leave it unmapped: close must free it */
+	p = mmap(NULL, zc.pages * f->page, PROT_READ | PROT_WRITE,
+		 rnd(w) % 16 ? MAP_SHARED : MAP_PRIVATE, f->fds[fdi],
+		 zc.out_offset);
+	if (p == MAP_FAILED)
+		return;
+	pthread_mutex_lock(&f->lock);
+	if (f->pool[slot].addr)
+		munmap(f->pool[slot].addr, f->pool[slot].len);
+	f->pool[slot].addr = p;
+	f->pool[slot].len = zc.pages * f->page;
+	f->pool[slot].fd_index = fdi;
+	/* touch some pages so there is something to exchange */
+	memset(p, (int)rnd(w), f->page * (1 + rnd(w) % (zc.pages < 4 ? zc.pages : 4)));
+	pthread_mutex_unlock(&f->lock);
+}
+
+static void op_unmap(struct worker *w)
+{
+	struct fuzz *f = w->f;
+	struct pool_zone *z = &f->pool[rnd(w) % POOL];
+
+	pthread_mutex_lock(&f->lock);
+	if (z->addr && z->len > (size_t)f->page && rnd(w) % 2) {
+		/* partial: the zone lives on in its other part */
+		munmap(z->addr, f->page);
+		z->addr += f->page;
+		z->len -= f->page;
+	} else if (z->addr) {
+		munmap(z->addr, z->len);
+		z->addr = NULL;
+		z->len = 0;
+	}
+	pthread_mutex_unlock(&f->lock);
+}
+
+static void op_remap(struct worker *w)
+{
+	struct zcrecv_remap_entry e[8];
+	struct zcrecv_remap req;
+	unsigned int i, n = 1 + rnd(w) % 8;
+
+	for (i = 0; i < n; i++) {
+		e[i].src = pick_addr(w);
+		e[i].dst = pick_addr(w);
+		e[i].len = pick_len(w);
+		e[i].flags = rnd(w) % 20 ? 0 : rnd(w);
+		e[i].reserved0 = rnd(w) % 20 ? 0 : rnd(w);
+	}
+	memset(&req, 0, sizeof(req));
+	req.entries = rnd(w) % 10 ? (__u64)(uintptr_t)e : pick_addr(w);
+	req.count = rnd(w) % 10 ? n : rnd(w) % 1024;
+	req.flags = rnd(w) % 10 ? (rnd(w) % 2) : rnd(w);
+	if (rnd(w) % 20 == 0)
+		req.reserved[rnd(w) % 2] = rnd(w);
+	do_ioctl(w, pick_fd(w), ZCRECV_IOC_REMAP, &req);
+}
+
+static void op_garbage(struct worker *w)
+{
+	unsigned char buf[256];
+	unsigned long cmd;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = rnd(w);
+	cmd = _IOC(rnd(w) % 4, rnd(w) % 4 ? ZCRECV_IOC_MAGIC : rnd(w) & 0xff,
+		   rnd(w) % 16, rnd(w) % 200);
+	do_ioctl(w, pick_fd(w), cmd, rnd(w) % 4 ? (void *)buf :
+		 (void *)(uintptr_t)pick_addr(w));
+}
+
+static void op_reopen(struct worker *w)
+{
+	close(w->own_fd);
+	w->own_fd = open(ZCRECV_DEV, O_RDWR | O_CLOEXEC);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	while (w->done < w->f->ops_per_thread) {
+		unsigned int r = rnd(w) % 100;
+
+		if (r < 10)
+			op_api(w);
+		else if (r < 25)
+			op_zone(w);
+		else if (r < 30)
+			op_unmap(w);
+		else if (r < 85)
+			op_remap(w);
+		else if (r < 99)
+			op_garbage(w);
+		else
+			op_reopen(w);
+	}
+	return NULL;
+}
+
+FIXTURE(fuzz) {
+	int unused;
+};
+
+FIXTURE_SETUP(fuzz)
+{
+}
+
+FIXTURE_TEARDOWN(fuzz)
+{
+}
+
+/* Emulated (TCG) VMs are slow: allow five minutes. */
+TEST_F_TIMEOUT(fuzz, random_ioctls_from_threads, 300)
+{
+	struct zcrecv_leak_check before;
+	struct worker w[NTHREADS];
+	pthread_t th[NTHREADS];
+	struct fuzz f;
+	const char *s;
+	int i;
+
+	memset(&f, 0, sizeof(f));
+	f.page = zcrecv_page_size();
+	f.ops_per_thread = 100000 / NTHREADS;
+	s = getenv("ZCRECV_FUZZ_OPS");
+	if (s && atol(s) > 0)
+		f.ops_per_thread = atol(s) / NTHREADS;
+	s = getenv("ZCRECV_FUZZ_SEED");
+	f.seed = s ? strtoull(s, NULL, 0) : (unsigned long long)time(NULL);
+	TH_LOG("seed %llu (ZCRECV_FUZZ_SEED reproduces), %lu ioctls per thread",
+	       f.seed, f.ops_per_thread);
+	pthread_mutex_init(&f.lock, NULL);
+
+	if (access(ZCRECV_DEV, F_OK))
+		SKIP(return, "%s missing: zcrecv.ko not loaded", ZCRECV_DEV);
+	zcrecv_leak_snapshot(&before);
+	for (i = 0; i < 2; i++) {
+		f.fds[i] = open(ZCRECV_DEV, O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, f.fds[i]);
+	}
+	for (i = 0; i < NTHREADS; i++) {
+		w[i].f = &f;
+		w[i].rng = f.seed * 0x9e3779b97f4a7c15ULL + i + 1;
+		w[i].done = 0;
+		w[i].own_fd = open(ZCRECV_DEV, O_RDWR | O_CLOEXEC);
+		ASSERT_LE(0, w[i].own_fd);
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, worker_main, &w[i]));
+	}
+	for (i = 0; i < NTHREADS; i++) {
+		ASSERT_EQ(0, pthread_join(th[i], NULL));
+		if (w[i].own_fd >= 0)
+			close(w[i].own_fd);
+	}
+	for (i = 0; i < POOL; i++)
+		if (f.pool[i].addr)
+			munmap(f.pool[i].addr, f.pool[i].len);
+	close(f.fds[0]);
+	close(f.fds[1]);
+
+	TH_LOG("%lu ioctls issued", f.ioctls);
+	EXPECT_LE(NTHREADS * f.ops_per_thread, f.ioctls);
+	EXPECT_EQ(0, f.bad_errno);
+	/* Partially unmapped zones are gone now too: the books balance. */
+	EXPECT_EQ(before.zones_live, zcrecv_counter("zones_live"));
+	EXPECT_EQ(before.alloc_minus_freed,
+		  zcrecv_counter("pages_allocated") - zcrecv_counter("pages_freed"));
+	EXPECT_EQ(before.reserved, zcrecv_counter("pages_reserved"));
+	EXPECT_EQ(0, zcrecv_counter("open_files"));
+}
+
+TEST_HARNESS_MAIN

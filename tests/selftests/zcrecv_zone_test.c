@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * zcrecv_zone_test - kselftests of zones: creation, mapping rules, first
+ * touch allocation, teardown by munmap/close/exit without leaking a page,
+ * fork isolation, mremap growth refused, page limits, and unload refused
+ * while a zone exists. Run inside a VM with zcrecv.ko loaded (make test).
+ */
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "../../build/ksft/kselftest_harness.h"
+#include "zcrecv_util.h"
+
+#define PARAM_DIR "/sys/module/zcrecv/parameters/"
+
+static long read_param(const char *name)
+{
+	char path[128];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), PARAM_DIR "%s", name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+static int write_param(const char *name, long v)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), PARAM_DIR "%s", name);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "%ld\n", v);
+	return fclose(f) ? -errno : 0;
+}
+
+FIXTURE(zone) {
+	int fd;
+	struct zcrecv_leak_check before;
+	long page;
+};
+
+FIXTURE_SETUP(zone)
+{
+	self->page = zcrecv_page_size();
+	self->fd = open(ZCRECV_DEV, O_RDWR | O_CLOEXEC);
+	if (self->fd < 0 && errno == ENOENT)
+		SKIP(return, "%s missing: zcrecv.ko not loaded", ZCRECV_DEV);
+	ASSERT_LE(0, self->fd);
+	zcrecv_leak_snapshot(&self->before);
+}
+
+FIXTURE_TEARDOWN(zone)
+{
+	if (self->fd < 0)
+		return;
+	close(self->fd);
+	/* Every test leaves the module's books balanced. */
+	EXPECT_TRUE(zcrecv_leak_same(&self->before));
+}
+
+TEST_F(zone, first_touch_allocates_zeroed_pages)
+{
+	long long alloc = zcrecv_counter("pages_allocated");
+	struct zcrecv_zone_map z;
+	size_t i;
+
+	ASSERT_EQ(0, zcrecv_zone_map(self->fd, 16, &z));
+	EXPECT_EQ(alloc, zcrecv_counter("pages_allocated"));
+	for (i = 0; i < z.len; i += 512)
+		ASSERT_EQ(0, z.addr[i]);
+	EXPECT_EQ(alloc + 16, zcrecv_counter("pages_allocated"));
+	memset(z.addr, 0x5a, z.len);
+	EXPECT_EQ(0x5a, z.addr[z.len - 1]);
+	zcrecv_zone_unmap(&z);
+}
+
+TEST_F(zone, munmap_frees_the_zone)
+{
+	long long live = zcrecv_counter("zones_live");
+	struct zcrecv_zone_map z;
+
+	ASSERT_EQ(0, zcrecv_zone_map(self->fd, 8, &z));
+	memset(z.addr, 1, z.len);
+	EXPECT_EQ(live + 1, zcrecv_counter("zones_live"));
+	zcrecv_zone_unmap(&z);
+	EXPECT_EQ(live, zcrecv_counter("zones_live"));
+}
+
+TEST_F(zone, partial_munmap_keeps_the_rest)
+{
+	struct zcrecv_zone_map z;
+
+	ASSERT_EQ(0, zcrecv_zone_map(self->fd, 4, &z));
+	memset(z.addr, 7, z.len);
+	ASSERT_EQ(0, munmap(z.addr + self->page, self->page));
+	EXPECT_EQ(7, z.addr[0]);
+	EXPECT_EQ(7, z.addr[2 * self->page]);
+	munmap(z.addr, self->page);
+	munmap(z.addr + 2 * self->page, 2 * self->page);
+}
+
+TEST_F(zone, unmapped_zone_freed_on_close)
+{
+	struct zcrecv_zone_create zc;
+	long long live = zcrecv_counter("zones_live");
+	int fd2 = open(ZCRECV_DEV, O_RDWR | O_CLOEXEC);
+
+	ASSERT_LE(0, fd2);
+	memset(&zc, 0, sizeof(zc));
+	zc.pages = 32;
+	ASSERT_EQ(0, zcrecv_ioctl(fd2, ZCRECV_IOC_ZONE_CREATE, &zc));
+	EXPECT_EQ(live + 1, zcrecv_counter("zones_live"));
+	close(fd2);
+	EXPECT_EQ(live, zcrecv_counter("zones_live"));
+}
+
+TEST_F(zone, create_bad_arguments)
+{
+	struct zcrecv_zone_create zc;
+
+	memset(&zc, 0, sizeof(zc));
+	EXPECT_EQ(-EINVAL, zcrecv_ioctl(self->fd, ZCRECV_IOC_ZONE_CREATE, &zc));
+	zc.pages = 1;
+	zc.flags = 1;
+	EXPECT_EQ(-EINVAL, zcrecv_ioctl(self->fd, ZCRECV_IOC_ZONE_CREATE, &zc));
+	zc.flags = 0;
+	zc.reserved0 = 1;
+	EXPECT_EQ(-EINVAL, zcrecv_ioctl(self->fd, ZCRECV_IOC_ZONE_CREATE, &zc));
+	zc.reserved0 = 0;
+	zc.reserved[1] = 1;
+	EXPECT_EQ(-EINVAL, zcrecv_ioctl(self->fd, ZCRECV_IOC_ZONE_CREATE, &zc));
+	zc.reserved[1] = 0;
+	zc.pages = ~0ULL;
+	EXPECT_EQ(-EOVERFLOW, zcrecv_ioctl(self->fd, ZCRECV_IOC_ZONE_CREATE, &zc));
+	EXPECT_EQ(-EFAULT, zcrecv_ioctl(self->fd, ZCRECV_IOC_ZONE_CREATE, NULL));
+}
+
+TEST_F(zone, mmap_rules)
+{
+	struct zcrecv_zone_create zc;
+	void *p;
+
+	memset(&zc, 0, sizeof(zc));
+	zc.pages = 4;
+	ASSERT_EQ(0, zcrecv_ioctl(self->fd, ZCRECV_IOC_ZONE_CREATE, &zc));
+	/* private mapping */
+	p = mmap(NULL, 4 * self->page, PROT_READ | PROT_WRITE, MAP_PRIVATE,
+		 self->fd, zc.out_offset);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	/* wrong size */
+	p = mmap(NULL, 2 * self->page, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 self->fd, zc.out_offset);
+	EXPECT_EQ(MAP_FAILED, p);
+	/* offset of no zone */
+	p = mmap(NULL, 4 * self->page, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 self->fd, zc.out_offset + self->page);
+	EXPECT_EQ(MAP_FAILED, p);
+	p = mmap(NULL, 4 * self->page, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 self->fd, 0);
+	EXPECT_EQ(MAP_FAILED, p);
+	/* right: once */
+	p = mmap(NULL, 4 * self->page, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 self->fd, zc.out_offset);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, 4 * self->page, PROT_READ,
+				   MAP_SHARED, self->fd, zc.out_offset));
+	EXPECT_EQ(EBUSY, errno);
+	munmap(p, 4 * self->page);
+}
+
+TEST_F(zone, mremap_cannot_grow)
+{
+	struct zcrecv_zone_map z;
+	void *p;
+
+	ASSERT_EQ(0, zcrecv_zone_map(self->fd, 2, &z));
+	p = mremap(z.addr, z.len, 2 * z.len, MREMAP_MAYMOVE);
+	EXPECT_EQ(MAP_FAILED, p);
+	zcrecv_zone_unmap(&z);
+}
+
+TEST_F(zone, fork_child_cannot_see_zone)
+{
+	struct zcrecv_zone_map z;
+	int status;
+	pid_t pid;
+
+	ASSERT_EQ(0, zcrecv_zone_map(self->fd, 2, &z));
+	memset(z.addr, 0x42, z.len);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		/* The inherited fd belongs to the parent's mm. */
+		if (mmap(NULL, z.len, PROT_READ, MAP_SHARED, self->fd,
+			 z.offset) != MAP_FAILED || errno != EPERM)
+			_exit(3);
+		/* The zone is not mapped here: this must fault. */
+		_exit(*(volatile char *)z.addr == 0x42 ? 1 : 2);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status));
+	if (WIFSIGNALED(status)) {
+		EXPECT_EQ(SIGSEGV, WTERMSIG(status));
+	} else {
+		TH_LOG("child exited with %d", WEXITSTATUS(status));
+	}
+	EXPECT_EQ(0x42, z.addr[0]);
+	zcrecv_zone_unmap(&z);
+}
+
+TEST_F(zone, exit_with_live_zones_frees_everything)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct zcrecv_zone_map z;
+		int fd = open(ZCRECV_DEV, O_RDWR), i;
+
+		for (i = 0; i < 4; i++) {
+			if (zcrecv_zone_map(fd, 64, &z))
+				_exit(1);
+			memset(z.addr, i, z.len);
+		}
+		/* plus one zone never mapped */
+		struct zcrecv_zone_create zc = { .pages = 8 };
+
+		if (zcrecv_ioctl(fd, ZCRECV_IOC_ZONE_CREATE, &zc))
+			_exit(1);
+		_exit(0);	/* no munmap, no close */
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	/* teardown checks the counters */
+}
+
+TEST_F(zone, process_page_limit)
+{
+	long old = read_param("max_process_pages");
+	struct zcrecv_zone_map a, b;
+	struct zcrecv_zone_create zc;
+
+	ASSERT_LT(0, old);
+	ASSERT_EQ(0, write_param("max_process_pages", 64));
+	EXPECT_EQ(0, zcrecv_zone_map(self->fd, 48, &a));
+	memset(&zc, 0, sizeof(zc));
+	zc.pages = 17;
+	EXPECT_EQ(-ENOSPC, zcrecv_ioctl(self->fd, ZCRECV_IOC_ZONE_CREATE, &zc));
+	/* the limit is per process: a second fd shares it */
+	int fd2 = open(ZCRECV_DEV, O_RDWR | O_CLOEXEC);
+
+	EXPECT_EQ(-ENOSPC, zcrecv_ioctl(fd2, ZCRECV_IOC_ZONE_CREATE, &zc));
+	EXPECT_EQ(0, zcrecv_zone_map(fd2, 16, &b));
+	zcrecv_zone_unmap(&a);
+	EXPECT_EQ(0, zcrecv_ioctl(self->fd, ZCRECV_IOC_ZONE_CREATE, &zc));
+	zcrecv_zone_unmap(&b);
+	close(fd2);
+	EXPECT_EQ(0, write_param("max_process_pages", old));
+}
+
+TEST_F(zone, global_page_limit)
+{
+	long old = read_param("max_global_pages");
+	long long used = zcrecv_counter("pages_reserved");
+	struct zcrecv_zone_create zc;
+
+	ASSERT_LT(0, old);
+	ASSERT_EQ(0, write_param("max_global_pages", used + 10));
+	memset(&zc, 0, sizeof(zc));
+	zc.pages = 11;
+	EXPECT_EQ(-ENOSPC, zcrecv_ioctl(self->fd, ZCRECV_IOC_ZONE_CREATE, &zc));
+	zc.pages = 10;
+	EXPECT_EQ(0, zcrecv_ioctl(self->fd, ZCRECV_IOC_ZONE_CREATE, &zc));
+	EXPECT_EQ(0, write_param("max_global_pages", old));
+}
+
+TEST(unload_refused_while_zone_exists)
+{
+	const char *ko = zcrecv_ko();
+	struct zcrecv_zone_map z;
+	char cmd[512];
+	int fd;
+
+	if (!ko)
+		SKIP(return, "ZCRECV_KO not set: cannot reload the module");
+	fd = open(ZCRECV_DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, zcrecv_zone_map(fd, 4, &z));
+	close(fd);	/* the mapping still holds the file */
+	memset(z.addr, 3, z.len);
+	EXPECT_NE(0, system("rmmod zcrecv 2>/dev/null"));
+	EXPECT_EQ(3, z.addr[z.len - 1]);
+	zcrecv_zone_unmap(&z);
+	EXPECT_EQ(0, zcrecv_counter("zones_live"));
+	EXPECT_EQ(zcrecv_counter("pages_allocated"),
+		  zcrecv_counter("pages_freed"));
+	ASSERT_EQ(0, system("rmmod zcrecv"));
+	snprintf(cmd, sizeof(cmd), "insmod %s", ko);
+	ASSERT_EQ(0, system(cmd));
+}
+
+TEST_HARNESS_MAIN
