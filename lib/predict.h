@@ -49,4 +49,33 @@ bool __zcr_pred_predict(struct zcr_predictor *p, unsigned int k,
 const char *__zcr_pred_name(const struct zcr_predictor *p);
 size_t __zcr_pred_memory(const struct zcr_predictor *p);
 
+/*
+ * Additions for evaluation (tools/zcpredict, tests); the receive path needs
+ * none of them.
+ */
+
+/*
+ * Every candidate for the k-th next call, best first: up to @max calls in
+ * out[], returns how many (0 = no prediction). Set predictors (lru, fifo,
+ * lfu) return their whole window; the others at most one call.
+ */
+int __zcr_pred_candidates(struct zcr_predictor *p, unsigned int k,
+			  struct zcr_call *out, int max);
+
+/* Detected period (dpd) or current cycle length (cycle), 0 if none. */
+unsigned int __zcr_pred_period(const struct zcr_predictor *p);
+
+/* Names accepted by __zcr_pred_create, NULL-terminated. */
+extern const char *const __zcr_pred_names[];
+
+/* Hit definitions: which fields of a call must match. */
+enum zcr_hit_def {
+	ZCR_HIT_IDENT,	/* receive-call identity: src, tag, size, buf, comm */
+	ZCR_HIT_BUFFER,	/* buffer prediction: buf, size, src */
+	ZCR_HIT_NDEFS
+};
+
+bool __zcr_call_match(const struct zcr_call *a, const struct zcr_call *b,
+		      enum zcr_hit_def def);
+
 #endif /* ZCR_PREDICT_H */

@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * predict.c - registry of the receive-call predictors, the call interning
+ * table they share, and the dispatch of the interface in predict.h.
+ *
+ * Interning turns each distinct call identity into a dense id once, on
+ * observe; after warm-up (no new distinct calls) nothing here allocates.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "predict_impl.h"
+
+static const struct zcr_pred_ops *const registry[] = {
+	&__zcr_pred_cycle_ops,
+	&__zcr_pred_tag_ops,
+	&__zcr_pred_tagcycle_ops,
+	&__zcr_pred_tagbettercycle_ops,
+	&__zcr_pred_lru_ops,
+	&__zcr_pred_fifo_ops,
+	&__zcr_pred_lfu_ops,
+	&__zcr_pred_graph_ops,
+	&__zcr_pred_dpd_ops,
+	&__zcr_pred_select_ops,
+};
+
+const char *const __zcr_pred_names[] = {
+	"cycle", "tag", "tagcycle", "tagbettercycle", "lru", "fifo", "lfu",
+	"graph", "dpd", "select", NULL
+};
+
+int __zcr_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz)
+{
+	uint32_t ncap = *cap ? *cap : 8;
+	void *n;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need)
+		ncap *= 2;
+	n = realloc(*arr, (size_t)ncap * sz);
+	if (!n)
+		return -ENOMEM;
+	memset((char *)n + (size_t)*cap * sz, 0, (size_t)(ncap - *cap) * sz);
+	*arr = n;
+	*cap = ncap;
+	return 0;
+}
+
+bool __zcr_call_match(const struct zcr_call *a, const struct zcr_call *b,
+		      enum zcr_hit_def def)
+{
+	if (a->buf != b->buf || a->size != b->size || a->src != b->src)
+		return false;
+	if (def == ZCR_HIT_BUFFER)
+		return true;
+	return a->tag == b->tag && a->comm == b->comm;
+}
+
+static uint64_t call_hash(const struct zcr_call *c)
+{
+	uint64_t h = c->buf * 0x9e3779b97f4a7c15ULL;
+
+	h ^= (c->size + ((uint64_t)(uint32_t)c->src << 32)) *
+	     0xc2b2ae3d27d4eb4fULL;
+	h ^= ((uint64_t)(uint32_t)c->tag + c->comm) * 0x165667b19e3779f9ULL;
+	return h ^ (h >> 29);
+}
+
+static int sym_rehash(struct zcr_symtab *t, uint32_t nslots)
+{
+	uint32_t *s = calloc(nslots, sizeof(*s));
+	uint32_t i;
+
+	if (!s)
+		return -ENOMEM;
+	for (i = 0; i < t->n; i++) {
+		uint32_t j = call_hash(&t->calls[i]) & (nslots - 1);
+
+		while (s[j])
+			j = (j + 1) & (nslots - 1);
+		s[j] = i + 1;
+	}
+	free(t->slots);
+	t->slots = s;
+	t->mask = nslots - 1;
+	return 0;
+}
+
+/* Returns the id of @c, a new one if never seen; ZCR_NOID if out of memory. */
+uint32_t __zcr_sym_intern(struct zcr_symtab *t, const struct zcr_call *c)
+{
+	uint32_t j, id;
+
+	if (!t->slots && sym_rehash(t, 64))
+		return ZCR_NOID;
+	j = call_hash(c) & t->mask;
+	while (t->slots[j]) {
+		id = t->slots[j] - 1;
+		if (__zcr_call_match(&t->calls[id], c, ZCR_HIT_IDENT)) {
+			t->calls[id].site = c->site;
+			return id;
+		}
+		j = (j + 1) & t->mask;
+	}
+	if (__zcr_grow((void **)&t->calls, &t->cap, t->n + 1,
+		       sizeof(*t->calls)))
+		return ZCR_NOID;
+	id = t->n++;
+	t->calls[id] = *c;
+	t->slots[j] = id + 1;
+	if (t->n * 2 > t->mask + 1 && sym_rehash(t, (t->mask + 1) * 2)) {
+		t->n--;
+		return ZCR_NOID;
+	}
+	return id;
+}
+
+size_t __zcr_sym_memory(const struct zcr_symtab *t)
+{
+	return (size_t)t->cap * sizeof(*t->calls) +
+	       (t->slots ? (size_t)(t->mask + 1) * sizeof(*t->slots) : 0);
+}
+
+static const struct zcr_pred_ops *find_ops(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(registry) / sizeof(registry[0]); i++)
+		if (!strcmp(registry[i]->name, name))
+			return registry[i];
+	return NULL;
+}
+
+struct zcr_predictor *__zcr_pred_create_shared(const char *name,
+					       unsigned int window,
+					       struct zcr_symtab *syms)
+{
+	const struct zcr_pred_ops *ops = name ? find_ops(name) : NULL;
+	struct zcr_predictor *p;
+
+	if (!ops)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->ops = ops;
+	p->syms = syms ? syms : &p->own;
+	if (ops->priv_size) {
+		p->priv = calloc(1, ops->priv_size);
+		if (!p->priv)
+			goto err;
+	}
+	if (ops->init && ops->init(p, window))
+		goto err;
+	return p;
+err:
+	free(p->priv);
+	free(p);
+	return NULL;
+}
+
+struct zcr_predictor *__zcr_pred_create(const char *name, unsigned int window)
+{
+	return __zcr_pred_create_shared(name, window, NULL);
+}
+
+void __zcr_pred_destroy(struct zcr_predictor *p)
+{
+	if (!p)
+		return;
+	if (p->ops->fini)
+		p->ops->fini(p);
+	free(p->own.calls);
+	free(p->own.slots);
+	free(p->priv);
+	free(p);
+}
+
+void __zcr_pred_observe_id(struct zcr_predictor *p, uint32_t id,
+			   const struct zcr_call *c)
+{
+	p->ops->observe(p, id, c);
+}
+
+void __zcr_pred_observe(struct zcr_predictor *p, const struct zcr_call *c)
+{
+	uint32_t id = __zcr_sym_intern(p->syms, c);
+
+	/* Out of memory: skip learning rather than fail the receive. */
+	if (id != ZCR_NOID)
+		p->ops->observe(p, id, c);
+}
+
+bool __zcr_pred_predict_id(struct zcr_predictor *p, unsigned int k,
+			   uint32_t *id)
+{
+	if (!k)
+		return false;
+	return p->ops->predict(p, k, id);
+}
+
+bool __zcr_pred_predict(struct zcr_predictor *p, unsigned int k,
+			struct zcr_call *out)
+{
+	uint32_t id;
+
+	if (!__zcr_pred_predict_id(p, k, &id) || id >= p->syms->n)
+		return false;
+	*out = p->syms->calls[id];
+	return true;
+}
+
+int __zcr_pred_candidates(struct zcr_predictor *p, unsigned int k,
+			  struct zcr_call *out, int max)
+{
+	uint32_t ids[64];
+	int n, i, m = 0;
+
+	if (!k || max <= 0)
+		return 0;
+	if (!p->ops->candidates)
+		return __zcr_pred_predict(p, k, out) ? 1 : 0;
+	if (max > 64)
+		max = 64;
+	n = p->ops->candidates(p, k, ids, max);
+	for (i = 0; i < n; i++)
+		if (ids[i] < p->syms->n)
+			out[m++] = p->syms->calls[ids[i]];
+	return m;
+}
+
+const char *__zcr_pred_name(const struct zcr_predictor *p)
+{
+	return p->ops->name;
+}
+
+size_t __zcr_pred_memory(const struct zcr_predictor *p)
+{
+	size_t m = sizeof(*p) + p->ops->priv_size + p->ops->memory(p);
+
+	if (p->syms == &p->own)
+		m += __zcr_sym_memory(&p->own);
+	return m;
+}
+
+unsigned int __zcr_pred_period(const struct zcr_predictor *p)
+{
+	return p->ops->period ? p->ops->period(p) : 0;
+}

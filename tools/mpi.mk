@@ -1,0 +1,59 @@
+# tools/mpi.mk - the MPI tracer (an LD_PRELOAD library over PMPI) and the
+# small MPI applications the bundled traces come from. Built only where the
+# MPI compilers exist: `mpicc` (Open MPI on Debian) gives libzctrace.so and
+# the apps; `mpicc.mpich` gives libzctrace-mpich.so; mpif90 / mpif90.mpich
+# the Fortran ring used to check the Fortran wrappers.
+# tools/mpi/make-traces.sh regenerates tests/traces/ with them.
+MPI_DIR    := $(B)/tools/mpi
+MPI_CFLAGS := -O2 -g -Wall -Wextra -Werror
+MPI_APPS   := poisson matmul nbody fft cg
+MPICC      := $(shell command -v mpicc 2>/dev/null)
+MPICC_MPICH := $(shell command -v mpicc.mpich 2>/dev/null)
+MPIF90     := $(shell command -v mpif90 2>/dev/null)
+MPIF90_MPICH := $(shell command -v mpif90.mpich 2>/dev/null)
+# MPICH's compiler wrapper is installed without its headers by the mpich
+# package alone (they come with libmpich-dev).
+ifneq ($(MPICC_MPICH),)
+ifeq ($(wildcard $(patsubst -I%,%/mpi.h,$(filter -I%,$(shell $(MPICC_MPICH) -show 2>/dev/null)))),)
+MPICC_MPICH :=
+MPIF90_MPICH :=
+endif
+endif
+
+ifneq ($(MPICC),)
+$(MPI_DIR)/libzctrace.so: tools/mpi/zctrace.c
+	@mkdir -p $(dir $@)
+	$(MPICC) $(MPI_CFLAGS) -fPIC -shared -o $@ $< -ldl -lpthread
+PROGS += $(MPI_DIR)/libzctrace.so
+
+$(MPI_DIR)/%: tools/mpi/%.c
+	@mkdir -p $(dir $@)
+	$(MPICC) $(MPI_CFLAGS) -o $@ $< -lm
+PROGS += $(addprefix $(MPI_DIR)/,$(MPI_APPS))
+endif
+
+ifneq ($(MPICC_MPICH),)
+$(MPI_DIR)/libzctrace-mpich.so: tools/mpi/zctrace.c
+	@mkdir -p $(dir $@)
+	$(MPICC_MPICH) $(MPI_CFLAGS) -fPIC -shared -o $@ $< -ldl -lpthread
+PROGS += $(MPI_DIR)/libzctrace-mpich.so
+
+$(MPI_DIR)/cg-mpich: tools/mpi/cg.c
+	@mkdir -p $(dir $@)
+	$(MPICC_MPICH) $(MPI_CFLAGS) -o $@ $< -lm
+PROGS += $(MPI_DIR)/cg-mpich
+endif
+
+ifneq ($(MPIF90),)
+$(MPI_DIR)/ring: tools/mpi/ring.f90
+	@mkdir -p $(dir $@)
+	$(MPIF90) -O2 -o $@ $<
+PROGS += $(MPI_DIR)/ring
+endif
+
+ifneq ($(MPIF90_MPICH),)
+$(MPI_DIR)/ring-mpich: tools/mpi/ring.f90
+	@mkdir -p $(dir $@)
+	$(MPIF90_MPICH) -O2 -o $@ $<
+PROGS += $(MPI_DIR)/ring-mpich
+endif
