@@ -57,8 +57,11 @@ static void print_stats(const char *what, struct zcr_stats *st)
 	       st->remap_ns_per_page);
 }
 
-/* Early arrivals into zcr_mem memory: hits, and remapped pages. */
-ZT_TEST(early_hit_remaps)
+/*
+ * n early arrivals of 64 pages into one zcr_mem buffer under attr, each
+ * checked byte for byte; returns rank 0's statistics.
+ */
+static struct zcr_stats early_series(const struct zcr_ctx_attr *attr, int n)
 {
 	size_t len = 64 * 4096;
 	struct zcr_status st;
@@ -67,16 +70,27 @@ ZT_TEST(early_hit_remaps)
 	struct pair p;
 	int i;
 
-	pair_open(&p, 2, &remap_attr);
+	pair_open(&p, 2, attr);
 	sb = malloc(len);
 	ZT_EXPECT_EQ(zcr_mem_alloc(p.c[0], len, (void **)&buf), 0);
 	memset(buf, 0, len);
-	for (i = 0; i < 6; i++) {
+	for (i = 0; i < n; i++) {
 		ZT_EXPECT_EQ(early_one(&p, sb, buf, len, (uint32_t)i, &st), 1);
 		ZT_EXPECT_EQ(st.len, len);
 		ZT_EXPECT_EQ(pattern_bad(buf, len, (uint32_t)i), 0);
 	}
 	s = pair_stats(p.c[0]);
+	zcr_mem_free(p.c[0], buf);
+	free(sb);
+	pair_close(&p);
+	return s;
+}
+
+/* Early arrivals into zcr_mem memory: hits, and remapped pages. */
+ZT_TEST(early_hit_remaps)
+{
+	struct zcr_stats s = early_series(&remap_attr, 6);
+
 	print_stats("early_hit_remaps", &s);
 	ZT_EXPECT_EQ(s.early, 6);
 	/* The first receive teaches the predictor; the others are hits. */
@@ -91,9 +105,6 @@ ZT_TEST(early_hit_remaps)
 		ZT_ASSERT(s.pages_remapped >= 5 * 64);
 		ZT_ASSERT(s.remaps >= 5);
 	}
-	zcr_mem_free(p.c[0], buf);
-	free(sb);
-	pair_close(&p);
 }
 
 /* Plain malloc memory: uffd-move where possible, else copy; always right. */
@@ -439,25 +450,11 @@ ZT_TEST(progress_thread)
 ZT_TEST(policy_copy_never_remaps)
 {
 	struct zcr_ctx_attr a = { .policy = ZCRECV_POLICY_COPY };
-	size_t len = 64 * 4096;
-	struct zcr_status st;
-	struct zcr_stats s;
-	char *sb, *buf;
-	struct pair p;
-	int i;
+	struct zcr_stats s = early_series(&a, 3);
 
-	pair_open(&p, 2, &a);
-	sb = malloc(len);
-	ZT_EXPECT_EQ(zcr_mem_alloc(p.c[0], len, (void **)&buf), 0);
-	for (i = 0; i < 3; i++)
-		ZT_EXPECT_EQ(early_one(&p, sb, buf, len, (uint32_t)i, &st), 1);
-	s = pair_stats(p.c[0]);
 	ZT_EXPECT_EQ(s.pages_remapped, 0);
 	ZT_EXPECT_EQ(s.min_remap_pages, 0);
-	ZT_EXPECT_EQ(s.bytes_copied, 3 * len);
-	zcr_mem_free(p.c[0], buf);
-	free(sb);
-	pair_close(&p);
+	ZT_EXPECT_EQ(s.bytes_copied, 3 * 64 * 4096);
 }
 
 ZT_TEST(policy_env_override)

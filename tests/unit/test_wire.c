@@ -165,6 +165,24 @@ static void still_works(struct pair *p, uint32_t seed)
 	PAIR_PUMP_UNTIL(p, zcr_test(s, NULL) != 0);
 }
 
+/* Headers that must close the connection (rank 7 once it said hello). */
+static const struct bad_hdr {
+	uint32_t magic;
+	int version, type, hlen, src;
+	uint64_t len, seq;
+	bool after_hello;
+} bad[] = {
+	{ 0xdeadbeef, 1, 1, 32, 7, 0, 0, false },	/* bad magic */
+	{ RAW_MAGIC, 9, 1, 32, 7, 0, 0, false },	/* unknown version */
+	{ RAW_MAGIC, 1, 1, 64, 7, 0, 0, false },	/* bad header length */
+	{ RAW_MAGIC, 1, 2, 32, 7, 10, 1, false },	/* data before hello */
+	{ RAW_MAGIC, 1, 2, 32, 7, (1 << 20) + 1, 1, true }, /* oversized */
+	{ RAW_MAGIC, 1, 2, 32, 8, 10, 1, true },	/* wrong source */
+	{ RAW_MAGIC, 1, 2, 32, 7, 10, 5, true },	/* wrong sequence */
+	{ RAW_MAGIC, 1, 1, 32, 7, 0, 0, true },		/* second hello */
+	{ RAW_MAGIC, 1, 1, 32, 1, 0, 0, false },	/* rank taken */
+};
+
 ZT_TEST(malformed_traffic_to_listener)
 {
 	struct zcr_ctx_attr a = { .max_msg = 1 << 20 };
@@ -174,28 +192,13 @@ ZT_TEST(malformed_traffic_to_listener)
 	int i, fd;
 
 	pair_open(&p, 2, &a);
-	/* Bad magic instead of a handshake. */
-	raw_hdr(h, 0xdeadbeef, 1, 1, 32, 7, 0, 0, 0);
-	expect_closed(&p, h, 32, false);
-	/* Unknown version, bad header length, data before the handshake. */
-	raw_hdr(h, RAW_MAGIC, 9, 1, 32, 7, 0, 0, 0);
-	expect_closed(&p, h, 32, false);
-	raw_hdr(h, RAW_MAGIC, 1, 1, 64, 7, 0, 0, 0);
-	expect_closed(&p, h, 32, false);
-	raw_hdr(h, RAW_MAGIC, 1, 2, 32, 7, 0, 10, 1);
-	expect_closed(&p, h, 32, false);
-	/* After a good handshake: oversized, wrong source, wrong sequence. */
-	raw_hdr(h, RAW_MAGIC, 1, 2, 32, 7, 0, (1 << 20) + 1, 1);
-	expect_closed(&p, h, 32, true);
-	raw_hdr(h, RAW_MAGIC, 1, 2, 32, 8, 0, 10, 1);
-	expect_closed(&p, h, 32, true);
-	raw_hdr(h, RAW_MAGIC, 1, 2, 32, 7, 0, 10, 5);
-	expect_closed(&p, h, 32, true);
-	/* A second handshake, and a rank that is taken. */
-	raw_hdr(h, RAW_MAGIC, 1, 1, 32, 7, 0, 0, 0);
-	expect_closed(&p, h, 32, true);
-	raw_hdr(h, RAW_MAGIC, 1, 1, 32, 1, 0, 0, 0);
-	expect_closed(&p, h, 32, false);
+	for (i = 0; i < (int)(sizeof(bad) / sizeof(bad[0])); i++) {
+		const struct bad_hdr *b = &bad[i];
+
+		raw_hdr(h, b->magic, b->version, b->type, b->hlen, b->src, 0,
+			b->len, b->seq);
+		expect_closed(&p, h, 32, b->after_hello);
+	}
 	still_works(&p, 1);
 	/* Random garbage, deterministic. */
 	srand(777);
