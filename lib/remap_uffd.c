@@ -190,6 +190,7 @@ static long uffd_exchange(struct zcr_ctx *ctx, char *dst, char *src,
 static long uffd_remap(struct zcr_ctx *ctx, void *dst, void *src, size_t len)
 {
 	size_t done = 0;
+	long m = 0;
 	int ret;
 
 	ret = uffd_register(ctx, dst, len);
@@ -197,23 +198,20 @@ static long uffd_remap(struct zcr_ctx *ctx, void *dst, void *src, size_t len)
 		return ret;
 	while (done < len) {
 		size_t n = len - done;
-		long m;
 
 		if (n > ctx->uffd_tmp_len)
 			n = ctx->uffd_tmp_len;
 		m = uffd_exchange(ctx, (char *)dst + done, (char *)src + done,
 				  n);
-		if (m < 0) {
-			if (!done)
-				done = (size_t)m;
+		if (m < 0)
 			break;
-		}
 		done += (size_t)m;
 		if ((size_t)m < n)
 			break;
 	}
 	uffd_unregister(ctx, dst, len);
-	return (long)done;
+	/* A prefix was moved: report it; the engine copies the rest. */
+	return done || m >= 0 ? (long)done : m;
 }
 
 const struct zcr_remap_ops __zcr_remap_uffd = {

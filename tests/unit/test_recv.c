@@ -568,3 +568,36 @@ ZT_TEST(netns_veth)
 	ZT_ASSERT_MSG(WIFEXITED(st1) && WEXITSTATUS(st1) == 0,
 		      "rank 1 in %s failed: %d", b, st1);
 }
+
+/*
+ * Shared memory cannot take moved pages (UFFDIO_MOVE wants private
+ * anonymous memory, the module wants zones): the backend refuses, the
+ * engine copies, the data is right and nothing counts as remapped.
+ */
+ZT_TEST(remap_refused_copies)
+{
+	size_t len = 32 * 4096;
+	struct zcr_status st;
+	struct zcr_stats s;
+	char *sb, *buf;
+	struct pair p;
+	int i;
+
+	pair_open(&p, 2, &remap_attr);
+	sb = malloc(len);
+	buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ZT_ASSERT(buf != MAP_FAILED);
+	for (i = 0; i < 4; i++) {
+		ZT_EXPECT_EQ(early_one(&p, sb, buf, len, 60 + (uint32_t)i, &st),
+			     1);
+		ZT_EXPECT_EQ(pattern_bad(buf, len, 60 + (uint32_t)i), 0);
+	}
+	s = pair_stats(p.c[0]);
+	print_stats("remap_refused_copies", &s);
+	ZT_EXPECT_EQ(s.pages_remapped, 0);
+	ZT_EXPECT_EQ(s.bytes_copied, 4 * len);
+	munmap(buf, len);
+	free(sb);
+	pair_close(&p);
+}
