@@ -100,6 +100,7 @@ int zcr_ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	ret = __zcr_remap_setup(ctx, backend);
 	if (ret)
 		goto err_remap;
+	__zcr_tcp_ring_init(ctx);
 
 	pred = attr->predictor ? attr->predictor : getenv("ZCRECV_PREDICTOR");
 	if (!pred || !*pred)
@@ -123,6 +124,7 @@ int zcr_ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 err_pred:
 	__zcr_pred_destroy(ctx->pred);
 err_remap:
+	__zcr_tcp_ring_fini(ctx);
 	__zcr_remap_teardown(ctx);
 	if (ctx->kmod_fd >= 0)
 		close(ctx->kmod_fd);
@@ -162,6 +164,7 @@ void zcr_ctx_destroy(struct zcr_ctx *ctx)
 		free(m);
 	}
 	__zcr_remap_teardown(ctx);
+	__zcr_tcp_ring_fini(ctx);
 	__zcr_pred_destroy(ctx->pred);
 	if (ctx->listen_fd >= 0)
 		close(ctx->listen_fd);

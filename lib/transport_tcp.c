@@ -27,6 +27,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#ifdef ZCR_HAVE_LIBURING
+#include <liburing.h>
+#endif
+
 #include "zcr_internal.h"
 
 static int split_hostport(const char *hostport, char *host, size_t hlen,
@@ -311,85 +315,168 @@ static void finish_payload(struct zcr_ep *ep)
 	ep->hdr_got = 0;
 }
 
-/* Read what is there; returns how many reads moved data. */
-static int read_ep(struct zcr_ep *ep)
-{
-	static char discard[65536];
-	const char *why;
-	int n = 0, ret;
-	ssize_t r;
+/*
+ * The receive state machine in two halves, so that plain recv(2) and a
+ * batch of io_uring receives drive it alike: rx_target() says where the
+ * next bytes go (0: nothing to read now), rx_done() accounts for what a
+ * receive returned and says whether to read on.
+ */
+static char rx_discard[65536];
 
-	while (ep->state != ZCR_EP_CLOSED && !ep->stalled) {
-		if (!ep->have_hdr) {
-			r = recv(ep->fd, ep->hdr + ep->hdr_got,
-				 ZCR_WIRE_HDR_LEN - ep->hdr_got, 0);
-			if (r <= 0)
-				goto io_end;
-			n++;
-			ep->hdr_got += (size_t)r;
-			if (ep->hdr_got < ZCR_WIRE_HDR_LEN)
-				continue;
-			ret = __zcr_wire_parse(ep->hdr, ep->ctx->max_msg,
-					       &ep->h, &why);
-			if (ret) {
-				ep->ctx->st.bad_headers++;
-				__zcr_ep_fail_locked(ep, ret,
-						     "malformed header: %s",
-						     why);
-				break;
-			}
-			if (ep->h.type == ZCR_WIRE_HELLO) {
-				if (handle_hello(ep))
-					break;
-				continue;
-			}
-			if (ep->state != ZCR_EP_OPEN || ep->h.src != ep->rank ||
-			    ep->h.seq != ep->recv_seq + 1) {
-				ep->ctx->st.bad_headers++;
-				__zcr_ep_fail_locked(ep, -EPROTO,
-					"header out of protocol (src %d, seq %llu)",
-					ep->h.src,
-					(unsigned long long)ep->h.seq);
-				break;
-			}
-			ep->recv_seq = ep->h.seq;
-			ep->have_hdr = true;
-			ep->got = 0;
-			__zcr_begin_message_locked(ep);
-			continue;
-		}
-		if (!ep->rreq && !ep->rmsg)
-			break;		/* stalled, or closed while matching */
-		if (ep->got == ep->h.len) {
-			finish_payload(ep);
-			continue;
-		}
-		if (ep->got < ep->room)
-			r = recv(ep->fd, ep->dst + ep->got, ep->room - ep->got, 0);
-		else
-			r = recv(ep->fd, discard,
-				 ep->h.len - ep->got < sizeof(discard) ?
-				 ep->h.len - ep->got : sizeof(discard), 0);
-		if (r <= 0)
-			goto io_end;
-		n++;
-		ep->got += (uint64_t)r;
-		if (ep->got == ep->h.len)
-			finish_payload(ep);
+static size_t rx_target(struct zcr_ep *ep, char **p)
+{
+	uint64_t left;
+
+	if (ep->state == ZCR_EP_CLOSED || ep->stalled)
+		return 0;
+	/* Complete: a message with no payload, or one just unstalled. */
+	if (ep->have_hdr && (ep->rreq || ep->rmsg) && ep->got == ep->h.len)
+		finish_payload(ep);
+	if (!ep->have_hdr) {
+		*p = (char *)ep->hdr + ep->hdr_got;
+		return ZCR_WIRE_HDR_LEN - ep->hdr_got;
 	}
-	return n;
-io_end:
-	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-		return n;
-	if (r == 0)
+	if (!ep->rreq && !ep->rmsg)
+		return 0;
+	if (ep->got < ep->room) {
+		*p = ep->dst + ep->got;
+		return ep->room - ep->got;
+	}
+	/* The part of a truncated message that does not fit the buffer. */
+	left = ep->h.len - ep->got;
+	*p = rx_discard;
+	return left < sizeof(rx_discard) ? left : sizeof(rx_discard);
+}
+
+/* A header is complete: validate it and find where its payload goes. */
+static bool rx_header(struct zcr_ep *ep)
+{
+	const char *why;
+	int ret;
+
+	ret = __zcr_wire_parse(ep->hdr, ep->ctx->max_msg, &ep->h, &why);
+	if (ret) {
+		ep->ctx->st.bad_headers++;
+		__zcr_ep_fail_locked(ep, ret, "malformed header: %s", why);
+		return false;
+	}
+	if (ep->h.type == ZCR_WIRE_HELLO)
+		return handle_hello(ep) == 0;
+	if (ep->state != ZCR_EP_OPEN || ep->h.src != ep->rank ||
+	    ep->h.seq != ep->recv_seq + 1) {
+		ep->ctx->st.bad_headers++;
+		__zcr_ep_fail_locked(ep, -EPROTO,
+				     "header out of protocol (src %d, seq %llu)",
+				     ep->h.src, (unsigned long long)ep->h.seq);
+		return false;
+	}
+	ep->recv_seq = ep->h.seq;
+	ep->have_hdr = true;
+	ep->got = 0;
+	__zcr_begin_message_locked(ep);
+	return true;
+}
+
+static bool rx_done(struct zcr_ep *ep, long r)
+{
+	if (ep->state == ZCR_EP_CLOSED)
+		return false;
+	if (r == -EAGAIN || r == -EWOULDBLOCK || r == -EINTR)
+		return false;
+	if (r == 0) {
 		__zcr_ep_fail_locked(ep, -ECONNRESET,
 				     ep->have_hdr || ep->hdr_got ?
 				     "peer closed the connection mid-message" :
 				     "peer closed the connection");
-	else
-		__zcr_ep_fail_locked(ep, -errno, "receive failed");
-	return n + 1;
+		return false;
+	}
+	if (r < 0) {
+		__zcr_ep_fail_locked(ep, (int)r, "receive failed");
+		return false;
+	}
+	if (!ep->have_hdr) {
+		ep->hdr_got += (size_t)r;
+		if (ep->hdr_got < ZCR_WIRE_HDR_LEN)
+			return true;
+		return rx_header(ep);
+	}
+	ep->got += (uint64_t)r;
+	if (ep->got == ep->h.len)
+		finish_payload(ep);
+	return true;
 }
+
+/* Read what is there with recv(2); returns how many reads moved data. */
+static int read_ep(struct zcr_ep *ep)
+{
+	int n = 0;
+	size_t len;
+	char *p;
+
+	while ((len = rx_target(ep, &p)) > 0) {
+		ssize_t r = recv(ep->fd, p, len, 0);
+
+		if (r > 0)
+			n++;
+		if (!rx_done(ep, r < 0 ? -errno : (long)r))
+			break;
+	}
+	return n;
+}
+
+#ifdef ZCR_HAVE_LIBURING
+/*
+ * One io_uring submission carries a nonblocking receive for every
+ * connection that can take data, instead of one recv(2) per connection;
+ * with many peers most of them idle, that is one system call rather than
+ * many. The connections that got data are then drained with recv(2).
+ */
+static int read_batch(struct zcr_ctx *ctx)
+{
+	struct io_uring *ring = ctx->ring;
+	struct zcr_list *pos;
+	struct io_uring_cqe *cqe;
+	unsigned int queued = 0, i;
+	int n = 0;
+
+	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
+		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
+		struct io_uring_sqe *sqe;
+		size_t len;
+		char *p;
+
+		len = rx_target(ep, &p);
+		if (!len)
+			continue;
+		sqe = io_uring_get_sqe(ring);
+		if (!sqe) {
+			n += read_ep(ep);	/* the ring is full */
+			continue;
+		}
+		io_uring_prep_recv(sqe, ep->fd, p, len, MSG_DONTWAIT);
+		io_uring_sqe_set_data(sqe, ep);
+		queued++;
+	}
+	if (!queued)
+		return 0;
+	if (io_uring_submit_and_wait(ring, queued) < 0)
+		return -1;
+	for (i = 0; i < queued; i++) {
+		struct zcr_ep *ep;
+
+		if (io_uring_wait_cqe(ring, &cqe) < 0)
+			return -1;
+		ep = io_uring_cqe_get_data(cqe);
+		if (cqe->res > 0)
+			n++;
+		/* Bytes that arrived are in place; the rest by recv(2). */
+		if (rx_done(ep, cqe->res) && cqe->res > 0)
+			n += read_ep(ep);
+		io_uring_cqe_seen(ring, cqe);
+	}
+	return n;
+}
+#endif
 
 void __zcr_ep_send_locked(struct zcr_ep *ep)
 {
@@ -451,22 +538,76 @@ static int accept_all(struct zcr_ctx *ctx)
 	return n;
 }
 
+/*
+ * io_uring when liburing was built in, the kernel lets us set up a ring and
+ * it supports IORING_OP_RECV (5.6); plain sockets otherwise, or with
+ * ZCRECV_NO_URING=1.
+ */
+void __zcr_tcp_ring_init(struct zcr_ctx *ctx)
+{
+#ifdef ZCR_HAVE_LIBURING
+	struct io_uring_probe *probe;
+	struct io_uring *ring;
+	const char *off = getenv("ZCRECV_NO_URING");
+
+	ctx->ring = NULL;
+	if (off && *off && strcmp(off, "0"))
+		return;
+	ring = calloc(1, sizeof(*ring));
+	if (!ring)
+		return;
+	if (io_uring_queue_init(128, ring, 0) < 0) {
+		free(ring);
+		return;
+	}
+	probe = io_uring_get_probe_ring(ring);
+	if (!probe || !io_uring_opcode_supported(probe, IORING_OP_RECV)) {
+		if (probe)
+			io_uring_free_probe(probe);
+		io_uring_queue_exit(ring);
+		free(ring);
+		return;
+	}
+	io_uring_free_probe(probe);
+	ctx->ring = ring;
+#else
+	ctx->ring = NULL;
+#endif
+}
+
+void __zcr_tcp_ring_fini(struct zcr_ctx *ctx)
+{
+#ifdef ZCR_HAVE_LIBURING
+	if (ctx->ring) {
+		io_uring_queue_exit(ctx->ring);
+		free(ctx->ring);
+	}
+#endif
+	ctx->ring = NULL;
+}
+
 int __zcr_tcp_work_locked(struct zcr_ctx *ctx)
 {
 	struct zcr_list *pos, *tmp;
-	int n = accept_all(ctx);
+	int n = accept_all(ctx), r = -1;
 
 	zcr_list_for_each_safe(pos, tmp, &ctx->eps) {
 		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
 		uint64_t before;
 
-		if (ep->state == ZCR_EP_CLOSED)
+		if (ep->state == ZCR_EP_CLOSED || zcr_list_empty(&ep->sendq))
 			continue;
 		before = ctx->st.msgs_sent;
-		if (!zcr_list_empty(&ep->sendq))
-			__zcr_ep_send_locked(ep);
+		__zcr_ep_send_locked(ep);
 		n += (int)(ctx->st.msgs_sent - before);
-		n += read_ep(ep);
 	}
+#ifdef ZCR_HAVE_LIBURING
+	if (ctx->ring)
+		r = read_batch(ctx);
+#endif
+	if (r >= 0)
+		return n + r;
+	zcr_list_for_each_safe(pos, tmp, &ctx->eps)
+		n += read_ep(zcr_container_of(pos, struct zcr_ep, link));
 	return n;
 }

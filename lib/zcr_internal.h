@@ -246,6 +246,7 @@ struct zcr_ctx {
 	int uffd;
 	char *uffd_tmp;
 	size_t uffd_tmp_len;
+	struct io_uring *ring;		/* batched receives, or NULL */
 	/* prediction */
 	struct zcr_predictor *pred;
 	char pred_name[32];
@@ -260,6 +261,8 @@ void __zcr_wake(struct zcr_ctx *ctx);
 void __zcr_req_complete_locked(struct zcr_req *r, int error);
 
 /* transport_tcp.c */
+void __zcr_tcp_ring_init(struct zcr_ctx *ctx);
+void __zcr_tcp_ring_fini(struct zcr_ctx *ctx);
 int __zcr_tcp_listen(const char *hostport, int *port);
 int __zcr_tcp_connect(const char *hostport);
 int __zcr_tcp_work_locked(struct zcr_ctx *ctx);
