@@ -107,29 +107,37 @@ ZT_TEST(early_hit_remaps)
 	}
 }
 
-/* Plain malloc memory: uffd-move where possible, else copy; always right. */
-ZT_TEST(early_malloc_buffer)
+/* Four early arrivals into buf (memory the caller chose), each checked. */
+static struct zcr_stats early_into(const char *what, char *buf, size_t len)
 {
-	size_t len = 32 * 4096 + 100;
 	struct zcr_status st;
 	struct zcr_stats s;
-	char *sb, *buf;
 	struct pair p;
+	char *sb;
 	int i;
 
 	pair_open(&p, 2, &remap_attr);
 	sb = malloc(len);
-	buf = malloc(len);
 	for (i = 0; i < 4; i++) {
 		ZT_EXPECT_EQ(early_one(&p, sb, buf, len, 40 + (uint32_t)i, &st),
 			     1);
 		ZT_EXPECT_EQ(pattern_bad(buf, len, 40 + (uint32_t)i), 0);
 	}
 	s = pair_stats(p.c[0]);
-	print_stats("early_malloc_buffer", &s);
+	print_stats(what, &s);
 	free(sb);
-	free(buf);
 	pair_close(&p);
+	return s;
+}
+
+/* Plain malloc memory: uffd-move where possible, else copy; always right. */
+ZT_TEST(early_malloc_buffer)
+{
+	size_t len = 32 * 4096 + 100;
+	char *buf = malloc(len);
+
+	early_into("early_malloc_buffer", buf, len);
+	free(buf);
 }
 
 ZT_TEST(posted_first)
@@ -577,27 +585,14 @@ ZT_TEST(netns_veth)
 ZT_TEST(remap_refused_copies)
 {
 	size_t len = 32 * 4096;
-	struct zcr_status st;
 	struct zcr_stats s;
-	char *sb, *buf;
-	struct pair p;
-	int i;
+	char *buf;
 
-	pair_open(&p, 2, &remap_attr);
-	sb = malloc(len);
 	buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ZT_ASSERT(buf != MAP_FAILED);
-	for (i = 0; i < 4; i++) {
-		ZT_EXPECT_EQ(early_one(&p, sb, buf, len, 60 + (uint32_t)i, &st),
-			     1);
-		ZT_EXPECT_EQ(pattern_bad(buf, len, 60 + (uint32_t)i), 0);
-	}
-	s = pair_stats(p.c[0]);
-	print_stats("remap_refused_copies", &s);
+	s = early_into("remap_refused_copies", buf, len);
 	ZT_EXPECT_EQ(s.pages_remapped, 0);
 	ZT_EXPECT_EQ(s.bytes_copied, 4 * len);
 	munmap(buf, len);
-	free(sb);
-	pair_close(&p);
 }
