@@ -1,16 +1,51 @@
 #!/bin/bash
-# run-demo.sh - the main job behind `make run`.
+# run-demo.sh - the main job behind `make run`: the copy-vs-remap ping-pong.
 #
-# Where /dev/zcrecv exists on this machine the demo runs natively; otherwise
-# (as on a host whose kernel cannot load modules) it boots the newest Debian
-# 6.12 kernel in QEMU with zcrecv.ko loaded and runs it there.
-# ZCRECV_RUN_KERNEL=6.1 picks the other kernel.
+# Where /dev/zcrecv exists on this machine, zcbench runs natively (4 KiB to
+# 16 MiB, copy / remap / auto, early and posted) with NetPIPE's NPtcp beside
+# it. Otherwise (as on a host whose kernel cannot load modules) it:
+#   1. boots Debian 6.12 in QEMU with zcrecv.ko loaded and runs zcbench there
+#      (copy vs remap, 4 KiB to 1 MiB: a couple of minutes under TCG); the
+#      guest prints the table, and the CSV between zcbench-csv-begin/end,
+#      which is cut out of the console log into build/zcbench-vm.csv and
+#      plotted on the host into build/zcbench-vm.png (EMULATED timings);
+#   2. runs zcbench on this host (uffd-move or copy backend) with NPtcp over
+#      the same loopback as the reference line: build/zcbench-host.csv and
+#      build/zcbench-host.png.
+# ZCRECV_RUN_KERNEL=6.1 picks the other kernel; ZCRECV_DEMO_MAX=BYTES changes
+# the largest size in the VM.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-demo=(build/tools/zcinfo)
+bench=build/tools/zcbench
+out=build
 if [ -e /dev/zcrecv ]; then
-	exec "${demo[@]}"
+	exec "$bench" --min 4096 --max $((16 << 20)) --csv "$out/zcbench.csv" \
+		--png "$out/zcbench.png" --nptcp
 fi
-echo "run-demo: /dev/zcrecv is not on this machine: running the demo in a VM"
-exec tools/vm/run-vm.sh -k "${ZCRECV_RUN_KERNEL:-6.12}" -f build/tools/zcinfo -- ./zcinfo
+
+echo "run-demo: /dev/zcrecv is not on this machine: running zcbench in a VM"
+kver=$(tools/vm/kernels.sh "${ZCRECV_RUN_KERNEL:-6.12}")
+log=$out/vm/$kver/demo.log
+mkdir -p "$(dirname "$log")"
+vmmax=${ZCRECV_DEMO_MAX:-$((1 << 20))}
+tools/vm/run-vm.sh -k "$kver" -o "$log" -f build/tools/zcinfo -f "$bench" -- \
+	./zcinfo \
+	"./zcbench --min 4096 --max $vmmax --iters 8 --modes copy,remap --csv - --emulated"
+sed -n '/^zcbench-csv-begin/,/^zcbench-csv-end/p' "$log" | tr -d '\r' |
+	sed '1d;$d' > "$out/zcbench-vm.csv"
+if [ ! -s "$out/zcbench-vm.csv" ]; then
+	echo "run-demo: no CSV in $log" >&2
+	exit 1
+fi
+echo "run-demo: $out/zcbench-vm.csv (Linux $kver, EMULATED under TCG)"
+if "$bench" --plot-only "$out/zcbench-vm.csv" --png "$out/zcbench-vm.png" \
+	--emulated; then
+	echo "run-demo: plot written to $out/zcbench-vm.png"
+fi
+
+echo
+echo "run-demo: the same ping-pong on this host, with NPtcp beside it"
+"$bench" --min 4096 --max $((16 << 20)) --iters 20 \
+	--csv "$out/zcbench-host.csv" --png "$out/zcbench-host.png" \
+	--nptcp --nptcp-file "$out/nptcp-host.out"

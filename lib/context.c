@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * context.c - a context (one rank): creation with the environment
+ * overrides, statistics, explicit progress and the progress thread.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "zcr_internal.h"
+
+#define ZCR_DEFAULT_STAGING	(256ULL << 20)
+#define ZCR_DEFAULT_MAX_MSG	(1ULL << 30)
+#define ZCR_MAX_POLL		1024
+
+static int env_choice(const char *var, const char *const *names, int n,
+		      int dflt)
+{
+	const char *v = getenv(var);
+	int i;
+
+	if (!v || !*v)
+		return dflt;
+	for (i = 0; i < n; i++)
+		if (names[i] && !strcmp(v, names[i]))
+			return i;
+	return -EINVAL;
+}
+
+static void *progress_thread(void *arg)
+{
+	struct zcr_ctx *ctx = arg;
+
+	pthread_mutex_lock(&ctx->lock);
+	while (!ctx->thread_stop)
+		__zcr_progress_locked(ctx, 100);
+	pthread_mutex_unlock(&ctx->lock);
+	return NULL;
+}
+
+int zcr_ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
+{
+	static const char *const policies[] = { "auto", "copy", "remap" };
+	static const char *const backends[] = { "auto", "kmod", "uffd",
+						"copy" };
+	struct zcr_ctx_attr def;
+	struct zcr_ctx *ctx;
+	const char *pred;
+	int ret, policy, backend;
+
+	if (!out)
+		return -EINVAL;
+	if (!attr) {
+		memset(&def, 0, sizeof(def));
+		attr = &def;
+	}
+	if (attr->rank < 0 || attr->policy < 0 ||
+	    attr->policy > ZCRECV_POLICY_REMAP || attr->backend < 0 ||
+	    attr->backend > ZCRECV_BACKEND_COPY)
+		return -EINVAL;
+	policy = env_choice("ZCRECV_POLICY", policies, 3, attr->policy);
+	backend = env_choice("ZCRECV_BACKEND", backends, 4, attr->backend);
+	if (policy < 0 || backend < 0)
+		return -EINVAL;
+
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_cond_init(&ctx->cond, NULL);
+	ctx->rank = attr->rank;
+	ctx->policy = policy;
+	ctx->quiet = attr->quiet || getenv("ZCRECV_QUIET");
+	ctx->max_msg = attr->max_msg ? attr->max_msg : ZCR_DEFAULT_MAX_MSG;
+	ctx->staging_limit = attr->staging_bytes ? attr->staging_bytes :
+						   ZCR_DEFAULT_STAGING;
+	ctx->page = (size_t)sysconf(_SC_PAGESIZE);
+	ctx->listen_fd = -1;
+	ctx->uffd = -1;
+	zcr_list_init(&ctx->eps);
+	zcr_list_init(&ctx->posted);
+	zcr_list_init(&ctx->unexpected);
+	zcr_list_init(&ctx->mems);
+	zcr_list_init(&ctx->free_slots);
+
+	ctx->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ctx->wake_fd < 0) {
+		ret = -errno;
+		goto err_free;
+	}
+	ctx->kmod_fd = __zcr_kmod_open(&ctx->kmod);
+	if (ctx->kmod_fd < 0)
+		ctx->kmod_fd = -1;
+
+	ret = __zcr_remap_setup(ctx, backend);
+	if (ret)
+		goto err_remap;
+	__zcr_tcp_ring_init(ctx);
+
+	pred = attr->predictor ? attr->predictor : getenv("ZCRECV_PREDICTOR");
+	if (!pred || !*pred)
+		pred = "select";
+	ctx->pred = __zcr_pred_create(pred, 0);
+	if (!ctx->pred) {
+		ret = -EINVAL;
+		goto err_remap;
+	}
+	snprintf(ctx->pred_name, sizeof(ctx->pred_name), "%s", pred);
+
+	if (attr->progress_thread) {
+		ret = -pthread_create(&ctx->thread, NULL, progress_thread, ctx);
+		if (ret)
+			goto err_pred;
+		ctx->thread_on = true;
+	}
+	*out = ctx;
+	return 0;
+
+err_pred:
+	__zcr_pred_destroy(ctx->pred);
+err_remap:
+	__zcr_tcp_ring_fini(ctx);
+	__zcr_remap_teardown(ctx);
+	if (ctx->kmod_fd >= 0)
+		close(ctx->kmod_fd);
+	close(ctx->wake_fd);
+err_free:
+	free(ctx);
+	return ret;
+}
+
+void zcr_ctx_destroy(struct zcr_ctx *ctx)
+{
+	struct zcr_list *pos, *tmp;
+
+	if (!ctx)
+		return;
+	if (ctx->thread_on) {
+		pthread_mutex_lock(&ctx->lock);
+		ctx->thread_stop = true;
+		pthread_mutex_unlock(&ctx->lock);
+		__zcr_wake(ctx);
+		pthread_join(ctx->thread, NULL);
+	}
+	zcr_list_for_each_safe(pos, tmp, &ctx->eps)
+		__zcr_ep_free(zcr_container_of(pos, struct zcr_ep, link));
+	zcr_list_for_each_safe(pos, tmp, &ctx->unexpected) {
+		struct zcr_msg *m = zcr_container_of(pos, struct zcr_msg, link);
+
+		zcr_list_del(&m->link);
+		__zcr_slot_put_locked(ctx, m->slot);
+		free(m);
+	}
+	__zcr_staging_fini(ctx);
+	zcr_list_for_each_safe(pos, tmp, &ctx->mems) {
+		struct zcr_mem *m = zcr_container_of(pos, struct zcr_mem, link);
+
+		munmap(m->addr, m->len);
+		free(m);
+	}
+	__zcr_remap_teardown(ctx);
+	__zcr_tcp_ring_fini(ctx);
+	__zcr_pred_destroy(ctx->pred);
+	if (ctx->listen_fd >= 0)
+		close(ctx->listen_fd);
+	if (ctx->kmod_fd >= 0)
+		close(ctx->kmod_fd);
+	close(ctx->wake_fd);
+	pthread_cond_destroy(&ctx->cond);
+	pthread_mutex_destroy(&ctx->lock);
+	free(ctx);
+}
+
+int zcr_ctx_stats(struct zcr_ctx *ctx, struct zcr_stats *st)
+{
+	if (!ctx || !st)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	*st = ctx->st;
+	st->staging_limit = ctx->staging_limit;
+	st->policy = ctx->policy;
+	st->backend = ctx->be[0].ops->id;
+	st->min_remap_pages = ctx->policy == ZCRECV_POLICY_REMAP ? 1 :
+			      ctx->policy == ZCRECV_POLICY_COPY ? 0 :
+			      ctx->be[0].min_pages;
+	st->copy_ns_per_page = ctx->be[0].copy_ns;
+	st->remap_ns_per_page = ctx->be[0].remap_ns;
+	snprintf(st->predictor, sizeof(st->predictor), "%s", ctx->pred_name);
+	snprintf(st->backend_name, sizeof(st->backend_name), "%s",
+		 ctx->be[0].ops->name);
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+int zcr_ctx_set_policy(struct zcr_ctx *ctx, int policy)
+{
+	if (!ctx || policy < ZCRECV_POLICY_AUTO || policy > ZCRECV_POLICY_REMAP)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	ctx->policy = policy;
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+void __zcr_wake(struct zcr_ctx *ctx)
+{
+	uint64_t one = 1;
+
+	if (write(ctx->wake_fd, &one, sizeof(one)) < 0) {
+		/* The counter is saturated: a wake-up is pending anyway. */
+	}
+}
+
+/*
+ * Do what can be done without waiting; if nothing was and timeout_ms is
+ * not 0, poll every connection (the lock is dropped for poll only) and do
+ * it again.
+ */
+int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
+{
+	struct pollfd pfd[ZCR_MAX_POLL];
+	struct zcr_list *pos;
+	uint64_t v;
+	int n, nfd = 0, ret;
+
+	n = __zcr_tcp_work_locked(ctx);
+	if (n || !timeout_ms)
+		return n;
+	pfd[nfd].fd = ctx->wake_fd;
+	pfd[nfd++].events = POLLIN;
+	if (ctx->listen_fd >= 0) {
+		pfd[nfd].fd = ctx->listen_fd;
+		pfd[nfd++].events = POLLIN;
+	}
+	for (pos = ctx->eps.next; pos != &ctx->eps && nfd < ZCR_MAX_POLL;
+	     pos = pos->next) {
+		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
+
+		if (ep->state == ZCR_EP_CLOSED)
+			continue;
+		pfd[nfd].fd = ep->fd;
+		pfd[nfd].events = ep->stalled ? 0 : POLLIN;
+		if (!zcr_list_empty(&ep->sendq))
+			pfd[nfd].events |= POLLOUT;
+		nfd++;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	ret = poll(pfd, (nfds_t)nfd, timeout_ms);
+	if (ret > 0 && (pfd[0].revents & POLLIN)) {
+		if (read(ctx->wake_fd, &v, sizeof(v)) < 0) {
+			/* Another poller took it. */
+		}
+	}
+	pthread_mutex_lock(&ctx->lock);
+	if (ret < 0 && errno != EINTR)
+		return -errno;
+	return __zcr_tcp_work_locked(ctx);
+}
+
+int zcr_progress(struct zcr_ctx *ctx, int timeout_ms)
+{
+	int ret;
+
+	if (!ctx)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	ret = __zcr_progress_locked(ctx, timeout_ms);
+	pthread_mutex_unlock(&ctx->lock);
+	return ret;
+}

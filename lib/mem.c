@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * mem.c - zero-copy-eligible memory: zones of /dev/zcrecv when the module
+ * is there, anonymous private memory otherwise.
+ *
+ * Zone memory is what the kmod backend can exchange pages with; anonymous
+ * private memory is what UFFDIO_MOVE can move pages into. Either way the
+ * allocation is page aligned, so a receive into its start has page offset 0
+ * and every full page of it can be remapped.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+#include <linux/zcrecv.h>
+
+#include "zcr_internal.h"
+
+int __zcr_zone_map(struct zcr_ctx *ctx, size_t len, void **p)
+{
+	struct zcrecv_zone_create zc;
+	void *a;
+
+	if (ctx->kmod_fd < 0 || !(ctx->kmod.features & ZCRECV_FEATURE_ZONES))
+		return -EOPNOTSUPP;
+	memset(&zc, 0, sizeof(zc));
+	zc.pages = len / ctx->page;
+	if (ioctl(ctx->kmod_fd, ZCRECV_IOC_ZONE_CREATE, &zc) < 0)
+		return -errno;
+	a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->kmod_fd,
+		 (off_t)zc.out_offset);
+	if (a == MAP_FAILED)
+		return -errno;
+	*p = a;
+	return 0;
+}
+
+int zcr_mem_alloc(struct zcr_ctx *ctx, size_t size, void **ptr)
+{
+	struct zcr_mem *m;
+	size_t len;
+	void *a;
+	int ret;
+
+	if (!ctx || !ptr || !size)
+		return -EINVAL;
+	len = (size + ctx->page - 1) & ~(ctx->page - 1);
+	if (len < size)
+		return -EOVERFLOW;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	ret = __zcr_zone_map(ctx, len, &a);
+	if (ret == 0) {
+		m->zone = true;
+	} else {
+		a = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (a == MAP_FAILED) {
+			ret = -errno;
+			free(m);
+			return ret;
+		}
+	}
+	m->addr = a;
+	m->len = len;
+	pthread_mutex_lock(&ctx->lock);
+	zcr_list_add_tail(&m->link, &ctx->mems);
+	pthread_mutex_unlock(&ctx->lock);
+	*ptr = a;
+	return 0;
+}
+
+void zcr_mem_free(struct zcr_ctx *ctx, void *ptr)
+{
+	struct zcr_list *pos, *tmp;
+
+	if (!ctx || !ptr)
+		return;
+	pthread_mutex_lock(&ctx->lock);
+	zcr_list_for_each_safe(pos, tmp, &ctx->mems) {
+		struct zcr_mem *m = zcr_container_of(pos, struct zcr_mem, link);
+
+		if (m->addr == ptr) {
+			zcr_list_del(&m->link);
+			munmap(m->addr, m->len);
+			free(m);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+bool __zcr_mem_in_zone(struct zcr_ctx *ctx, const void *p, size_t len)
+{
+	const char *c = p;
+	struct zcr_list *pos;
+
+	for (pos = ctx->mems.next; pos != &ctx->mems; pos = pos->next) {
+		struct zcr_mem *m = zcr_container_of(pos, struct zcr_mem, link);
+
+		if (m->zone && c >= m->addr && c + len <= m->addr + m->len)
+			return true;
+	}
+	return false;
+}

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * remap_copy.c - the copy backend: anonymous staging, never remaps. It is
+ * what every other backend falls back to, and what a conventional library
+ * does for every early message.
+ */
+#include <errno.h>
+#include <sys/mman.h>
+
+#include "zcr_internal.h"
+
+static int copy_slot_alloc(struct zcr_ctx *ctx, size_t len, void **p)
+{
+	void *a;
+
+	(void)ctx;
+	a = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (a == MAP_FAILED)
+		return -errno;
+	*p = a;
+	return 0;
+}
+
+static void copy_slot_free(struct zcr_ctx *ctx, void *p, size_t len)
+{
+	(void)ctx;
+	munmap(p, len);
+}
+
+static bool copy_eligible(struct zcr_ctx *ctx, const void *dst, size_t len)
+{
+	(void)ctx;
+	(void)dst;
+	(void)len;
+	return false;
+}
+
+static long copy_remap(struct zcr_ctx *ctx, void *dst, void *src, size_t len)
+{
+	(void)ctx;
+	(void)dst;
+	(void)src;
+	(void)len;
+	return -EOPNOTSUPP;
+}
+
+const struct zcr_remap_ops __zcr_remap_copy = {
+	.name = "copy",
+	.id = ZCRECV_BACKEND_COPY,
+	.slot_alloc = copy_slot_alloc,
+	.slot_free = copy_slot_free,
+	.eligible = copy_eligible,
+	.remap = copy_remap,
+};

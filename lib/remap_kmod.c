@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * remap_kmod.c - the kmod backend: staging slots are zones of /dev/zcrecv,
+ * and ZCRECV_IOC_REMAP exchanges their pages with the full pages of a user
+ * buffer from zcr_mem_alloc() (also a zone). After the exchange the slot
+ * holds the buffer's old pages: nothing is allocated, zeroed or freed.
+ * Pinned pages make the ioctl fail with EBUSY; the engine then copies.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+#include <linux/zcrecv.h>
+
+#include "zcr_internal.h"
+
+static int kmod_init(struct zcr_ctx *ctx)
+{
+	const uint64_t need = ZCRECV_FEATURE_ZONES | ZCRECV_FEATURE_REMAP;
+
+	if (ctx->kmod_fd < 0)
+		return -ENODEV;
+	if ((ctx->kmod.features & need) != need)
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+static int kmod_slot_alloc(struct zcr_ctx *ctx, size_t len, void **p)
+{
+	return __zcr_zone_map(ctx, len, p);
+}
+
+static void kmod_slot_free(struct zcr_ctx *ctx, void *p, size_t len)
+{
+	(void)ctx;
+	munmap(p, len);
+}
+
+static bool kmod_eligible(struct zcr_ctx *ctx, const void *dst, size_t len)
+{
+	return __zcr_mem_in_zone(ctx, dst, len);
+}
+
+static long kmod_remap(struct zcr_ctx *ctx, void *dst, void *src, size_t len)
+{
+	struct zcrecv_remap_entry e;
+	struct zcrecv_remap r;
+
+	memset(&e, 0, sizeof(e));
+	e.src = (uintptr_t)src;
+	e.dst = (uintptr_t)dst;
+	e.len = len;
+	memset(&r, 0, sizeof(r));
+	r.entries = (uintptr_t)&e;
+	r.count = 1;
+	if (ioctl(ctx->kmod_fd, ZCRECV_IOC_REMAP, &r) < 0)
+		return r.out_pages ? (long)(r.out_pages * ctx->page) : -errno;
+	return (long)(r.out_pages * ctx->page);
+}
+
+const struct zcr_remap_ops __zcr_remap_kmod = {
+	.name = "kmod",
+	.id = ZCRECV_BACKEND_KMOD,
+	.init = kmod_init,
+	.slot_alloc = kmod_slot_alloc,
+	.slot_free = kmod_slot_free,
+	.eligible = kmod_eligible,
+	.remap = kmod_remap,
+};

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * request.c - sends and receives, blocking and nonblocking, and their
+ * completion.
+ *
+ * A request belongs to the context until it completes, then to the caller
+ * until zcr_test() or zcr_wait() hands back its status and frees it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "zcr_internal.h"
+
+void __zcr_req_complete_locked(struct zcr_req *r, int error)
+{
+	r->st.error = error;
+	r->done = true;
+	pthread_cond_broadcast(&r->ctx->cond);
+}
+
+int zcr_isend(struct zcr_ep *ep, const void *buf, size_t len, int tag,
+	      struct zcr_req **out)
+{
+	struct zcr_ctx *ctx;
+	struct zcr_wire_hdr h;
+	struct zcr_req *r;
+
+	if (!ep || !out || (len && !buf) || tag < 0)
+		return -EINVAL;
+	ctx = ep->ctx;
+	if (len > ctx->max_msg)
+		return -EMSGSIZE;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->ctx = ctx;
+	r->kind = ZCR_REQ_SEND;
+	r->ep = ep;
+	r->sbuf = buf;
+	r->len = len;
+	r->st.tag = tag;
+	r->st.len = len;
+	r->st.source = ctx->rank;
+	pthread_mutex_lock(&ctx->lock);
+	if (ep->state == ZCR_EP_CLOSED) {
+		int err = ep->error ? ep->error : -ENOTCONN;
+
+		pthread_mutex_unlock(&ctx->lock);
+		free(r);
+		return err;
+	}
+	h = (struct zcr_wire_hdr){
+		.magic = ZCR_WIRE_MAGIC,
+		.version = ZCR_WIRE_VERSION,
+		.type = ZCR_WIRE_DATA,
+		.hdr_len = ZCR_WIRE_HDR_LEN,
+		.src = ctx->rank,
+		.tag = tag,
+		.len = len,
+		.seq = ++ep->send_seq,
+	};
+	__zcr_wire_encode(&h, r->hdr);
+	zcr_list_add_tail(&r->link, &ep->sendq);
+	/* Start writing now: a small message usually leaves at once. */
+	__zcr_ep_send_locked(ep);
+	pthread_mutex_unlock(&ctx->lock);
+	if (ctx->thread_on && !r->done)
+		__zcr_wake(ctx);
+	*out = r;
+	return 0;
+}
+
+int zcr_irecv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
+	      struct zcr_req **out)
+{
+	struct zcr_call c = { 0 };
+	struct zcr_req *r;
+	int ret;
+
+	if (!ctx || !out || (size && !buf) || src < ZCRECV_ANY_SOURCE ||
+	    tag < ZCRECV_ANY_TAG)
+		return -EINVAL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->ctx = ctx;
+	r->kind = ZCR_REQ_RECV;
+	r->buf = buf;
+	r->size = size;
+	r->src = src;
+	r->tag = tag;
+	c.buf = (uintptr_t)buf;
+	c.size = size;
+	c.src = src;
+	c.tag = tag;
+	c.site = (uintptr_t)__builtin_return_address(0);
+	pthread_mutex_lock(&ctx->lock);
+	__zcr_pred_observe(ctx->pred, &c);
+	ret = __zcr_post_recv_locked(ctx, r);
+	pthread_mutex_unlock(&ctx->lock);
+	if (ret) {
+		free(r);
+		return ret;
+	}
+	if (ctx->thread_on && !r->done)
+		__zcr_wake(ctx);
+	*out = r;
+	return 0;
+}
+
+static int finish(struct zcr_req *r, struct zcr_status *st)
+{
+	int err = r->st.error;
+
+	if (st)
+		*st = r->st;
+	free(r);
+	return err;
+}
+
+int zcr_test(struct zcr_req *r, struct zcr_status *st)
+{
+	struct zcr_ctx *ctx;
+	bool done;
+	int err;
+
+	if (!r)
+		return -EINVAL;
+	ctx = r->ctx;
+	pthread_mutex_lock(&ctx->lock);
+	if (!r->done && !ctx->thread_on)
+		__zcr_progress_locked(ctx, 0);
+	done = r->done;
+	pthread_mutex_unlock(&ctx->lock);
+	if (!done)
+		return 0;
+	err = finish(r, st);
+	return err ? err : 1;
+}
+
+int zcr_wait(struct zcr_req *r, struct zcr_status *st)
+{
+	struct zcr_ctx *ctx;
+	int ret = 0;
+
+	if (!r)
+		return -EINVAL;
+	ctx = r->ctx;
+	pthread_mutex_lock(&ctx->lock);
+	while (!r->done) {
+		if (ctx->thread_on) {
+			struct timespec dl;
+
+			clock_gettime(CLOCK_REALTIME, &dl);
+			dl.tv_sec += 1;
+			pthread_cond_timedwait(&ctx->cond, &ctx->lock, &dl);
+			continue;
+		}
+		ret = __zcr_progress_locked(ctx, 100);
+		if (ret < 0)
+			break;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (ret < 0 && !r->done)
+		return ret;	/* the request stays pending */
+	return finish(r, st);
+}
+
+int zcr_send(struct zcr_ep *ep, const void *buf, size_t len, int tag)
+{
+	struct zcr_req *r;
+	int ret;
+
+	ret = zcr_isend(ep, buf, len, tag, &r);
+	if (ret)
+		return ret;
+	return zcr_wait(r, NULL);
+}
+
+int zcr_recv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
+	     struct zcr_status *st)
+{
+	struct zcr_req *r;
+	int ret;
+
+	ret = zcr_irecv(ctx, buf, size, src, tag, &r);
+	if (ret)
+		return ret;
+	return zcr_wait(r, st);
+}

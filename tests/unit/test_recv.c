@@ -1,0 +1,598 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * test_recv.c - the receive data path: early arrival (staged at the
+ * predicted page offset, then remapped or copied) and posted-first (landed
+ * in the user buffer); hit and miss (a deliberately wrong prediction copies
+ * and still delivers the right bytes); partial head and tail pages at many
+ * offsets; back-pressure (a slow receiver drops nothing and the pool stays
+ * under its limit); a peer disconnecting mid-message; many peers; the
+ * progress thread. Runs on the host (uffd-move or copy) and in the VMs
+ * (tests/vm.list, with zcrecv.ko), where the statistics must show the remap
+ * path taken (pages_remapped > 0) whenever the backend is not copy.
+ * Run: build/tests/unit/test_recv [name]; ZCRECV_BACKEND=copy|uffd|kmod.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "zcr_pair.h"
+
+static const struct zcr_ctx_attr remap_attr = {
+	.policy = ZCRECV_POLICY_REMAP,
+};
+
+/* Send len bytes (seed), wait until staged, then receive into buf. */
+static int early_one(struct pair *p, char *sb, char *buf, size_t len,
+		     uint32_t seed, struct zcr_status *st)
+{
+	uint64_t before = pair_stats(p->c[0]).early;
+	struct zcr_req *s, *r;
+	int ret;
+
+	pattern_fill(sb, len, seed);
+	ZT_EXPECT_EQ(zcr_isend(p->to0[1], sb, len, 1, &s), 0);
+	PAIR_PUMP_UNTIL(p, pair_stats(p->c[0]).early == before + 1);
+	PAIR_PUMP_UNTIL(p, zcr_test(s, NULL) != 0);
+	ZT_EXPECT_EQ(zcr_irecv(p->c[0], buf, len, 1, 1, &r), 0);
+	PAIR_PUMP_UNTIL(p, (ret = zcr_test(r, st)) != 0);
+	return ret;
+}
+
+static void print_stats(const char *what, struct zcr_stats *st)
+{
+	printf("# %s: backend %s policy %s predictor %s: early %llu posted "
+	       "%llu hits %llu misses %llu remaps %llu pages %llu copied %llu "
+	       "fallbacks %llu min_pages %llu copy %.0f ns/page remap %.0f "
+	       "ns/page\n", what, st->backend_name, zcr_policy_name(st->policy),
+	       st->predictor, (unsigned long long)st->early,
+	       (unsigned long long)st->posted, (unsigned long long)st->hits,
+	       (unsigned long long)st->misses, (unsigned long long)st->remaps,
+	       (unsigned long long)st->pages_remapped,
+	       (unsigned long long)st->bytes_copied,
+	       (unsigned long long)st->remap_fallbacks,
+	       (unsigned long long)st->min_remap_pages, st->copy_ns_per_page,
+	       st->remap_ns_per_page);
+}
+
+/*
+ * n early arrivals of 64 pages into one zcr_mem buffer under attr, each
+ * checked byte for byte; returns rank 0's statistics.
+ */
+static struct zcr_stats early_series(const struct zcr_ctx_attr *attr, int n)
+{
+	size_t len = 64 * 4096;
+	struct zcr_status st;
+	struct zcr_stats s;
+	char *sb, *buf;
+	struct pair p;
+	int i;
+
+	pair_open(&p, 2, attr);
+	sb = malloc(len);
+	ZT_EXPECT_EQ(zcr_mem_alloc(p.c[0], len, (void **)&buf), 0);
+	memset(buf, 0, len);
+	for (i = 0; i < n; i++) {
+		ZT_EXPECT_EQ(early_one(&p, sb, buf, len, (uint32_t)i, &st), 1);
+		ZT_EXPECT_EQ(st.len, len);
+		ZT_EXPECT_EQ(pattern_bad(buf, len, (uint32_t)i), 0);
+	}
+	s = pair_stats(p.c[0]);
+	zcr_mem_free(p.c[0], buf);
+	free(sb);
+	pair_close(&p);
+	return s;
+}
+
+/* Early arrivals into zcr_mem memory: hits, and remapped pages. */
+ZT_TEST(early_hit_remaps)
+{
+	struct zcr_stats s = early_series(&remap_attr, 6);
+
+	print_stats("early_hit_remaps", &s);
+	ZT_EXPECT_EQ(s.early, 6);
+	/* The first receive teaches the predictor; the others are hits. */
+	ZT_ASSERT(s.hits >= 5);
+	/* With the module loaded, zcr_mem memory takes the kmod path. */
+	if (access("/dev/zcrecv", F_OK) == 0)
+		ZT_EXPECT_EQ(s.backend, ZCRECV_BACKEND_KMOD);
+	if (s.backend == ZCRECV_BACKEND_COPY) {
+		ZT_EXPECT_EQ(s.pages_remapped, 0);
+		printf("# no remap backend here: copy path only\n");
+	} else {
+		ZT_ASSERT(s.pages_remapped >= 5 * 64);
+		ZT_ASSERT(s.remaps >= 5);
+	}
+}
+
+/* Four early arrivals into buf (memory the caller chose), each checked. */
+static struct zcr_stats early_into(const char *what, char *buf, size_t len)
+{
+	struct zcr_status st;
+	struct zcr_stats s;
+	struct pair p;
+	char *sb;
+	int i;
+
+	pair_open(&p, 2, &remap_attr);
+	sb = malloc(len);
+	for (i = 0; i < 4; i++) {
+		ZT_EXPECT_EQ(early_one(&p, sb, buf, len, 40 + (uint32_t)i, &st),
+			     1);
+		ZT_EXPECT_EQ(pattern_bad(buf, len, 40 + (uint32_t)i), 0);
+	}
+	s = pair_stats(p.c[0]);
+	print_stats(what, &s);
+	free(sb);
+	pair_close(&p);
+	return s;
+}
+
+/* Plain malloc memory: uffd-move where possible, else copy; always right. */
+ZT_TEST(early_malloc_buffer)
+{
+	size_t len = 32 * 4096 + 100;
+	char *buf = malloc(len);
+
+	early_into("early_malloc_buffer", buf, len);
+	free(buf);
+}
+
+ZT_TEST(posted_first)
+{
+	size_t len = 1 << 20;
+	struct zcr_req *s, *r;
+	struct zcr_status st;
+	struct zcr_stats stt;
+	char *sb, *buf;
+	struct pair p;
+
+	pair_open(&p, 2, &remap_attr);
+	sb = malloc(len);
+	buf = malloc(len);
+	pattern_fill(sb, len, 77);
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], buf, len, 1, 1, &r), 0);
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb, len, 1, &s), 0);
+	PAIR_PUMP_UNTIL(&p, zcr_test(r, &st) != 0);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+	ZT_EXPECT_EQ(pattern_bad(buf, len, 77), 0);
+	stt = pair_stats(p.c[0]);
+	ZT_EXPECT_EQ(stt.posted, 1);
+	ZT_EXPECT_EQ(stt.early, 0);
+	ZT_EXPECT_EQ(stt.bytes_copied, 0);
+	free(sb);
+	free(buf);
+	pair_close(&p);
+}
+
+/*
+ * The predictor learns offset 0, the receive comes at another offset: the
+ * message was staged at the wrong offset, is copied, and is intact.
+ */
+ZT_TEST(miss_copies)
+{
+	size_t len = 16 * 4096;
+	struct zcr_status st;
+	struct zcr_stats s;
+	char *sb, *buf;
+	struct pair p;
+	int i;
+
+	pair_open(&p, 2, &remap_attr);
+	sb = malloc(len);
+	ZT_EXPECT_EQ(zcr_mem_alloc(p.c[0], len + 8192, (void **)&buf), 0);
+	for (i = 0; i < 3; i++)
+		ZT_EXPECT_EQ(early_one(&p, sb, buf, len, (uint32_t)i, &st), 1);
+	s = pair_stats(p.c[0]);
+	ZT_EXPECT_EQ(early_one(&p, sb, buf + 1000, len, 99, &st), 1);
+	ZT_EXPECT_EQ(pattern_bad(buf + 1000, len, 99), 0);
+	ZT_EXPECT_EQ(pair_stats(p.c[0]).misses, s.misses + 1);
+	ZT_EXPECT_EQ(pair_stats(p.c[0]).pages_remapped, s.pages_remapped);
+	zcr_mem_free(p.c[0], buf);
+	free(sb);
+	pair_close(&p);
+}
+
+/*
+ * Head and tail pages at many offsets: the buffer starts at offset o and
+ * the message ends at offset (o + len) mod page, which covers o = 0, 1,
+ * the page end and a stride in between; every byte around the message is
+ * checked untouched.
+ */
+ZT_TEST(head_tail_offsets)
+{
+	size_t pg = 4096, area = 8 * pg;
+	static const size_t extra[] = { 0, 1, 2047, 4095 };
+	struct zcr_status st;
+	struct zcr_stats s;
+	char *sb, *buf;
+	struct pair p;
+	size_t o, e;
+	uint32_t seed = 1;
+
+	pair_open(&p, 2, &remap_attr);
+	sb = malloc(area);
+	ZT_EXPECT_EQ(zcr_mem_alloc(p.c[0], area + pg, (void **)&buf), 0);
+	for (o = 0; o < pg; o += (o < 8 || o > pg - 8) ? 1 : 251) {
+		for (e = 0; e < sizeof(extra) / sizeof(extra[0]); e++) {
+			size_t len = 4 * pg + extra[e];
+			int i;
+
+			/* Twice at one offset: the second is a predicted hit. */
+			for (i = 0; i < 2; i++, seed++) {
+				memset(buf, 0x5a, area + pg);
+				ZT_EXPECT_EQ(early_one(&p, sb, buf + o, len,
+						       seed, &st), 1);
+				ZT_ASSERT_MSG(!pattern_bad(buf + o, len, seed),
+					      "offset %zu len %zu: byte %zu",
+					      o, len,
+					      pattern_bad(buf + o, len, seed));
+				ZT_ASSERT(o == 0 ||
+					  (unsigned char)buf[o - 1] == 0x5a);
+				ZT_ASSERT((unsigned char)buf[o + len] == 0x5a);
+			}
+		}
+	}
+	s = pair_stats(p.c[0]);
+	print_stats("head_tail_offsets", &s);
+	ZT_ASSERT(s.hits > s.misses);
+	if (s.backend != ZCRECV_BACKEND_COPY)
+		ZT_ASSERT(s.pages_remapped > 0);
+	zcr_mem_free(p.c[0], buf);
+	free(sb);
+	pair_close(&p);
+}
+
+/*
+ * A slow receiver: 16 messages of 64 KiB against a 128 KiB pool. Senders
+ * are held back by TCP; the pool never exceeds its limit; all messages
+ * arrive intact and in order.
+ */
+ZT_TEST(back_pressure)
+{
+	struct zcr_ctx_attr a = { .staging_bytes = 128 << 10 };
+	size_t len = 64 << 10;
+	struct zcr_req *s[16], *r;
+	struct zcr_status st;
+	struct zcr_stats stt;
+	char *sb, *buf;
+	struct pair p;
+	int i;
+
+	pair_open(&p, 2, &a);
+	sb = malloc(16 * len);
+	buf = malloc(len);
+	for (i = 0; i < 16; i++) {
+		pattern_fill(sb + i * len, len, (uint32_t)i);
+		ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb + i * len, len, 3, &s[i]),
+			     0);
+	}
+	/* Let everything that can arrive arrive. */
+	for (i = 0; i < 2000; i++)
+		pair_pump(&p);
+	stt = pair_stats(p.c[0]);
+	ZT_ASSERT(stt.stalls > 0);
+	ZT_ASSERT(stt.early < 16);
+	ZT_ASSERT(stt.staging_peak <= (128 << 10));
+	for (i = 0; i < 16; i++) {
+		ZT_EXPECT_EQ(zcr_irecv(p.c[0], buf, len, 1, 3, &r), 0);
+		PAIR_PUMP_UNTIL(&p, zcr_test(r, &st) != 0);
+		ZT_EXPECT_EQ(st.error, 0);
+		ZT_EXPECT_EQ(pattern_bad(buf, len, (uint32_t)i), 0);
+	}
+	for (i = 0; i < 16; i++)
+		PAIR_PUMP_UNTIL(&p, zcr_test(s[i], NULL) != 0);
+	stt = pair_stats(p.c[0]);
+	ZT_ASSERT(stt.staging_peak <= (128 << 10));
+	ZT_EXPECT_EQ(stt.msgs_recv, 16);
+	free(sb);
+	free(buf);
+	pair_close(&p);
+}
+
+/*
+ * A peer (rank 5, a raw socket) dies in the middle of a message: the
+ * receive waiting for it fails with -ECONNRESET, nothing partial is
+ * delivered, and rank 1 goes on working.
+ */
+static void disconnect(bool posted)
+{
+	unsigned char h[32], junk[1000];
+	struct zcr_req *r, *s;
+	struct zcr_status st;
+	struct zcr_ep *ep;
+	struct pair p;
+	char buf[4096];
+	int fd, ret;
+
+	pair_open(&p, 2, NULL);
+	fd = raw_connect(&p);
+	raw_hello(fd, 5);
+	PAIR_PUMP_UNTIL(&p, zcr_ep_accept(p.c[0], 0, &ep) == 0);
+	ZT_EXPECT_EQ(zcr_ep_rank(ep), 5);
+	if (posted)
+		ZT_EXPECT_EQ(zcr_irecv(p.c[0], buf, sizeof(buf), 5, 0, &r), 0);
+	raw_hdr(h, RAW_MAGIC, 1, 2, 32, 5, 0, 100000, 1);
+	memset(junk, 1, sizeof(junk));
+	ZT_ASSERT(write(fd, h, 32) == 32);
+	ZT_ASSERT(write(fd, junk, sizeof(junk)) == sizeof(junk));
+	close(fd);
+	PAIR_PUMP_UNTIL(&p, zcr_ep_error(ep, NULL) != 0);
+	ZT_EXPECT_EQ(zcr_ep_error(ep, NULL), -ECONNRESET);
+	if (!posted) {
+		/* The cut message was dropped: the receive fails at once. */
+		ZT_EXPECT_EQ(zcr_irecv(p.c[0], buf, sizeof(buf), 5, 0, &r),
+			     -ECONNRESET);
+		ZT_EXPECT_EQ(pair_stats(p.c[0]).early, 1);
+	} else {
+		PAIR_PUMP_UNTIL(&p, (ret = zcr_test(r, &st)) != 0);
+		ZT_EXPECT_EQ(ret, -ECONNRESET);
+	}
+	ZT_EXPECT_EQ(pair_stats(p.c[0]).msgs_recv, 0);
+	pattern_fill(buf, 4000, 9);
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], buf, 4000, 0, &s), 0);
+	memset(buf, 0, sizeof(buf));
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], buf, sizeof(buf), ZCRECV_ANY_SOURCE, 0,
+			       &r), 0);
+	PAIR_PUMP_UNTIL(&p, (ret = zcr_test(r, &st)) != 0);
+	ZT_EXPECT_EQ(ret, 1);
+	ZT_EXPECT_EQ(st.source, 1);
+	ZT_EXPECT_EQ(pattern_bad(buf, 4000, 9), 0);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+	pair_close(&p);
+}
+
+ZT_TEST(disconnect_mid_message_posted)
+{
+	disconnect(true);
+}
+
+ZT_TEST(disconnect_mid_message_early)
+{
+	disconnect(false);
+}
+
+/* Eight peers, two messages each, received with ANY_SOURCE. */
+ZT_TEST(many_peers)
+{
+	int n = 9, i, count[9] = { 0 };
+	struct zcr_req *s[2 * 9];
+	static char sb[9][2][5000], r[5000];
+	struct zcr_status st;
+	struct pair p;
+
+	pair_open(&p, n, NULL);
+	for (i = 1; i < n; i++) {
+		pattern_fill(sb[i][0], 5000, (uint32_t)i * 10);
+		pattern_fill(sb[i][1], 5000, (uint32_t)i * 10 + 1);
+		ZT_EXPECT_EQ(zcr_isend(p.to0[i], sb[i][0], 5000, 2, &s[2 * i]),
+			     0);
+		ZT_EXPECT_EQ(zcr_isend(p.to0[i], sb[i][1], 5000, 2,
+				       &s[2 * i + 1]), 0);
+	}
+	for (i = 0; i < 2 * (n - 1); i++) {
+		struct zcr_req *rq;
+
+		ZT_EXPECT_EQ(zcr_irecv(p.c[0], r, sizeof(r), ZCRECV_ANY_SOURCE,
+				       2, &rq), 0);
+		PAIR_PUMP_UNTIL(&p, zcr_test(rq, &st) != 0);
+		ZT_ASSERT(st.source >= 1 && st.source < n);
+		/* Per source, in order. */
+		ZT_EXPECT_EQ(pattern_bad(r, 5000, (uint32_t)st.source * 10 +
+				     (uint32_t)count[st.source]), 0);
+		count[st.source]++;
+	}
+	for (i = 1; i < n; i++) {
+		ZT_EXPECT_EQ(count[i], 2);
+		PAIR_PUMP_UNTIL(&p, zcr_test(s[2 * i], NULL) != 0);
+		PAIR_PUMP_UNTIL(&p, zcr_test(s[2 * i + 1], NULL) != 0);
+	}
+	pair_close(&p);
+}
+
+/* Two ranks with progress threads, blocking calls from two threads. */
+struct pt_arg {
+	struct zcr_ep *ep;
+	char *buf;
+	size_t len;
+};
+
+static void *pt_sender(void *arg)
+{
+	struct pt_arg *a = arg;
+	int i;
+
+	for (i = 0; i < 20; i++) {
+		pattern_fill(a->buf, a->len, (uint32_t)i);
+		if (zcr_send(a->ep, a->buf, a->len, 6))
+			return (void *)1;
+	}
+	return NULL;
+}
+
+ZT_TEST(progress_thread)
+{
+	struct zcr_ctx_attr a = { .progress_thread = 1 };
+	size_t len = 300000;
+	struct zcr_status st;
+	struct pt_arg arg;
+	pthread_t th;
+	char *rb;
+	void *res;
+	int i;
+	struct zcr_ctx *c0, *c1;
+	struct zcr_ep *e01, *e10;
+	int port;
+	char addr[32];
+
+	a.quiet = 1;
+	ZT_EXPECT_EQ(zcr_ctx_create(&a, &c0), 0);
+	a.rank = 1;
+	ZT_EXPECT_EQ(zcr_ctx_create(&a, &c1), 0);
+	port = zcr_ctx_listen(c0, "127.0.0.1:0");
+	ZT_ASSERT(port > 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	ZT_EXPECT_EQ(zcr_ep_connect(c1, addr, &e10), 0);
+	ZT_EXPECT_EQ(zcr_ep_accept(c0, 10000, &e01), 0);
+	ZT_EXPECT_EQ(zcr_ep_rank(e01), 1);
+	arg.ep = e10;
+	arg.len = len;
+	arg.buf = malloc(len);
+	rb = malloc(len);
+	ZT_EXPECT_EQ(pthread_create(&th, NULL, pt_sender, &arg), 0);
+	for (i = 0; i < 20; i++) {
+		ZT_EXPECT_EQ(zcr_recv(c0, rb, len, 1, 6, &st), 0);
+		ZT_EXPECT_EQ(pattern_bad(rb, len, (uint32_t)i), 0);
+	}
+	pthread_join(th, &res);
+	ZT_ASSERT(res == NULL);
+	zcr_ctx_destroy(c1);
+	zcr_ctx_destroy(c0);
+	free(rb);
+	free(arg.buf);
+}
+
+/* Forced policies: copy never remaps; auto follows the calibration. */
+ZT_TEST(policy_copy_never_remaps)
+{
+	struct zcr_ctx_attr a = { .policy = ZCRECV_POLICY_COPY };
+	struct zcr_stats s = early_series(&a, 3);
+
+	ZT_EXPECT_EQ(s.pages_remapped, 0);
+	ZT_EXPECT_EQ(s.min_remap_pages, 0);
+	ZT_EXPECT_EQ(s.bytes_copied, 3 * 64 * 4096);
+}
+
+ZT_TEST(policy_env_override)
+{
+	struct zcr_ctx *c;
+	struct zcr_stats s;
+
+	setenv("ZCRECV_POLICY", "copy", 1);
+	ZT_EXPECT_EQ(zcr_ctx_create(NULL, &c), 0);
+	ZT_EXPECT_EQ(zcr_ctx_stats(c, &s), 0);
+	ZT_EXPECT_EQ(s.policy, ZCRECV_POLICY_COPY);
+	zcr_ctx_destroy(c);
+	setenv("ZCRECV_POLICY", "bogus", 1);
+	ZT_EXPECT_EQ(zcr_ctx_create(NULL, &c), -EINVAL);
+	unsetenv("ZCRECV_POLICY");
+	ZT_EXPECT_EQ(zcr_ctx_create(NULL, &c), 0);
+	ZT_EXPECT_EQ(zcr_ctx_stats(c, &s), 0);
+	print_stats("calibration", &s);
+	ZT_EXPECT_EQ(s.policy, ZCRECV_POLICY_AUTO);
+	zcr_ctx_destroy(c);
+}
+
+/*
+ * Between two network namespaces of our own joined by a veth pair (root
+ * and veth needed; skipped otherwise, e.g. in the VM whose initramfs has no
+ * veth.ko). Namespaces are named after our pid and always deleted.
+ */
+static int netns_side(const char *ns, int rank, int *port_pipe)
+{
+	struct zcr_ctx_attr a = { .rank = rank, .quiet = 1 };
+	size_t len = 1 << 20;
+	char path[128], addr[64], *buf;
+	struct zcr_ctx *c;
+	struct zcr_ep *ep;
+	int fd, port;
+
+	snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
+	fd = open(path, O_RDONLY);
+	if (fd < 0 || setns(fd, CLONE_NEWNET) || zcr_ctx_create(&a, &c))
+		return 10;
+	buf = malloc(len);
+	if (rank == 0) {
+		port = zcr_ctx_listen(c, "10.199.77.1:0");
+		if (port <= 0 || write(port_pipe[1], &port, sizeof(port)) !=
+				 sizeof(port))
+			return 11;
+		if (zcr_ep_accept(c, 10000, &ep) ||
+		    zcr_recv(c, buf, len, 1, 4, NULL) ||
+		    zcr_send(ep, buf, len, 5))
+			return 12;
+	} else {
+		if (read(port_pipe[0], &port, sizeof(port)) != sizeof(port))
+			return 13;
+		snprintf(addr, sizeof(addr), "10.199.77.1:%d", port);
+		pattern_fill(buf, len, 42);
+		if (zcr_ep_connect(c, addr, &ep) ||
+		    zcr_send(ep, buf, len, 4))
+			return 14;
+		memset(buf, 0, len);
+		if (zcr_recv(c, buf, len, 0, 5, NULL) ||
+		    pattern_bad(buf, len, 42))
+			return 15;
+	}
+	zcr_ctx_destroy(c);
+	return 0;
+}
+
+ZT_TEST(netns_veth)
+{
+	char a[32], b[32], cmd[1024];
+	int pp[2], st0, st1, ret;
+	pid_t p0, p1;
+
+	if (geteuid() != 0 || system("command -v ip >/dev/null 2>&1"))
+		ZT_SKIP("needs root and iproute2");
+	snprintf(a, sizeof(a), "zcrA%d", (int)getpid());
+	snprintf(b, sizeof(b), "zcrB%d", (int)getpid());
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; ip netns add %s; ip netns add %s; "
+		 "ip link add va%d type veth peer name vb%d; "
+		 "ip link set va%d netns %s; ip link set vb%d netns %s; "
+		 "ip -n %s addr add 10.199.77.1/24 dev va%d; "
+		 "ip -n %s addr add 10.199.77.2/24 dev vb%d; "
+		 "ip -n %s link set va%d up; ip -n %s link set lo up; "
+		 "ip -n %s link set vb%d up; ip -n %s link set lo up",
+		 a, b, (int)getpid() % 100000, (int)getpid() % 100000,
+		 (int)getpid() % 100000, a, (int)getpid() % 100000, b,
+		 a, (int)getpid() % 100000, b, (int)getpid() % 100000,
+		 a, (int)getpid() % 100000, a, b, (int)getpid() % 100000, b);
+	ret = system(cmd);
+	if (ret) {
+		snprintf(cmd, sizeof(cmd), "ip netns del %s 2>/dev/null; "
+			 "ip netns del %s 2>/dev/null", a, b);
+		ret = system(cmd);
+		ZT_SKIP("cannot create namespaces with a veth pair here");
+	}
+	ZT_ASSERT(pipe(pp) == 0);
+	p0 = fork();
+	if (p0 == 0)
+		_exit(netns_side(a, 0, pp));
+	p1 = fork();
+	if (p1 == 0)
+		_exit(netns_side(b, 1, pp));
+	waitpid(p0, &st0, 0);
+	waitpid(p1, &st1, 0);
+	snprintf(cmd, sizeof(cmd), "ip netns del %s; ip netns del %s", a, b);
+	ret = system(cmd);
+	ZT_EXPECT_EQ(ret, 0);
+	ZT_ASSERT_MSG(WIFEXITED(st0) && WEXITSTATUS(st0) == 0,
+		      "rank 0 in %s failed: %d", a, st0);
+	ZT_ASSERT_MSG(WIFEXITED(st1) && WEXITSTATUS(st1) == 0,
+		      "rank 1 in %s failed: %d", b, st1);
+}
+
+/*
+ * Shared memory cannot take moved pages (UFFDIO_MOVE wants private
+ * anonymous memory, the module wants zones): the backend refuses, the
+ * engine copies, the data is right and nothing counts as remapped.
+ */
+ZT_TEST(remap_refused_copies)
+{
+	size_t len = 32 * 4096;
+	struct zcr_stats s;
+	char *buf;
+
+	buf = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ZT_ASSERT(buf != MAP_FAILED);
+	s = early_into("remap_refused_copies", buf, len);
+	ZT_EXPECT_EQ(s.pages_remapped, 0);
+	ZT_EXPECT_EQ(s.bytes_copied, 4 * len);
+	munmap(buf, len);
+}

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * zcr_pair.h - helpers for the receive-path unit tests: contexts connected
+ * over loopback (127.0.0.1, ephemeral ports), a pump that drives progress
+ * on several contexts from one thread (so early arrival is deterministic),
+ * raw sockets that speak (or break) the wire protocol, and payload
+ * patterns that make every byte checkable.
+ */
+#ifndef ZCR_PAIR_H
+#define ZCR_PAIR_H
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "zcrecv.h"
+#include "zt.h"
+
+#define PAIR_MAX 16
+
+struct pair {
+	struct zcr_ctx *c[PAIR_MAX];	/* c[0] listens; c[i] is rank i */
+	struct zcr_ep *to0[PAIR_MAX];	/* c[i]'s endpoint to rank 0 */
+	struct zcr_ep *from[PAIR_MAX];	/* c[0]'s endpoint to rank i */
+	int n;
+	int port;
+	char addr[32];
+};
+
+static inline double pair_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Progress every context once (no waiting). */
+static inline void pair_pump(struct pair *p)
+{
+	int i;
+
+	for (i = 0; i < p->n; i++)
+		ZT_ASSERT(zcr_progress(p->c[i], 0) >= 0);
+}
+
+/* Pump until cond holds, at most 20 s. */
+#define PAIR_PUMP_UNTIL(p, cond)					\
+	do {								\
+		double zt_t0 = pair_now();				\
+		while (!(cond)) {					\
+			pair_pump(p);					\
+			ZT_ASSERT_MSG(pair_now() - zt_t0 < 20,		\
+				      "timeout waiting for %s", #cond);	\
+		}							\
+	} while (0)
+
+static inline struct zcr_stats pair_stats(struct zcr_ctx *c)
+{
+	struct zcr_stats st;
+
+	ZT_EXPECT_EQ(zcr_ctx_stats(c, &st), 0);
+	return st;
+}
+
+/* n contexts; rank i > 0 connects to rank 0. attr may be NULL. */
+static inline void pair_open(struct pair *p, int n,
+			     const struct zcr_ctx_attr *attr)
+{
+	struct zcr_ctx_attr a;
+	int i;
+
+	memset(p, 0, sizeof(*p));
+	p->n = n;
+	for (i = 0; i < n; i++) {
+		if (attr)
+			a = *attr;
+		else
+			memset(&a, 0, sizeof(a));
+		a.rank = i;
+		a.quiet = 1;
+		ZT_EXPECT_EQ(zcr_ctx_create(&a, &p->c[i]), 0);
+	}
+	p->port = zcr_ctx_listen(p->c[0], "127.0.0.1:0");
+	ZT_ASSERT(p->port > 0);
+	snprintf(p->addr, sizeof(p->addr), "127.0.0.1:%d", p->port);
+	for (i = 1; i < n; i++) {
+		struct zcr_ep *ep = NULL;
+
+		ZT_EXPECT_EQ(zcr_ep_connect(p->c[i], p->addr, &p->to0[i]), 0);
+		PAIR_PUMP_UNTIL(p, zcr_ep_accept(p->c[0], 0, &ep) == 0);
+		ZT_ASSERT(zcr_ep_rank(ep) > 0 && zcr_ep_rank(ep) < n);
+		p->from[zcr_ep_rank(ep)] = ep;
+		PAIR_PUMP_UNTIL(p, zcr_ep_rank(p->to0[i]) == 0);
+	}
+}
+
+static inline void pair_close(struct pair *p)
+{
+	int i;
+
+	for (i = 0; i < p->n; i++)
+		zcr_ctx_destroy(p->c[i]);
+}
+
+/* A byte pattern that differs per message (seed) and per position. */
+static inline void pattern_fill(void *buf, size_t len, uint32_t seed)
+{
+	unsigned char *b = buf;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		b[i] = (unsigned char)((i * 131 + seed * 7 + (i >> 12)) ^ seed);
+}
+
+static inline size_t pattern_bad(const void *buf, size_t len, uint32_t seed)
+{
+	const unsigned char *b = buf;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (b[i] != (unsigned char)((i * 131 + seed * 7 + (i >> 12)) ^
+					    seed))
+			return i + 1;
+	return 0;
+}
+
+/* A raw TCP connection to rank 0, for tests that misbehave on purpose. */
+static inline int raw_connect(struct pair *p)
+{
+	struct sockaddr_in sa;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	ZT_ASSERT(fd >= 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)p->port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ZT_ASSERT(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	return fd;
+}
+
+/* Encode a header in the wire format (independently of lib/wire.c). */
+static inline void raw_hdr(unsigned char out[32], uint32_t magic, int version,
+			   int type, int hlen, int32_t src, int32_t tag,
+			   uint64_t len, uint64_t seq)
+{
+	uint64_t f[2] = { len, seq };
+	int i, j;
+
+	for (i = 0; i < 4; i++)
+		out[i] = (unsigned char)(magic >> (8 * i));
+	out[4] = (unsigned char)version;
+	out[5] = (unsigned char)type;
+	out[6] = (unsigned char)hlen;
+	out[7] = (unsigned char)(hlen >> 8);
+	for (i = 0; i < 4; i++) {
+		out[8 + i] = (unsigned char)((uint32_t)src >> (8 * i));
+		out[12 + i] = (unsigned char)((uint32_t)tag >> (8 * i));
+	}
+	for (j = 0; j < 2; j++)
+		for (i = 0; i < 8; i++)
+			out[16 + 8 * j + i] = (unsigned char)(f[j] >> (8 * i));
+}
+
+#define RAW_MAGIC 0x3152435aU
+
+static inline void raw_hello(int fd, int rank)
+{
+	unsigned char h[32];
+
+	raw_hdr(h, RAW_MAGIC, 1, 1, 32, rank, 0, 0, 0);
+	ZT_ASSERT(write(fd, h, 32) == 32);
+}
+
+#endif /* ZCR_PAIR_H */

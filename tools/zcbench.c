@@ -1,0 +1,646 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * zcbench - copy-vs-remap ping-pong over libzcrecv's TCP transport.
+ *
+ * Two processes (rank 0 drives, rank 1 echoes) exchange messages of each
+ * size from --min to --max (powers of two), for each remap mode (copy,
+ * remap, auto: the context's policy) and each arrival (early: the receiver
+ * waits until the message has been staged before it posts the receive;
+ * posted: the receive is posted before the message is sent). Every
+ * message carries a checksum of its payload and its iteration number;
+ * both sides verify every iteration. Receive buffers come from
+ * zcr_mem_alloc, two per side used in turn (a period-2 pattern for the
+ * predictor). Prints a table (half round-trip latency, bandwidth, hit
+ * ratio, pages remapped per message), and optionally CSV and a PNG plot
+ * (gnuplot). --nptcp runs NetPIPE's NPtcp over the same loopback as a
+ * reference line.
+ *
+ *   zcbench                            both ranks on this machine (fork)
+ *   zcbench --server HOST:PORT         rank 1, waits for a driver
+ *   zcbench --connect HOST:PORT        rank 0, drives a remote server
+ *   zcbench --plot-only CSV --png PNG [--nptcp-file FILE]
+ *
+ * Options: --min BYTES --max BYTES --modes copy,remap,auto
+ * --arrival early,posted --iters N (most timed iterations per point; fewer
+ * for big sizes) --csv FILE|- (- prints it between "zcbench-csv-begin" and
+ * "zcbench-csv-end" lines) --png FILE --nptcp --emulated (marks figures as
+ * measured under emulation). Exit status 1 if any iteration fails to
+ * verify.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "zcrecv.h"
+
+#define TAG_DATA	1
+#define TAG_CTRL	1000
+#define TAG_READY	1001
+#define TAG_STATS	1002
+#define WARMUP		2
+#define WORD_MAGIC	0x7a63626e00000000ULL	/* "zcbn" */
+
+struct ctrl {
+	uint32_t cmd;		/* 1 run, 2 end */
+	uint32_t policy;
+	uint64_t size;
+	uint32_t iters;
+	uint32_t early;
+};
+
+struct peer_stats {
+	uint64_t early, hits, misses, pages, copied, bad;
+};
+
+struct point {
+	const char *mode;
+	const char *arrival;
+	uint64_t size;
+	unsigned int iters;
+	double lat_us, mbps, hit_ratio, pages_per_msg;
+	uint64_t bad;
+};
+
+static struct point points[512];
+static int npoints;
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "zcbench: %s: %s\n", what, strerror(-err));
+	exit(2);
+}
+
+#define CHECK(call)							\
+	do {								\
+		int ck_ret = (call);					\
+		if (ck_ret < 0)						\
+			die(#call, ck_ret);				\
+	} while (0)
+
+static double now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+static uint64_t csum(const uint64_t *w, size_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		h ^= w[i];
+		h *= 0x100000001b3ULL;
+		h ^= h >> 29;
+	}
+	return h;
+}
+
+/* Payload: word 0 iteration tag, word 1 checksum of the rest. */
+static void fill(void *buf, size_t len, uint64_t it)
+{
+	uint64_t *w = buf, x = it * 0x2545f4914f6cdd1dULL + len + 1;
+	size_t i, n = len / 8;
+
+	for (i = 2; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		w[i] = x;
+	}
+	w[0] = WORD_MAGIC | (it & 0xffffffff);
+	w[1] = csum(w + 2, n - 2);
+}
+
+static int verify(const void *buf, size_t len, uint64_t it)
+{
+	const uint64_t *w = buf;
+	size_t n = len / 8;
+
+	return w[0] == (WORD_MAGIC | (it & 0xffffffff)) &&
+	       w[1] == csum(w + 2, n - 2);
+}
+
+static void wait_early(struct zcr_ctx *ctx, uint64_t before)
+{
+	struct zcr_stats st;
+
+	for (;;) {
+		CHECK(zcr_ctx_stats(ctx, &st));
+		if (st.early > before)
+			return;
+		CHECK(zcr_progress(ctx, 10));
+	}
+}
+
+static uint64_t early_count(struct zcr_ctx *ctx)
+{
+	struct zcr_stats st;
+
+	CHECK(zcr_ctx_stats(ctx, &st));
+	return st.early;
+}
+
+/* Rank 1: echo each ping back, verify it, report statistics per point. */
+static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
+{
+	struct zcr_stats s0, s1;
+	struct peer_stats ps;
+	struct zcr_req *r;
+	struct ctrl c;
+	void *b[2];
+	unsigned int it, total;
+
+	for (;;) {
+		CHECK(zcr_recv(ctx, &c, sizeof(c), 0, TAG_CTRL, NULL));
+		if (c.cmd != 1)
+			return 0;
+		CHECK(zcr_ctx_set_policy(ctx, (int)c.policy));
+		CHECK(zcr_mem_alloc(ctx, c.size, &b[0]));
+		CHECK(zcr_mem_alloc(ctx, c.size, &b[1]));
+		memset(b[0], 0, c.size);
+		memset(b[1], 0, c.size);
+		memset(&ps, 0, sizeof(ps));
+		total = c.iters + WARMUP;
+		r = NULL;
+		if (!c.early)
+			CHECK(zcr_irecv(ctx, b[0], c.size, 0, TAG_DATA, &r));
+		CHECK(zcr_send(ep, &c, sizeof(c), TAG_READY));
+		CHECK(zcr_ctx_stats(ctx, &s0));
+		for (it = 0; it < total; it++) {
+			void *cur = b[it % 2];
+
+			if (it == WARMUP)
+				CHECK(zcr_ctx_stats(ctx, &s0));
+			if (c.early) {
+				wait_early(ctx, early_count(ctx));
+				CHECK(zcr_recv(ctx, cur, c.size, 0, TAG_DATA,
+					       NULL));
+			} else {
+				CHECK(zcr_wait(r, NULL));
+				if (it + 1 < total)
+					CHECK(zcr_irecv(ctx, b[(it + 1) % 2],
+							c.size, 0, TAG_DATA,
+							&r));
+			}
+			CHECK(zcr_send(ep, cur, c.size, TAG_DATA));
+			if (!verify(cur, c.size, it))
+				ps.bad++;
+		}
+		CHECK(zcr_ctx_stats(ctx, &s1));
+		ps.early = s1.early - s0.early;
+		ps.hits = s1.hits - s0.hits;
+		ps.misses = s1.misses - s0.misses;
+		ps.pages = s1.pages_remapped - s0.pages_remapped;
+		ps.copied = s1.bytes_copied - s0.bytes_copied;
+		CHECK(zcr_send(ep, &ps, sizeof(ps), TAG_STATS));
+		zcr_mem_free(ctx, b[0]);
+		zcr_mem_free(ctx, b[1]);
+	}
+}
+
+static unsigned int iters_for(uint64_t size, unsigned int max_iters)
+{
+	uint64_t n = (64ULL << 20) / size;
+
+	if (n > max_iters)
+		n = max_iters;
+	return n < 3 ? 3 : (unsigned int)n;
+}
+
+/* Rank 0: one point (mode, arrival, size). */
+static void run_point(struct zcr_ctx *ctx, struct zcr_ep *ep, int policy,
+		      bool early, uint64_t size, unsigned int max_iters)
+{
+	struct zcr_stats s0, s1;
+	struct peer_stats ps;
+	struct point *pt = &points[npoints++];
+	struct ctrl c = { .cmd = 1, .policy = (uint32_t)policy, .size = size,
+			  .early = early };
+	struct zcr_req *r;
+	void *sb, *rb[2];
+	unsigned int it, total;
+	double t = 0, t0;
+	uint64_t bad = 0;
+
+	c.iters = iters_for(size, max_iters);
+	total = c.iters + WARMUP;
+	CHECK(zcr_ctx_set_policy(ctx, policy));
+	sb = malloc(size);
+	if (!sb)
+		die("malloc", -ENOMEM);
+	CHECK(zcr_mem_alloc(ctx, size, &rb[0]));
+	CHECK(zcr_mem_alloc(ctx, size, &rb[1]));
+	memset(rb[0], 0, size);
+	memset(rb[1], 0, size);
+	CHECK(zcr_send(ep, &c, sizeof(c), TAG_CTRL));
+	CHECK(zcr_recv(ctx, &c, sizeof(c), 1, TAG_READY, NULL));
+	CHECK(zcr_ctx_stats(ctx, &s0));
+	for (it = 0; it < total; it++) {
+		void *cur = rb[it % 2];
+		uint64_t e = 0;
+
+		if (it == WARMUP) {
+			CHECK(zcr_ctx_stats(ctx, &s0));
+			t = 0;
+		}
+		fill(sb, size, it);
+		if (early)
+			e = early_count(ctx);
+		else
+			CHECK(zcr_irecv(ctx, cur, size, 1, TAG_DATA, &r));
+		t0 = now_us();
+		CHECK(zcr_send(ep, sb, size, TAG_DATA));
+		if (early) {
+			wait_early(ctx, e);
+			CHECK(zcr_recv(ctx, cur, size, 1, TAG_DATA, NULL));
+		} else {
+			CHECK(zcr_wait(r, NULL));
+		}
+		t += now_us() - t0;
+		if (!verify(cur, size, it))
+			bad++;
+	}
+	CHECK(zcr_ctx_stats(ctx, &s1));
+	CHECK(zcr_recv(ctx, &ps, sizeof(ps), 1, TAG_STATS, NULL));
+	pt->mode = zcr_policy_name(policy);
+	pt->arrival = early ? "early" : "posted";
+	pt->size = size;
+	pt->iters = c.iters;
+	pt->lat_us = t / c.iters / 2;
+	pt->mbps = (double)size / pt->lat_us;
+	if (early) {
+		uint64_t e = s1.early - s0.early + ps.early;
+
+		pt->hit_ratio = e ? (double)(s1.hits - s0.hits + ps.hits) / e :
+				    0;
+	}
+	pt->pages_per_msg = (double)(s1.pages_remapped - s0.pages_remapped +
+				     ps.pages) / (2.0 * c.iters);
+	pt->bad = bad + ps.bad;
+	free(sb);
+	zcr_mem_free(ctx, rb[0]);
+	zcr_mem_free(ctx, rb[1]);
+}
+
+static void print_row(FILE *f, const struct point *p, bool csv)
+{
+	if (csv)
+		fprintf(f, "%s,%s,%llu,%u,%.3f,%.1f,%.3f,%.1f,%s\n", p->mode,
+			p->arrival, (unsigned long long)p->size, p->iters,
+			p->lat_us, p->mbps, p->hit_ratio, p->pages_per_msg,
+			p->bad ? "FAIL" : "ok");
+	else
+		fprintf(f, "%-6s %-7s %9llu %6u %11.1f %10.1f %6.0f%% %10.1f  %s\n",
+			p->mode, p->arrival, (unsigned long long)p->size,
+			p->iters, p->lat_us, p->mbps, p->hit_ratio * 100,
+			p->pages_per_msg, p->bad ? "FAIL" : "ok");
+}
+
+static const char csv_head[] =
+	"mode,arrival,size,iters,latency_us,bandwidth_MBps,hit_ratio,"
+	"pages_remapped_per_msg,verified\n";
+
+static void write_csv(FILE *f)
+{
+	int i;
+
+	fputs(csv_head, f);
+	for (i = 0; i < npoints; i++)
+		print_row(f, &points[i], true);
+}
+
+static int free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    getsockname(fd, (struct sockaddr *)&sa, &sl))
+		return -1;
+	port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
+}
+
+/* NetPIPE's NPtcp over loopback, output in NPtcp's own format to file. */
+static int run_nptcp(uint64_t min, uint64_t max, const char *file)
+{
+	char cmd[512];
+	int port = free_port(), ret;
+	pid_t rx;
+
+	if (port < 0 || system("command -v NPtcp >/dev/null 2>&1"))
+		return -ENOENT;
+	fflush(stdout);
+	rx = fork();
+	if (rx == 0) {
+		char p[16], l[32], u[32];
+
+		snprintf(p, sizeof(p), "%d", port);
+		snprintf(l, sizeof(l), "%llu", (unsigned long long)min);
+		snprintf(u, sizeof(u), "%llu", (unsigned long long)max);
+		if (!freopen("/dev/null", "w", stdout) ||
+		    !freopen("/dev/null", "w", stderr))
+			_exit(127);
+		execlp("NPtcp", "NPtcp", "-P", p, "-l", l, "-u", u, "-p", "0",
+		       (char *)NULL);
+		_exit(127);
+	}
+	usleep(300000);
+	snprintf(cmd, sizeof(cmd),
+		 "NPtcp -h 127.0.0.1 -P %d -l %llu -u %llu -p 0 -o %s "
+		 ">/dev/null 2>&1", port, (unsigned long long)min,
+		 (unsigned long long)max, file);
+	ret = system(cmd);
+	kill(rx, SIGTERM);
+	waitpid(rx, NULL, 0);
+	return ret ? -EIO : 0;
+}
+
+static void print_nptcp(const char *file, bool emulated)
+{
+	unsigned long long bytes;
+	double mbps, secs;
+	FILE *f = fopen(file, "r");
+
+	if (!f)
+		return;
+	printf("\nreference: NetPIPE NPtcp over the same loopback%s\n",
+	       emulated ? " (EMULATED timings)" : "");
+	printf("%9s %11s %10s\n", "size", "latency_us", "MB/s");
+	while (fscanf(f, "%llu %lf %lf", &bytes, &mbps, &secs) == 3)
+		if ((bytes & (bytes - 1)) == 0)
+			printf("%9llu %11.1f %10.1f\n", bytes, secs * 1e6,
+			       (double)bytes / (secs * 1e6));
+	fclose(f);
+}
+
+/* NPtcp's output (bytes, Mbps, seconds) as CSV (bytes, MB/s). */
+static int nptcp_csv(const char *np, const char *out)
+{
+	unsigned long long bytes;
+	double mbps, secs;
+	FILE *f = fopen(np, "r"), *o;
+
+	if (!f)
+		return -errno;
+	o = fopen(out, "w");
+	if (!o) {
+		fclose(f);
+		return -errno;
+	}
+	while (fscanf(f, "%llu %lf %lf", &bytes, &mbps, &secs) == 3)
+		fprintf(o, "%llu,%.1f\n", bytes, (double)bytes / (secs * 1e6));
+	fclose(f);
+	fclose(o);
+	return 0;
+}
+
+/* A gnuplot script: bandwidth against size, one line per mode/arrival. */
+static int plot(const char *csv, const char *nptcp, const char *png,
+		bool emulated)
+{
+	static const char *const modes[] = { "copy", "remap", "auto" };
+	static const char *const arr[] = { "early", "posted" };
+	char line[256], npcsv[300], key[32];
+	int m, a, first = 1, have[3][2] = { { 0 } };
+	FILE *g, *f;
+
+	if (system("command -v gnuplot >/dev/null 2>&1"))
+		return -ENOENT;
+	f = fopen(csv, "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		for (m = 0; m < 3; m++)
+			for (a = 0; a < 2; a++) {
+				snprintf(key, sizeof(key), "%s,%s,", modes[m],
+					 arr[a]);
+				if (!strncmp(line, key, strlen(key)))
+					have[m][a] = 1;
+			}
+	fclose(f);
+	g = popen("gnuplot", "w");
+	if (!g)
+		return -errno;
+	fprintf(g, "set terminal pngcairo size 1000,600\nset output '%s'\n"
+		"set datafile separator ','\nset logscale x 2\n"
+		"set format x '%%.0b%%B'\nset xlabel 'message size (bytes)'\n"
+		"set ylabel 'bandwidth (MB/s)'\nset key left top\nset grid\n"
+		"set title 'zcbench ping-pong: copy vs remap%s'\nplot ", png,
+		emulated ? " (EMULATED: compare ratios only)" : "");
+	for (m = 0; m < 3; m++)
+		for (a = 0; a < 2; a++) {
+			if (!have[m][a])
+				continue;
+			fprintf(g, "%s'%s' using (strcol(1) eq '%s' && "
+				"strcol(2) eq '%s' ? $3 : 1/0):6 with "
+				"linespoints title '%s %s'", first ? "" : ", ",
+				csv, modes[m], arr[a], modes[m], arr[a]);
+			first = 0;
+		}
+	snprintf(npcsv, sizeof(npcsv), "%s.csv", nptcp ? nptcp : "");
+	if (nptcp && nptcp_csv(nptcp, npcsv) == 0)
+		fprintf(g, "%s'%s' using 1:2 with lines dt 2 lw 2 "
+			"title 'NPtcp (reference)'", first ? "" : ", ", npcsv);
+	fprintf(g, "\n");
+	return pclose(g) ? -EIO : 0;
+}
+
+static int parse_list(const char *s, const char *const *names, int n)
+{
+	int mask = 0, i;
+
+	for (i = 0; i < n; i++)
+		if (strstr(s, names[i]))
+			mask |= 1 << i;
+	return mask;
+}
+
+int main(int argc, char **argv)
+{
+	static const char *const mode_names[] = { "auto", "copy", "remap" };
+	static const char *const arr_names[] = { "early", "posted" };
+	static const struct option opts[] = {
+		{ "min", 1, NULL, 's' }, { "max", 1, NULL, 'S' },
+		{ "modes", 1, NULL, 'm' }, { "arrival", 1, NULL, 'a' },
+		{ "iters", 1, NULL, 'i' }, { "csv", 1, NULL, 'c' },
+		{ "png", 1, NULL, 'p' }, { "nptcp", 0, NULL, 'n' },
+		{ "nptcp-file", 1, NULL, 'N' }, { "server", 1, NULL, 'L' },
+		{ "connect", 1, NULL, 'C' }, { "plot-only", 1, NULL, 'P' },
+		{ "emulated", 0, NULL, 'E' }, { NULL, 0, NULL, 0 },
+	};
+	uint64_t min = 4096, max = 16 << 20, size;
+	const char *csv = NULL, *png = NULL, *server = NULL, *conn = NULL;
+	const char *plot_only = NULL, *npfile = NULL;
+	int modes = 0x7, arrivals = 0x3, nptcp = 0, emulated = 0, o, m, a;
+	unsigned int max_iters = 50;
+	char npbuf[64], csvtmp[64], addr[64];
+	struct zcr_ctx_attr attr = { 0 };
+	struct zcr_stats st;
+	struct zcr_ctx *ctx;
+	struct zcr_ep *ep;
+	uint64_t bad = 0;
+	pid_t child = -1;
+
+
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (o) {
+		case 's': min = strtoull(optarg, NULL, 0); break;
+		case 'S': max = strtoull(optarg, NULL, 0); break;
+		case 'm': modes = parse_list(optarg, mode_names, 3); break;
+		case 'a': arrivals = parse_list(optarg, arr_names, 2); break;
+		case 'i': max_iters = (unsigned int)atoi(optarg); break;
+		case 'c': csv = optarg; break;
+		case 'p': png = optarg; break;
+		case 'n': nptcp = 1; break;
+		case 'N': npfile = optarg; break;
+		case 'L': server = optarg; break;
+		case 'C': conn = optarg; break;
+		case 'P': plot_only = optarg; break;
+		case 'E': emulated = 1; break;
+		default:
+			fprintf(stderr, "usage: see the comment at the top of "
+				"tools/zcbench.c\n");
+			return 2;
+		}
+	}
+	if (plot_only)
+		return png && plot(plot_only, npfile, png, emulated) == 0 ? 0 : 1;
+	if (min < 64 || max < min || !modes || !arrivals || !max_iters) {
+		fprintf(stderr, "zcbench: bad --min/--max/--modes/--arrival/--iters\n");
+		return 2;
+	}
+
+	if (server) {
+		attr.rank = 1;
+		CHECK(zcr_ctx_create(&attr, &ctx));
+		CHECK(zcr_ctx_listen(ctx, server));
+		CHECK(zcr_ep_accept(ctx, -1, &ep));
+		o = run_peer(ctx, ep);
+		zcr_ctx_destroy(ctx);
+		return o;
+	}
+	if (!conn) {
+		/* Both ranks here: rank 0 listens, a child is rank 1. */
+		CHECK(zcr_ctx_create(&attr, &ctx));
+		o = zcr_ctx_listen(ctx, "127.0.0.1:0");
+		CHECK(o);
+		snprintf(addr, sizeof(addr), "127.0.0.1:%d", o);
+		fflush(stdout);
+		child = fork();
+		if (child == 0) {
+			struct zcr_ctx *pc;
+			struct zcr_ep *pep;
+
+			zcr_ctx_destroy(ctx);
+			attr.rank = 1;
+			CHECK(zcr_ctx_create(&attr, &pc));
+			CHECK(zcr_ep_connect(pc, addr, &pep));
+			o = run_peer(pc, pep);
+			zcr_ctx_destroy(pc);
+			_exit(o);
+		}
+		CHECK(zcr_ep_accept(ctx, 30000, &ep));
+	} else {
+		CHECK(zcr_ctx_create(&attr, &ctx));
+		CHECK(zcr_ep_connect(ctx, conn, &ep));
+	}
+
+	CHECK(zcr_ctx_stats(ctx, &st));
+	printf("zcbench: libzcrecv %s, backend %s, predictor %s, calibration: "
+	       "copy %.0f ns/page, remap %.0f ns/page, auto remaps from %llu "
+	       "pages%s\n", zcr_version(), st.backend_name, st.predictor,
+	       st.copy_ns_per_page, st.remap_ns_per_page,
+	       (unsigned long long)st.min_remap_pages,
+	       emulated ? " (EMULATED timings: compare ratios only)" : "");
+	printf("%-6s %-7s %9s %6s %11s %10s %7s %10s  %s\n", "mode", "arrival",
+	       "size", "iters", "latency_us", "MB/s", "hits", "pages/msg",
+	       "verified");
+	for (m = 0; m < 3; m++) {
+		static const int order[] = { ZCRECV_POLICY_COPY,
+					     ZCRECV_POLICY_REMAP,
+					     ZCRECV_POLICY_AUTO };
+
+		if (!(modes & (1 << order[m])))
+			continue;
+		for (a = 0; a < 2; a++) {
+			if (!(arrivals & (1 << a)))
+				continue;
+			for (size = min; size <= max; size *= 2) {
+				run_point(ctx, ep, order[m], a == 0, size,
+					  max_iters);
+				print_row(stdout, &points[npoints - 1], false);
+				fflush(stdout);
+				bad += points[npoints - 1].bad;
+			}
+		}
+	}
+	{
+		struct ctrl c = { .cmd = 2 };
+
+		CHECK(zcr_send(ep, &c, sizeof(c), TAG_CTRL));
+	}
+	if (child > 0) {
+		int status;
+
+		waitpid(child, &status, 0);
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			bad++;
+	}
+	zcr_ctx_destroy(ctx);
+	printf("zcbench: %llu iteration(s) failed to verify\n",
+	       (unsigned long long)bad);
+
+	if (csv && !strcmp(csv, "-")) {
+		printf("zcbench-csv-begin\n");
+		write_csv(stdout);
+		printf("zcbench-csv-end\n");
+	} else if (csv || png) {
+		FILE *f;
+
+		if (!csv) {
+			snprintf(csvtmp, sizeof(csvtmp), "/tmp/zcbench.%d.csv",
+				 (int)getpid());
+			csv = csvtmp;
+		}
+		f = fopen(csv, "w");
+		if (!f)
+			die(csv, -errno);
+		write_csv(f);
+		fclose(f);
+	}
+	if (nptcp) {
+		if (!npfile) {
+			snprintf(npbuf, sizeof(npbuf), "/tmp/zcbench-np.%d.out",
+				 (int)getpid());
+			npfile = npbuf;
+		}
+		if (run_nptcp(min, max, npfile) == 0)
+			print_nptcp(npfile, emulated);
+		else
+			printf("zcbench: NPtcp not available: no reference line\n");
+	}
+	if (png && csv && strcmp(csv, "-")) {
+		if (plot(csv, nptcp ? npfile : NULL, png, emulated) == 0)
+			printf("zcbench: plot written to %s\n", png);
+		else
+			printf("zcbench: gnuplot failed or missing: no plot\n");
+	}
+	return bad ? 1 : 0;
+}
