@@ -26,27 +26,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <linux/userfaultfd.h>
-
+#include "compat_uffd.h"
 #include "zcr_internal.h"
 
-/* Older uAPI headers (Debian 12 has 6.1's) lack UFFDIO_MOVE: Linux 6.8. */
-#ifndef UFFD_FEATURE_MOVE
-#define UFFD_FEATURE_MOVE		(1 << 16)
-#endif
-#ifndef UFFDIO_MOVE
-struct uffdio_move {
-	__u64 dst;
-	__u64 src;
-	__u64 len;
-	__u64 mode;
-	__s64 move;
-};
-#define _UFFDIO_MOVE			(0x05)
-#define UFFDIO_MOVE	_IOWR(UFFDIO, _UFFDIO_MOVE, struct uffdio_move)
-#define UFFDIO_MOVE_MODE_DONTWAKE	((__u64)1 << 0)
-#define UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES ((__u64)1 << 1)
-#endif
 #ifndef UFFD_USER_MODE_ONLY
 #define UFFD_USER_MODE_ONLY		1
 #endif
