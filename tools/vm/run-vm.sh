@@ -45,11 +45,13 @@ ko=$root/build/kmod/$kver/kmod/zcrecv.ko
 [ -r "$kernel" ] || { echo "run-vm.sh: cannot read $kernel" >&2; exit 2; }
 [ -r "$ko" ] || { echo "run-vm.sh: $ko missing: run make" >&2; exit 2; }
 
-work=$root/build/vm/$kver
+# A private work directory per run, so runs in parallel do not collide.
+mkdir -p "$root/build/vm/$kver"
+work=$(mktemp -d "$root/build/vm/$kver/run.XXXXXX")
+trap 'rm -rf "$work"' EXIT
 rootfs=$work/rootfs
-rm -rf "$rootfs"
 mkdir -p "$rootfs"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,tmp,vm/lib,etc}
-[ -n "$log" ] || log=$work/console.log
+[ -n "$log" ] || log=$root/build/vm/$kver/console.log
 cp /bin/busybox "$rootfs/bin/busybox"
 cp "$root/tools/vm/init" "$rootfs/init"
 chmod 755 "$rootfs/init"
@@ -100,4 +102,4 @@ kill $tpid 2>/dev/null
 wait $tpid 2>/dev/null
 set -e
 
-exec "$root/tools/vm/check-log.sh" "$log" "$kver" "$qrc" "$#" "$results"
+"$root/tools/vm/check-log.sh" "$log" "$kver" "$qrc" "$#" "$results"
