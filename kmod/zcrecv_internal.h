@@ -62,37 +62,29 @@ static inline void zcrecv_vm_flags_set(struct vm_area_struct *vma,
 #endif
 }
 
-/*
- * Counters, one sysfs file each (Documentation/module.md lists them).
- * X(enum id, file name).
- */
-#define ZCRECV_COUNTERS(X)					\
-	X(ZCRECV_CNT_OPEN_FILES, open_files)			\
-	X(ZCRECV_CNT_ZONES_LIVE, zones_live)			\
-	X(ZCRECV_CNT_ZONES_CREATED, zones_created)		\
-	X(ZCRECV_CNT_PAGES_RESERVED, pages_reserved)		\
-	X(ZCRECV_CNT_PAGES_ALLOCATED, pages_allocated)		\
-	X(ZCRECV_CNT_PAGES_FREED, pages_freed)			\
-	X(ZCRECV_CNT_PAGES_EXCHANGED, pages_exchanged)		\
-	X(ZCRECV_CNT_IOCTLS, ioctls)				\
-	X(ZCRECV_CNT_REMAP_BUSY, remap_busy)			\
-	X(ZCRECV_CNT_ERR_INVAL, errors_inval)			\
-	X(ZCRECV_CNT_ERR_FAULT, errors_fault)			\
-	X(ZCRECV_CNT_ERR_NOTTY, errors_notty)			\
-	X(ZCRECV_CNT_ERR_NOSPC, errors_nospc)			\
-	X(ZCRECV_CNT_ERR_PERM, errors_perm)			\
-	X(ZCRECV_CNT_ERR_OTHER, errors_other)
-
+/* Counters, one sysfs file each; zcrecv_stats.c names them. */
 enum zcrecv_counter {
-#define ZCRECV_COUNTER_ENUM(id, name) id,
-	ZCRECV_COUNTERS(ZCRECV_COUNTER_ENUM)
-#undef ZCRECV_COUNTER_ENUM
+	ZCRECV_CNT_OPEN_FILES,
+	ZCRECV_CNT_ZONES_LIVE,
+	ZCRECV_CNT_ZONES_CREATED,
+	ZCRECV_CNT_PAGES_RESERVED,
+	ZCRECV_CNT_PAGES_ALLOCATED,
+	ZCRECV_CNT_PAGES_FREED,
+	ZCRECV_CNT_PAGES_EXCHANGED,
+	ZCRECV_CNT_IOCTLS,
+	ZCRECV_CNT_REMAP_BUSY,
+	ZCRECV_CNT_ERR_INVAL,
+	ZCRECV_CNT_ERR_FAULT,
+	ZCRECV_CNT_ERR_NOTTY,
+	ZCRECV_CNT_ERR_NOSPC,
+	ZCRECV_CNT_ERR_PERM,
+	ZCRECV_CNT_ERR_OTHER,
 	ZCRECV_NR_COUNTERS
 };
 
 extern atomic64_t zcrecv_counters[ZCRECV_NR_COUNTERS];
 extern const struct attribute_group *zcrecv_attr_groups[];
-const char *zcrecv_counter_name(enum zcrecv_counter id);
+void zcrecv_stats_init(void);
 
 static inline void zcrecv_count(enum zcrecv_counter id, long n)
 {

@@ -152,6 +152,7 @@ static int __init zcrecv_init(void)
 {
 	int ret;
 
+	zcrecv_stats_init();
 	ret = misc_register(&zcrecv_miscdev);
 	if (ret) {
 		pr_err("cannot register /dev/%s: %d\n", ZCRECV_DEVICE_NAME,

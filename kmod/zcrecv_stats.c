@@ -14,15 +14,30 @@
 atomic64_t zcrecv_counters[ZCRECV_NR_COUNTERS];
 
 static const char * const zcrecv_counter_names[ZCRECV_NR_COUNTERS] = {
-#define ZCRECV_COUNTER_NAME(cid, name) [cid] = #name,
-	ZCRECV_COUNTERS(ZCRECV_COUNTER_NAME)
-#undef ZCRECV_COUNTER_NAME
+	[ZCRECV_CNT_OPEN_FILES]		= "open_files",
+	[ZCRECV_CNT_ZONES_LIVE]		= "zones_live",
+	[ZCRECV_CNT_ZONES_CREATED]	= "zones_created",
+	[ZCRECV_CNT_PAGES_RESERVED]	= "pages_reserved",
+	[ZCRECV_CNT_PAGES_ALLOCATED]	= "pages_allocated",
+	[ZCRECV_CNT_PAGES_FREED]	= "pages_freed",
+	[ZCRECV_CNT_PAGES_EXCHANGED]	= "pages_exchanged",
+	[ZCRECV_CNT_IOCTLS]		= "ioctls",
+	[ZCRECV_CNT_REMAP_BUSY]		= "remap_busy",
+	[ZCRECV_CNT_ERR_INVAL]		= "errors_inval",
+	[ZCRECV_CNT_ERR_FAULT]		= "errors_fault",
+	[ZCRECV_CNT_ERR_NOTTY]		= "errors_notty",
+	[ZCRECV_CNT_ERR_NOSPC]		= "errors_nospc",
+	[ZCRECV_CNT_ERR_PERM]		= "errors_perm",
+	[ZCRECV_CNT_ERR_OTHER]		= "errors_other",
 };
 
 struct zcrecv_counter_attr {
 	struct device_attribute attr;
 	enum zcrecv_counter id;
 };
+
+static struct zcrecv_counter_attr zcrecv_cattrs[ZCRECV_NR_COUNTERS];
+static struct attribute *zcrecv_counter_attrs[ZCRECV_NR_COUNTERS + 1];
 
 static ssize_t zcrecv_counter_show(struct device *dev,
 				   struct device_attribute *attr, char *buf)
@@ -32,21 +47,6 @@ static ssize_t zcrecv_counter_show(struct device *dev,
 
 	return sysfs_emit(buf, "%lld\n", atomic64_read(&zcrecv_counters[ca->id]));
 }
-
-#define ZCRECV_COUNTER_ATTR(cid, name)					\
-	static struct zcrecv_counter_attr zcrecv_attr_##cid = {		\
-		.attr = __ATTR(name, 0444, zcrecv_counter_show, NULL),	\
-		.id = cid,						\
-	};
-ZCRECV_COUNTERS(ZCRECV_COUNTER_ATTR)
-#undef ZCRECV_COUNTER_ATTR
-
-static struct attribute *zcrecv_counter_attrs[] = {
-#define ZCRECV_COUNTER_PTR(id, name) &zcrecv_attr_##id.attr.attr,
-	ZCRECV_COUNTERS(ZCRECV_COUNTER_PTR)
-#undef ZCRECV_COUNTER_PTR
-	NULL,
-};
 
 static const struct attribute_group zcrecv_counter_group = {
 	.name = "counters",
@@ -58,8 +58,19 @@ const struct attribute_group *zcrecv_attr_groups[] = {
 	NULL,
 };
 
-/* Used by pr_debug and the tests' messages: a stable name per counter. */
-const char *zcrecv_counter_name(enum zcrecv_counter id)
+/* Fill the attribute table from the names; before misc_register(). */
+void zcrecv_stats_init(void)
 {
-	return id < ZCRECV_NR_COUNTERS ? zcrecv_counter_names[id] : "?";
+	int i;
+
+	for (i = 0; i < ZCRECV_NR_COUNTERS; i++) {
+		struct zcrecv_counter_attr *ca = &zcrecv_cattrs[i];
+
+		sysfs_attr_init(&ca->attr.attr);
+		ca->attr.attr.name = zcrecv_counter_names[i];
+		ca->attr.attr.mode = 0444;
+		ca->attr.show = zcrecv_counter_show;
+		ca->id = i;
+		zcrecv_counter_attrs[i] = &ca->attr.attr;
+	}
 }

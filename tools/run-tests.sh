@@ -27,6 +27,14 @@ totals=$res/totals
 status=0
 
 if [ "$mode" != vm ]; then
+	echo "== checkpatch.pl --strict on kmod/"
+	if make -s --no-print-directory checkpatch; then
+		echo "ok checkpatch"
+		echo "1 0 0" >> "$totals"
+	else
+		echo "not ok checkpatch"
+		echo "0 1 0" >> "$totals"
+	fi
 	echo "== host unit tests"
 	for t in build/tests/unit/test_*; do
 		[ -x "$t" ] || continue
