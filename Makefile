@@ -9,6 +9,8 @@
 #   make run        the demo, in a VM with the module loaded
 #   make install    PREFIX=/usr/local DESTDIR= : library, headers, pkg-config
 #   make modules_install  zcrecv.ko into /lib/modules/KVER/updates
+#   make dkms_install     register the module with DKMS (builds it for the
+#                   running kernel and every future one)
 #   make checkpatch run checkpatch.pl (from linux-source) on kmod/
 #   make clean
 #
@@ -124,7 +126,7 @@ $(foreach d,$(KBUILD_DIRS),$(eval $(call zcr_module,$(d),$(notdir $(patsubst %/,
 
 # ---- top-level targets -------------------------------------------------------
 .PHONY: all lib progs modules test test-unit test-vm run install \
-	modules_install checkpatch clean help
+	modules_install dkms_install checkpatch clean help
 all: lib progs modules
 lib: $(LIBS_BUILT)
 progs: $(PROGS)
@@ -158,6 +160,7 @@ install: lib
 	install -m 644 include/zcrecv.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 include/uapi/linux/zcrecv.h $(DESTDIR)$(INCLUDEDIR)/linux/
 	install -m 644 $(B)/lib/zcrecv.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
+	install -D -m 644 packaging/60-zcrecv.rules $(DESTDIR)/lib/udev/rules.d/60-zcrecv.rules
 	for p in $(INSTALL_BINS); do install -D -m 755 $$p $(DESTDIR)$(BINDIR)/$$(basename $$p); done
 
 modules_install: modules
@@ -169,8 +172,17 @@ modules_install: modules
 	@test -n "$(DESTDIR)" || for ko in $(MODULES); do \
 		depmod -a $$(basename $$(dirname $$(dirname $$ko))); done
 
+DKMS_SRC := $(DESTDIR)/usr/src/zcrecv-$(VERSION)
+dkms_install:
+	rm -rf $(DKMS_SRC) && mkdir -p $(DKMS_SRC)/include/uapi/linux
+	cp -r Kbuild dkms.conf kmod $(DKMS_SRC)/
+	cp include/uapi/linux/zcrecv.h $(DKMS_SRC)/include/uapi/linux/
+	dkms add -m zcrecv -v $(VERSION) 2>/dev/null || true
+	dkms build -m zcrecv -v $(VERSION) $(if $(KVER),-k $(KVER))
+	dkms install -m zcrecv -v $(VERSION) $(if $(KVER),-k $(KVER))
+
 clean:
 	rm -rf $(B)
 
 help:
-	@sed -n '3,17s/^# \{0,1\}//p' Makefile
+	@sed -n '3,19s/^# \{0,1\}//p' Makefile
