@@ -26,15 +26,23 @@ totals=$res/totals
 : > "$totals"
 status=0
 
-if [ "$mode" != vm ]; then
-	echo "== checkpatch.pl --strict on kmod/"
-	if make -s --no-print-directory checkpatch; then
-		echo "ok checkpatch"
+# One host check = one result: NAME then the command.
+host_check() {
+	local name=$1
+	shift
+	echo "== $name"
+	if "$@"; then
+		echo "ok $name"
 		echo "1 0 0" >> "$totals"
 	else
-		echo "not ok checkpatch"
+		echo "not ok $name"
 		echo "0 1 0" >> "$totals"
 	fi
+}
+
+if [ "$mode" != vm ]; then
+	host_check "checkpatch --strict on kmod/" make -s --no-print-directory checkpatch
+	host_check "make install + pkg-config build" tests/install/check.sh
 	echo "== host unit tests"
 	for t in build/tests/unit/test_*; do
 		[ -x "$t" ] || continue
