@@ -28,11 +28,13 @@ struct zcrecv_file {
 	struct zcrecv_owner *owner;	/* per-mm page accounting */
 	struct mutex lock;		/* zones list, zone->nr_vmas, ->mapped */
 	struct list_head zones;
+	struct address_space *mapping;	/* the device's, shared by all opens */
 };
 
 /* A zone: an array of driver-owned pages behind one file-offset window. */
 struct zcrecv_zone {
 	struct zcrecv_file *zf;
+	struct address_space *mapping;	/* zf->mapping */
 	struct list_head node;		/* in zf->zones */
 	u64 id;
 	pgoff_t pgoff;			/* first page's offset in the device */

@@ -73,7 +73,7 @@ static bool zcrecv_range_busy(struct zcrecv_range *r, unsigned long n,
 
 static void zcrecv_unmap(struct zcrecv_range *r, unsigned long n)
 {
-	unmap_mapping_range(r->vma->vm_file->f_mapping,
+	unmap_mapping_range(r->zone->mapping,
 			    (loff_t)(r->zone->pgoff + r->first) << PAGE_SHIFT,
 			    (loff_t)n << PAGE_SHIFT, 1);
 }

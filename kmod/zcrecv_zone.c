@@ -9,7 +9,9 @@
  * open of the misc device shares one inode and so one address_space). A
  * mapped zone's VMAs hold the file, so a zone never outlives its file. The
  * zone is freed when its last VMA closes (munmap, exit) or, if it was never
- * mapped, when the file is released.
+ * mapped, when the file is released. A child that inherits a mapping (only
+ * possible after madvise(MADV_DOFORK)) gets a detached copy: no zone, no
+ * pages, SIGBUS on access.
  *
  * Locking. zf->lock protects zf->zones and every zone's nr_vmas/mapped.
  * zone->lock protects zone->pages[] and is held while pages are inserted into
@@ -62,6 +64,7 @@ int zcrecv_file_init(struct file *file)
 	mutex_init(&zf->lock);
 	INIT_LIST_HEAD(&zf->zones);
 	zf->mm = current->mm;
+	zf->mapping = file->f_mapping;
 
 	mutex_lock(&zcrecv_owners_lock);
 	list_for_each_entry(o, &zcrecv_owners, node) {
@@ -199,6 +202,7 @@ long zcrecv_ioctl_zone_create(struct zcrecv_file *zf, void __user *uarg)
 
 	mutex_init(&zone->lock);
 	zone->zf = zf;
+	zone->mapping = zf->mapping;
 	zone->nr_pages = req.pages;
 	zone->pgoff = pgoff;
 	zone->id = atomic64_inc_return(&zcrecv_next_zone_id) - 1;
@@ -227,9 +231,30 @@ err_unreserve:
 	return ret;
 }
 
+static void zcrecv_zap_zone(struct zcrecv_zone *zone)
+{
+	unmap_mapping_range(zone->mapping, (loff_t)zone->pgoff << PAGE_SHIFT,
+			    (loff_t)zone->nr_pages << PAGE_SHIFT, 1);
+}
+
 static void zcrecv_vm_open(struct vm_area_struct *vma)
 {
 	struct zcrecv_zone *zone = vma->vm_private_data;
+
+	if (!zone)
+		return;		/* a split of a detached copy, see below */
+
+	/*
+	 * A fork after madvise(MADV_DOFORK) cleared VM_DONTCOPY: the child's
+	 * copy must not share the zone. Detach it (its faults get SIGBUS, it
+	 * holds no zone reference) and zap the page-table entries fork just
+	 * copied; the owner's own entries simply fault back in.
+	 */
+	if (vma->vm_mm != zone->zf->mm) {
+		vma->vm_private_data = NULL;
+		zcrecv_zap_zone(zone);
+		return;
+	}
 
 	/* A split (mprotect, partial munmap) or an mremap move. */
 	mutex_lock(&zone->zf->lock);
@@ -240,8 +265,12 @@ static void zcrecv_vm_open(struct vm_area_struct *vma)
 static void zcrecv_vm_close(struct vm_area_struct *vma)
 {
 	struct zcrecv_zone *zone = vma->vm_private_data;
-	struct zcrecv_file *zf = zone->zf;
+	struct zcrecv_file *zf;
 	bool last;
+
+	if (!zone)
+		return;
+	zf = zone->zf;
 
 	mutex_lock(&zf->lock);
 	last = !--zone->nr_vmas;
@@ -255,11 +284,14 @@ static void zcrecv_vm_close(struct vm_area_struct *vma)
 static vm_fault_t zcrecv_vm_fault(struct vm_fault *vmf)
 {
 	struct zcrecv_zone *zone = vmf->vma->vm_private_data;
-	unsigned long idx = vmf->pgoff - zone->pgoff;
 	struct page *page;
+	unsigned long idx;
 	vm_fault_t ret;
 	int err;
 
+	if (!zone)
+		return VM_FAULT_SIGBUS;		/* detached copy in a child */
+	idx = vmf->pgoff - zone->pgoff;
 	if (vmf->pgoff < zone->pgoff || idx >= zone->nr_pages)
 		return VM_FAULT_SIGBUS;
 
@@ -350,5 +382,5 @@ struct zcrecv_zone *zcrecv_vma_zone(struct zcrecv_file *zf,
 	if (vma->vm_ops != &zcrecv_vm_ops)
 		return NULL;
 	zone = vma->vm_private_data;
-	return zone->zf == zf ? zone : NULL;
+	return zone && zone->zf == zf ? zone : NULL;
 }

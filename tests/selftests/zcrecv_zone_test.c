@@ -219,6 +219,48 @@ TEST_F(zone, fork_child_cannot_see_zone)
 	zcrecv_zone_unmap(&z);
 }
 
+/*
+ * madvise(MADV_DOFORK) clears VM_DONTCOPY; the child must still not see
+ * the zone: its copy is detached (SIGBUS), and the parent's unmap frees
+ * the zone while the child lives on.
+ */
+TEST_F(zone, fork_after_dofork_child_gets_sigbus)
+{
+	long long live = zcrecv_counter("zones_live");
+	struct zcrecv_zone_map z;
+	int status, pipefd[2];
+	char c;
+	pid_t pid;
+
+	ASSERT_EQ(0, zcrecv_zone_map(self->fd, 2, &z));
+	memset(z.addr, 0x42, z.len);
+	ASSERT_EQ(0, madvise(z.addr, z.len, MADV_DOFORK));
+	ASSERT_EQ(0, pipe(pipefd));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		/* wait until the parent has unmapped, then touch */
+		close(pipefd[1]);
+		if (read(pipefd[0], &c, 1) != 1)
+			_exit(3);
+		_exit(*(volatile char *)z.addr == 0x42 ? 1 : 2);
+	}
+	close(pipefd[0]);
+	EXPECT_EQ(0x42, z.addr[z.len - 1]);
+	zcrecv_zone_unmap(&z);
+	/* the child's copy holds nothing: the zone is gone already */
+	EXPECT_EQ(live, zcrecv_counter("zones_live"));
+	ASSERT_EQ(1, write(pipefd[1], "x", 1));
+	close(pipefd[1]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status));
+	if (WIFSIGNALED(status)) {
+		EXPECT_EQ(SIGBUS, WTERMSIG(status));
+	} else {
+		TH_LOG("child exited with %d", WEXITSTATUS(status));
+	}
+}
+
 TEST_F(zone, exit_with_live_zones_frees_everything)
 {
 	int status;

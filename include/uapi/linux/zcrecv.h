@@ -83,7 +83,8 @@ struct zcrecv_api {
  *
  * Pages are allocated on first touch (zeroed, charged to the caller's memory
  * cgroup). The zone may be mapped once, by the process that created it; the
- * mapping is not inherited across fork and cannot grow. Unmapping it all
+ * mapping is not inherited across fork (a child's copy made after
+ * MADV_DOFORK is detached: SIGBUS on access) and cannot grow. Unmapping it all
  * frees the zone; a zone never mapped is freed when the file is closed.
  */
 struct zcrecv_zone_create {
