@@ -189,6 +189,37 @@ TEST(uapi_layout_pinned)
 	EXPECT_EQ(48, offsetof(struct zcrecv_api, reserved));
 	EXPECT_EQ(0xB9, ZCRECV_IOC_MAGIC);
 	EXPECT_EQ(_IOWR(0xB9, 0x00, struct zcrecv_api), ZCRECV_IOC_API);
+
+	EXPECT_EQ(48, sizeof(struct zcrecv_zone_create));
+	EXPECT_EQ(0, offsetof(struct zcrecv_zone_create, pages));
+	EXPECT_EQ(8, offsetof(struct zcrecv_zone_create, flags));
+	EXPECT_EQ(12, offsetof(struct zcrecv_zone_create, reserved0));
+	EXPECT_EQ(16, offsetof(struct zcrecv_zone_create, out_offset));
+	EXPECT_EQ(24, offsetof(struct zcrecv_zone_create, out_zone_id));
+	EXPECT_EQ(32, offsetof(struct zcrecv_zone_create, reserved));
+	EXPECT_EQ(_IOWR(0xB9, 0x01, struct zcrecv_zone_create),
+		  ZCRECV_IOC_ZONE_CREATE);
+
+	EXPECT_EQ(32, sizeof(struct zcrecv_remap_entry));
+	EXPECT_EQ(0, offsetof(struct zcrecv_remap_entry, src));
+	EXPECT_EQ(8, offsetof(struct zcrecv_remap_entry, dst));
+	EXPECT_EQ(16, offsetof(struct zcrecv_remap_entry, len));
+	EXPECT_EQ(24, offsetof(struct zcrecv_remap_entry, flags));
+	EXPECT_EQ(28, offsetof(struct zcrecv_remap_entry, reserved0));
+
+	EXPECT_EQ(48, sizeof(struct zcrecv_remap));
+	EXPECT_EQ(0, offsetof(struct zcrecv_remap, entries));
+	EXPECT_EQ(8, offsetof(struct zcrecv_remap, count));
+	EXPECT_EQ(12, offsetof(struct zcrecv_remap, flags));
+	EXPECT_EQ(16, offsetof(struct zcrecv_remap, out_done));
+	EXPECT_EQ(20, offsetof(struct zcrecv_remap, out_error));
+	EXPECT_EQ(24, offsetof(struct zcrecv_remap, out_pages));
+	EXPECT_EQ(32, offsetof(struct zcrecv_remap, reserved));
+	EXPECT_EQ(_IOWR(0xB9, 0x02, struct zcrecv_remap), ZCRECV_IOC_REMAP);
+
+	EXPECT_EQ(1, ZCRECV_REMAP_NO_PREFAULT);
+	EXPECT_EQ(7, ZCRECV_FEATURE_ZONES | ZCRECV_FEATURE_REMAP |
+		     ZCRECV_FEATURE_PINCHECK);
 }
 
 TEST(open_close_loop_leaks_nothing)
