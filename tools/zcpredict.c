@@ -84,13 +84,24 @@ static int parse_preds(struct opts *o, char *arg)
 
 static bool json_first = true;
 
+/* The machine-readable columns, in order; the CSV header and the JSON keys. */
+static const char *const field_names[] = {
+	"rank", "predictor", "stream", "k", "threshold", "calls",
+	"ident_1", "ident_k", "buffer_1", "buffer_k", "big_calls",
+	"big_ident_1", "big_ident_k", "big_buffer_1", "big_buffer_k",
+	"streams", "period", "memory_bytes",
+};
+#define NFIELDS (sizeof(field_names) / sizeof(field_names[0]))
+#define NTEXT 3		/* the first three fields are strings */
+
 static void print_header(const struct opts *o)
 {
+	size_t i;
+
 	if (o->fmt == FMT_CSV) {
-		printf("rank,predictor,stream,k,threshold,calls,"
-		       "ident_1,ident_k,buffer_1,buffer_k,big_calls,"
-		       "big_ident_1,big_ident_k,big_buffer_1,big_buffer_k,"
-		       "streams,period,memory_bytes\n");
+		for (i = 0; i < NFIELDS; i++)
+			printf("%s%s", i ? "," : "", field_names[i]);
+		printf("\n");
 	} else if (o->fmt == FMT_JSON) {
 		printf("[");
 	} else {
@@ -105,52 +116,57 @@ static void print_header(const struct opts *o)
 	}
 }
 
+/* One CSV line or JSON object; counts print as integers, ratios as %.2f. */
+static void print_fields(const struct opts *o, const char *rank,
+			 const char *pred, int mode,
+			 const struct zcr_eval_stats *s)
+{
+	const int I = ZCR_HIT_IDENT, B = ZCR_HIT_BUFFER;
+	const char *text[NTEXT] = { rank, pred, mode ? "stream" : "global" };
+	const double num[NFIELDS - NTEXT] = {
+		o->k, (double)o->threshold, (double)s->calls,
+		__zcr_eval_pct(s->hit[I][0], s->calls),
+		__zcr_eval_pct(s->hit[I][1], s->calls),
+		__zcr_eval_pct(s->hit[B][0], s->calls),
+		__zcr_eval_pct(s->hit[B][1], s->calls),
+		(double)s->big,
+		__zcr_eval_pct(s->hitbig[I][0], s->big),
+		__zcr_eval_pct(s->hitbig[I][1], s->big),
+		__zcr_eval_pct(s->hitbig[B][0], s->big),
+		__zcr_eval_pct(s->hitbig[B][1], s->big),
+		(double)s->streams, s->period, (double)s->memory,
+	};
+	/* which numeric fields are ratios */
+	const unsigned int ratio_mask = 0xf << 3 | 0xf << 8;
+	bool json = o->fmt == FMT_JSON;
+	size_t i;
+
+	if (json)
+		printf("%s\n {", json_first ? "" : ",");
+	for (i = 0; i < NFIELDS; i++) {
+		const char *sep = i ? (json ? ", " : ",") : "";
+
+		if (json)
+			printf("%s\"%s\": ", sep, field_names[i]);
+		else
+			printf("%s", sep);
+		if (i < NTEXT)
+			printf(json ? "\"%s\"" : "%s", text[i]);
+		else if (ratio_mask & (1u << (i - NTEXT)))
+			printf("%.2f", num[i - NTEXT]);
+		else
+			printf("%.0f", num[i - NTEXT]);
+	}
+	printf(json ? "}" : "\n");
+	json_first = false;
+}
+
 static void print_row(const struct opts *o, const char *rank,
 		      const char *pred, int mode,
 		      const struct zcr_eval_stats *s)
 {
-	const int I = ZCR_HIT_IDENT, B = ZCR_HIT_BUFFER;
-
-	if (o->fmt == FMT_CSV) {
-		printf("%s,%s,%s,%u,%llu,%llu,%.2f,%.2f,%.2f,%.2f,%llu,"
-		       "%.2f,%.2f,%.2f,%.2f,%llu,%u,%zu\n",
-		       rank, pred, mode ? "stream" : "global", o->k,
-		       (unsigned long long)o->threshold,
-		       (unsigned long long)s->calls,
-		       __zcr_eval_pct(s->hit[I][0], s->calls),
-		       __zcr_eval_pct(s->hit[I][1], s->calls),
-		       __zcr_eval_pct(s->hit[B][0], s->calls),
-		       __zcr_eval_pct(s->hit[B][1], s->calls),
-		       (unsigned long long)s->big,
-		       __zcr_eval_pct(s->hitbig[I][0], s->big),
-		       __zcr_eval_pct(s->hitbig[I][1], s->big),
-		       __zcr_eval_pct(s->hitbig[B][0], s->big),
-		       __zcr_eval_pct(s->hitbig[B][1], s->big),
-		       (unsigned long long)s->streams, s->period, s->memory);
-	} else if (o->fmt == FMT_JSON) {
-		printf("%s\n {\"rank\": \"%s\", \"predictor\": \"%s\", "
-		       "\"stream\": \"%s\", \"k\": %u, \"threshold\": %llu, "
-		       "\"calls\": %llu, \"ident_1\": %.2f, \"ident_k\": %.2f, "
-		       "\"buffer_1\": %.2f, \"buffer_k\": %.2f, "
-		       "\"big_calls\": %llu, \"big_ident_1\": %.2f, "
-		       "\"big_ident_k\": %.2f, \"big_buffer_1\": %.2f, "
-		       "\"big_buffer_k\": %.2f, \"streams\": %llu, "
-		       "\"period\": %u, \"memory_bytes\": %zu}",
-		       json_first ? "" : ",", rank, pred,
-		       mode ? "stream" : "global", o->k,
-		       (unsigned long long)o->threshold,
-		       (unsigned long long)s->calls,
-		       __zcr_eval_pct(s->hit[I][0], s->calls),
-		       __zcr_eval_pct(s->hit[I][1], s->calls),
-		       __zcr_eval_pct(s->hit[B][0], s->calls),
-		       __zcr_eval_pct(s->hit[B][1], s->calls),
-		       (unsigned long long)s->big,
-		       __zcr_eval_pct(s->hitbig[I][0], s->big),
-		       __zcr_eval_pct(s->hitbig[I][1], s->big),
-		       __zcr_eval_pct(s->hitbig[B][0], s->big),
-		       __zcr_eval_pct(s->hitbig[B][1], s->big),
-		       (unsigned long long)s->streams, s->period, s->memory);
-		json_first = false;
+	if (o->fmt == FMT_CSV || o->fmt == FMT_JSON) {
+		print_fields(o, rank, pred, mode, s);
 	} else {
 		char per[16];
 
