@@ -25,26 +25,36 @@
 #include "zcrecv_internal.h"
 
 struct zcrecv_range {
-	struct vm_area_struct *vma;
 	struct zcrecv_zone *zone;
 	unsigned long first;		/* index in zone->pages */
 };
 
+/*
+ * A range may cover several VMAs of one zone (mprotect, mlock or madvise
+ * split the mapping) as long as they follow each other in both address and
+ * file offset, i.e. the range is one run of the zone's pages.
+ */
 static int zcrecv_resolve(struct zcrecv_file *zf, unsigned long addr,
 			  unsigned long len, struct zcrecv_range *r)
 {
 	struct vm_area_struct *vma = vma_lookup(zf->mm, addr);
+	unsigned long end = addr + len;
 
 	if (!vma)
 		return -EFAULT;
 	r->zone = zcrecv_vma_zone(zf, vma);
 	if (!r->zone)
 		return -EINVAL;
-	if (len > vma->vm_end - addr)
-		return -EINVAL;		/* crosses the end of the mapping */
-	r->vma = vma;
 	r->first = ((addr - vma->vm_start) >> PAGE_SHIFT) + vma->vm_pgoff -
 		   r->zone->pgoff;
+	while (end > vma->vm_end) {
+		struct vm_area_struct *next = vma_lookup(zf->mm, vma->vm_end);
+
+		if (!next || zcrecv_vma_zone(zf, next) != r->zone ||
+		    next->vm_pgoff != vma->vm_pgoff + vma_pages(vma))
+			return -EINVAL;	/* leaves the zone's run of pages */
+		vma = next;
+	}
 	return 0;
 }
 
@@ -78,13 +88,15 @@ static void zcrecv_unmap(struct zcrecv_range *r, unsigned long n)
 			    (loff_t)n << PAGE_SHIFT, 1);
 }
 
-/* Map dst's new pages, in runs of present pages; best effort. */
-static void zcrecv_prefault(struct zcrecv_range *r, unsigned long addr,
-			    unsigned long n)
+/* Map the present pages of one VMA's part of dst; best effort. */
+static void zcrecv_prefault_vma(struct vm_area_struct *vma, unsigned long addr,
+				struct page **pages, unsigned long n)
 {
-	struct page **pages = r->zone->pages + r->first;
 	unsigned long i = 0;
 
+	/* Inaccessible (PROT_NONE) parts are left to fault, never mapped. */
+	if (!(vma->vm_flags & (VM_READ | VM_WRITE)))
+		return;
 	while (i < n) {
 		unsigned long run = 0, num;
 
@@ -95,10 +107,30 @@ static void zcrecv_prefault(struct zcrecv_range *r, unsigned long addr,
 		if (!run)
 			break;
 		num = run;
-		if (vm_insert_pages(r->vma, addr + (i << PAGE_SHIFT),
-				    pages + i, &num))
+		if (vm_insert_pages(vma, addr + (i << PAGE_SHIFT), pages + i,
+				    &num))
 			break;
 		i += run;
+	}
+}
+
+/* Map dst's new pages at once, VMA by VMA, so the next access does not fault. */
+static void zcrecv_prefault(struct zcrecv_file *zf, struct zcrecv_range *r,
+			    unsigned long addr, unsigned long n)
+{
+	struct page **pages = r->zone->pages + r->first;
+
+	while (n) {
+		struct vm_area_struct *vma = vma_lookup(zf->mm, addr);
+		unsigned long seg;
+
+		if (!vma)
+			break;
+		seg = min(n, (vma->vm_end - addr) >> PAGE_SHIFT);
+		zcrecv_prefault_vma(vma, addr, pages, seg);
+		addr += seg << PAGE_SHIFT;
+		pages += seg;
+		n -= seg;
 	}
 }
 
@@ -167,7 +199,7 @@ static int zcrecv_remap_one(struct zcrecv_file *zf,
 			cond_resched();
 	}
 	if (prefault)
-		zcrecv_prefault(&dst, e->dst, n);
+		zcrecv_prefault(zf, &dst, e->dst, n);
 	*pages_done += n;
 	ret = 0;
 	pr_debug("exchanged %lu pages: zone %llu+%lu <-> zone %llu+%lu\n", n,

@@ -368,15 +368,81 @@ TEST_F(remap, split_mapping_still_works)
 	long p = self->page;
 
 	fill_pages(self->a.addr, p, 8, 70);
-	/* split a's mapping in three */
+	/* split a's mapping in three, with a read-only middle */
 	ASSERT_EQ(0, mprotect(self->a.addr + 4 * p, p, PROT_READ));
 	EXPECT_EQ(0, zcrecv_remap1(self->fd, self->a.addr + 5 * p,
 				   self->b.addr, 2 * p));
 	EXPECT_TRUE(check_pages(self->b.addr, p, 2, 75));
-	/* a range across the split is two mappings: refused */
-	EXPECT_EQ(-EINVAL, zcrecv_remap1(self->fd, self->a.addr + 3 * p,
-					 self->b.addr + 8 * p, 2 * p));
+	/* a range across the splits is still one run of the zone's pages */
+	EXPECT_EQ(0, zcrecv_remap1(self->fd, self->a.addr + 3 * p,
+				   self->b.addr + 8 * p, 2 * p));
+	EXPECT_TRUE(check_pages(self->b.addr + 8 * p, p, 2, 73));
+	/* and as a destination across them (the read-only part included) */
+	fill_pages(self->b.addr + 16 * p, p, 4, 500);
+	EXPECT_EQ(0, zcrecv_remap1(self->fd, self->b.addr + 16 * p,
+				   self->a.addr + 2 * p, 4 * p));
+	EXPECT_TRUE(check_pages(self->a.addr + 2 * p, p, 4, 500));
 	ASSERT_EQ(0, mprotect(self->a.addr + 4 * p, p, PROT_READ | PROT_WRITE));
+}
+
+TEST_F(remap, mlocked_part_of_a_range)
+{
+	long p = self->page;
+
+	fill_pages(self->a.addr, p, 6, 90);
+	if (mlock(self->a.addr + 2 * p, 2 * p))
+		SKIP(return, "mlock: %s", strerror(errno));
+	EXPECT_EQ(0, zcrecv_remap1(self->fd, self->a.addr, self->b.addr, 6 * p));
+	EXPECT_TRUE(check_pages(self->b.addr, p, 6, 90));
+	munlock(self->a.addr + 2 * p, 2 * p);
+}
+
+TEST_F(remap, range_across_two_adjacent_zones_einval)
+{
+	struct zcrecv_zone_create zc;
+	long p = self->page;
+	char *area, *z1, *z2;
+
+	/* two 4-page zones mapped back to back */
+	area = mmap(NULL, 8 * p, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, area);
+	memset(&zc, 0, sizeof(zc));
+	zc.pages = 4;
+	ASSERT_EQ(0, zcrecv_ioctl(self->fd, ZCRECV_IOC_ZONE_CREATE, &zc));
+	z1 = mmap(area, 4 * p, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+		  self->fd, zc.out_offset);
+	ASSERT_EQ(area, z1);
+	ASSERT_EQ(0, zcrecv_ioctl(self->fd, ZCRECV_IOC_ZONE_CREATE, &zc));
+	z2 = mmap(area + 4 * p, 4 * p, PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_FIXED, self->fd, zc.out_offset);
+	ASSERT_EQ(area + 4 * p, z2);
+	memset(area, 1, 8 * p);
+	EXPECT_EQ(-EINVAL, zcrecv_remap1(self->fd, area + 2 * p,
+					 self->b.addr, 4 * p));
+	EXPECT_EQ(-EINVAL, zcrecv_remap1(self->fd, self->b.addr,
+					 area + 2 * p, 4 * p));
+	EXPECT_EQ(1, area[7 * p]);
+	munmap(area, 8 * p);
+}
+
+TEST_F(remap, range_over_reordered_pieces_of_a_zone_einval)
+{
+	long p = self->page;
+	char *x = self->a.addr, *tmp;
+
+	/* swap the places of pages 0-1 and 2-3 of zone a with mremap */
+	tmp = mmap(NULL, 2 * p, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, tmp);
+	ASSERT_EQ(tmp, mremap(x, 2 * p, 2 * p, MREMAP_MAYMOVE | MREMAP_FIXED,
+			      tmp));
+	ASSERT_EQ(x, mremap(x + 2 * p, 2 * p, 2 * p,
+			    MREMAP_MAYMOVE | MREMAP_FIXED, x));
+	ASSERT_EQ(x + 2 * p, mremap(tmp, 2 * p, 2 * p,
+				    MREMAP_MAYMOVE | MREMAP_FIXED, x + 2 * p));
+	/* contiguous addresses, but not one run of the zone's pages */
+	EXPECT_EQ(-EINVAL, zcrecv_remap1(self->fd, x, self->b.addr, 4 * p));
+	/* each piece alone is fine */
+	EXPECT_EQ(0, zcrecv_remap1(self->fd, x, self->b.addr, 2 * p));
 }
 
 TEST_F(remap, page_held_by_get_user_pages_ebusy)

@@ -105,8 +105,9 @@ struct zcrecv_zone_create {
  * @reserved0: must be 0
  *
  * After the exchange @dst holds the pages that were at @src and @src holds
- * the pages that were at @dst. The ranges must not overlap, and each must lie
- * within one mapping of a zone of the calling file.
+ * the pages that were at @dst. The ranges must not overlap, and each must be
+ * one run of pages of a zone of the calling file (it may span mappings that
+ * mprotect, mlock or madvise split, not pieces that mremap reordered).
  */
 struct zcrecv_remap_entry {
 	__u64 src;
