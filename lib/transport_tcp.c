@@ -255,6 +255,8 @@ void __zcr_ep_fail_locked(struct zcr_ep *ep, int err, const char *fmt, ...)
 	ep->rreq = NULL;
 	ep->rmsg = NULL;
 	ep->have_hdr = ep->stalled = false;
+	/* The slot just freed may be what a stalled connection waits for. */
+	__zcr_retry_stalled_locked(ctx);
 	/* Receives that only this peer could satisfy will never complete. */
 	if (ep->rank >= 0 && !rank_has_open_ep(ctx, ep->rank)) {
 		zcr_list_for_each_safe(pos, tmp, &ctx->posted) {

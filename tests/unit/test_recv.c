@@ -596,3 +596,50 @@ ZT_TEST(remap_refused_copies)
 	ZT_EXPECT_EQ(s.bytes_copied, 4 * len);
 	munmap(buf, len);
 }
+
+/*
+ * Staging is full with a raw peer's half-arrived message; rank 1 stalls on
+ * its next message. When the raw peer dies, its slot is freed: rank 1 must
+ * resume (its stalled message lands, the one behind it reaches the posted
+ * receive), not stay paused until some unrelated receive happens.
+ */
+ZT_TEST(failed_peer_frees_room_for_stalled)
+{
+	struct zcr_ctx_attr a = { .staging_bytes = 128 << 10 };
+	static char big[64 << 10], small[100], rb[64 << 10];
+	unsigned char h[32], junk[1000];
+	struct zcr_req *s[2], *r;
+	struct zcr_status st;
+	struct zcr_ep *ep;
+	struct pair p;
+	int fd, ret, i;
+
+	pair_open(&p, 2, &a);
+	fd = raw_connect(&p);
+	raw_hello(fd, 5);
+	PAIR_PUMP_UNTIL(&p, zcr_ep_accept(p.c[0], 0, &ep) == 0);
+	raw_hdr(h, RAW_MAGIC, 1, 2, 32, 5, 0, 100000, 1);
+	memset(junk, 1, sizeof(junk));
+	ZT_ASSERT(write(fd, h, 32) == 32);
+	ZT_ASSERT(write(fd, junk, sizeof(junk)) == sizeof(junk));
+	PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).early == 1);
+	pattern_fill(big, sizeof(big), 3);
+	pattern_fill(small, sizeof(small), 4);
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], big, sizeof(big), 7, &s[0]), 0);
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], small, sizeof(small), 5, &s[1]), 0);
+	PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).stalls == 1);
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, sizeof(rb), 1, 5, &r), 0);
+	close(fd);
+	PAIR_PUMP_UNTIL(&p, zcr_ep_error(ep, NULL) != 0);
+	for (i = 0; i < 200 && !(ret = zcr_test(r, &st)); i++) {
+		pair_pump(&p);
+		usleep(1000);
+	}
+	ZT_EXPECT_EQ(ret, 1);
+	ZT_EXPECT_EQ(pattern_bad(rb, sizeof(small), 4), 0);
+	ZT_EXPECT_EQ(zcr_recv(p.c[0], rb, sizeof(rb), 1, 7, &st), 0);
+	ZT_EXPECT_EQ(pattern_bad(rb, sizeof(big), 3), 0);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s[0], NULL) != 0);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s[1], NULL) != 0);
+	pair_close(&p);
+}
