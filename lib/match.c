@@ -165,7 +165,7 @@ void __zcr_retry_stalled_locked(struct zcr_ctx *ctx)
 	}
 }
 
-static bool any_source_possible(struct zcr_ctx *ctx, int src)
+bool __zcr_source_possible(struct zcr_ctx *ctx, int src)
 {
 	struct zcr_list *pos;
 
@@ -209,7 +209,7 @@ int __zcr_post_recv_locked(struct zcr_ctx *ctx, struct zcr_req *r)
 		land_posted(ep, r);
 		return 0;
 	}
-	if (!any_source_possible(ctx, r->src))
+	if (!__zcr_source_possible(ctx, r->src))
 		return r->src == ZCRECV_ANY_SOURCE ? -ENOTCONN : -ECONNRESET;
 	zcr_list_add_tail(&r->link, &ctx->posted);
 	return 0;

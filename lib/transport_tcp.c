@@ -218,6 +218,7 @@ void __zcr_ep_fail_locked(struct zcr_ep *ep, int err, const char *fmt, ...)
 	struct zcr_ctx *ctx = ep->ctx;
 	struct zcr_list *pos, *tmp;
 	va_list ap;
+	bool gone;
 
 	if (ep->state == ZCR_EP_CLOSED)
 		return;
@@ -257,17 +258,20 @@ void __zcr_ep_fail_locked(struct zcr_ep *ep, int err, const char *fmt, ...)
 	ep->have_hdr = ep->stalled = false;
 	/* The slot just freed may be what a stalled connection waits for. */
 	__zcr_retry_stalled_locked(ctx);
-	/* Receives that only this peer could satisfy will never complete. */
-	if (ep->rank >= 0 && !rank_has_open_ep(ctx, ep->rank)) {
-		zcr_list_for_each_safe(pos, tmp, &ctx->posted) {
-			struct zcr_req *r = zcr_container_of(pos,
-							     struct zcr_req,
-							     link);
+	/*
+	 * Receives that only this peer could satisfy will never complete:
+	 * those naming its rank, and those that no connection left (nor,
+	 * for ANY_SOURCE, the listener) can satisfy, e.g. a source named
+	 * while this connection was still in its handshake.
+	 */
+	gone = ep->rank >= 0 && !rank_has_open_ep(ctx, ep->rank);
+	zcr_list_for_each_safe(pos, tmp, &ctx->posted) {
+		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
 
-			if (r->src == ep->rank) {
-				zcr_list_del(&r->link);
-				__zcr_req_complete_locked(r, -ECONNRESET);
-			}
+		if ((gone && r->src == ep->rank) ||
+		    !__zcr_source_possible(ctx, r->src)) {
+			zcr_list_del(&r->link);
+			__zcr_req_complete_locked(r, -ECONNRESET);
 		}
 	}
 }

@@ -276,6 +276,8 @@ void __zcr_ep_free(struct zcr_ep *ep);
 bool __zcr_match(int want_src, int want_tag, int src, int tag);
 struct zcr_req *__zcr_match_posted_locked(struct zcr_ctx *ctx, int src,
 					  int tag);
+/* Can a connection (or the listener, for ANY_SOURCE) still bring src? */
+bool __zcr_source_possible(struct zcr_ctx *ctx, int src);
 int __zcr_post_recv_locked(struct zcr_ctx *ctx, struct zcr_req *r);
 void __zcr_msg_deliver_locked(struct zcr_ctx *ctx, struct zcr_msg *m,
 			      struct zcr_req *r);

@@ -215,3 +215,62 @@ ZT_TEST(bad_arguments)
 	ZT_EXPECT_EQ(zcr_irecv(c, b, 4, 3, 0, &r), -ECONNRESET);
 	zcr_ctx_destroy(c);
 }
+
+/*
+ * A receive posted while it could still be satisfied must fail, not hang,
+ * once no peer can ever send it: the only peer (ANY_SOURCE, no listener)
+ * goes away, or the connection still in its handshake fails.
+ */
+ZT_TEST(posted_receive_fails_when_nobody_can_send)
+{
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+	unsigned char h[32];
+	struct zcr_req *r;
+	struct zcr_status st;
+	struct zcr_ctx *c;
+	struct zcr_ep *ep;
+	struct pair p;
+	char b[16], addr[32];
+	int lfd, fd, ret;
+
+	/* ANY_SOURCE on rank 1, whose only peer is rank 0. */
+	pair_open(&p, 2, NULL);
+	ZT_EXPECT_EQ(zcr_irecv(p.c[1], b, sizeof(b), ZCRECV_ANY_SOURCE, 0,
+			       &r), 0);
+	zcr_ctx_destroy(p.c[0]);
+	p.n = 1;
+	p.c[0] = p.c[1];
+	PAIR_PUMP_UNTIL(&p, (ret = zcr_test(r, &st)) != 0);
+	ZT_EXPECT_EQ(ret, -ECONNRESET);
+	zcr_ctx_destroy(p.c[1]);
+
+	/* A named source, posted during a handshake that then fails. */
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ZT_ASSERT(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	ZT_ASSERT(listen(lfd, 1) == 0);
+	ZT_ASSERT(getsockname(lfd, (struct sockaddr *)&sa, &sl) == 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", ntohs(sa.sin_port));
+	memset(&p, 0, sizeof(p));
+	ZT_EXPECT_EQ(zcr_ctx_create(&(struct zcr_ctx_attr){ .rank = 1,
+							     .quiet = 1 },
+				    &p.c[0]), 0);
+	c = p.c[0];
+	p.n = 1;
+	ZT_EXPECT_EQ(zcr_ep_connect(c, addr, &ep), 0);
+	ZT_EXPECT_EQ(zcr_irecv(c, b, sizeof(b), 0, 0, &r), 0);
+	fd = accept(lfd, NULL, NULL);
+	ZT_ASSERT(fd >= 0);
+	raw_hdr(h, 0xdeadbeef, 1, 1, 32, 0, 0, 0, 0);
+	ZT_ASSERT(write(fd, h, 32) == 32);
+	PAIR_PUMP_UNTIL(&p, zcr_ep_error(ep, NULL) != 0);
+	ZT_EXPECT_EQ(zcr_ep_error(ep, NULL), -EBADMSG);
+	PAIR_PUMP_UNTIL(&p, (ret = zcr_test(r, &st)) != 0);
+	ZT_EXPECT_EQ(ret, -ECONNRESET);
+	zcr_ctx_destroy(c);
+	close(fd);
+	close(lfd);
+}
