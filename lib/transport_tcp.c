@@ -592,10 +592,32 @@ void __zcr_tcp_ring_fini(struct zcr_ctx *ctx)
 	ctx->ring = NULL;
 }
 
+/*
+ * A connection we accepted that closed before zcr_ep_accept() handed it
+ * out is unreachable: the application has no pointer to it and, once
+ * closed, nothing dereferences it (its queued messages keep m->ep only as
+ * a record). Free it, or a peer that connects and
+ * drops in a loop grows the context without bound.
+ */
+static void reap_unreturned(struct zcr_ctx *ctx)
+{
+	struct zcr_list *pos, *tmp;
+
+	zcr_list_for_each_safe(pos, tmp, &ctx->eps) {
+		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
+
+		if (ep->state == ZCR_EP_CLOSED && ep->accepted && !ep->returned)
+			__zcr_ep_free(ep);
+	}
+}
+
 int __zcr_tcp_work_locked(struct zcr_ctx *ctx)
 {
 	struct zcr_list *pos, *tmp;
-	int n = accept_all(ctx), r = -1;
+	int n, r = -1;
+
+	reap_unreturned(ctx);
+	n = accept_all(ctx);
 
 	zcr_list_for_each_safe(pos, tmp, &ctx->eps) {
 		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);

@@ -9,6 +9,7 @@
  * clear error while a well-behaved peer keeps working.
  * Run: build/tests/unit/test_wire [name]; ZT_FUZZ_ITERS=N for more.
  */
+#include <malloc.h>
 #include <stdlib.h>
 
 #include "zcr_internal.h"
@@ -226,5 +227,42 @@ ZT_TEST(malformed_traffic_to_listener)
 		printf("# closed with: %s\n", msg);
 	}
 	close(fd);
+	pair_close(&p);
+}
+
+/*
+ * Connections that are opened and dropped (before or right after their
+ * handshake) and never handed to the application leave nothing behind:
+ * a peer looping on connect/close must not grow the listener's memory.
+ */
+ZT_TEST(dropped_connections_do_not_accumulate)
+{
+	struct mallinfo2 m0 = { 0 }, m1;
+	struct pair p;
+	int fds[50], i, j;
+	uint64_t d;
+
+	pair_open(&p, 2, NULL);
+	for (j = 0; j < 12; j++) {
+		if (j == 2)
+			m0 = mallinfo2();
+		d = pair_stats(p.c[0]).disconnects;
+		for (i = 0; i < 50; i++) {
+			fds[i] = raw_connect(&p);
+			if (i & 1)
+				raw_hello(fds[i], 100 + i);
+		}
+		/* Let them be accepted (and greeted) before they go. */
+		PAIR_PUMP_UNTIL(&p, zcr_progress(p.c[0], 0) == 0);
+		for (i = 0; i < 50; i++)
+			close(fds[i]);
+		PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).disconnects == d + 50);
+	}
+	pair_pump(&p);
+	m1 = mallinfo2();
+	printf("# heap in use changed by %lld bytes over 500 connections\n",
+	       (long long)m1.uordblks - (long long)m0.uordblks);
+	ZT_ASSERT(m1.uordblks < m0.uordblks + 16384);
+	still_works(&p, 3);
 	pair_close(&p);
 }
