@@ -99,10 +99,18 @@ void __zcr_begin_message_locked(struct zcr_ep *ep)
 	off = __zcr_predict_offset_locked(ctx, ep->h.src, ep->h.tag, ep->h.len,
 					  &pbuf);
 	ops = __zcr_remap_pick(ctx, pbuf, ep->h.len);
-	slot = __zcr_slot_get_locked(ctx, ops, off + ep->h.len);
-	if (!slot && ops != &__zcr_remap_copy)
-		slot = __zcr_slot_get_locked(ctx, &__zcr_remap_copy,
-					     off + ep->h.len);
+	/*
+	 * max_msg and staging_bytes may be lifted to UINT64_MAX: a length
+	 * near 2^64 must not wrap off + len, rounded up to pages, into a
+	 * small slot. It can never be staged; it waits for a receive.
+	 */
+	slot = NULL;
+	if (ep->h.len <= SIZE_MAX - 2 * ctx->page) {
+		slot = __zcr_slot_get_locked(ctx, ops, off + ep->h.len);
+		if (!slot && ops != &__zcr_remap_copy)
+			slot = __zcr_slot_get_locked(ctx, &__zcr_remap_copy,
+						     off + ep->h.len);
+	}
 	m = slot ? calloc(1, sizeof(*m)) : NULL;
 	if (!m) {
 		if (slot)

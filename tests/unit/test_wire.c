@@ -266,3 +266,36 @@ ZT_TEST(dropped_connections_do_not_accumulate)
 	still_works(&p, 3);
 	pair_close(&p);
 }
+
+/*
+ * With the size limit lifted (max_msg = UINT64_MAX), a header announcing
+ * nearly 2^64 bytes must not wrap the staging size computation into a
+ * one-page slot that the payload then overruns: it cannot be staged, so
+ * the connection stalls, and nothing is written anywhere.
+ */
+ZT_TEST(absurd_length_without_limit)
+{
+	struct zcr_ctx_attr a = { .max_msg = UINT64_MAX };
+	static unsigned char junk[1 << 16];
+	unsigned char h[32];
+	struct zcr_ep *ep;
+	struct pair p;
+	int fd, i;
+
+	pair_open(&p, 2, &a);
+	fd = raw_connect(&p);
+	raw_hello(fd, 5);
+	PAIR_PUMP_UNTIL(&p, zcr_ep_accept(p.c[0], 0, &ep) == 0);
+	raw_hdr(h, RAW_MAGIC, 1, 2, 32, 5, 0, UINT64_MAX - 100, 1);
+	ZT_ASSERT(write(fd, h, 32) == 32);
+	memset(junk, 0xee, sizeof(junk));
+	ZT_ASSERT(write(fd, junk, sizeof(junk)) == sizeof(junk));
+	for (i = 0; i < 200; i++)
+		pair_pump(&p);
+	ZT_EXPECT_EQ(pair_stats(p.c[0]).early, 0);
+	ZT_EXPECT_EQ(pair_stats(p.c[0]).stalls, 1);
+	ZT_EXPECT_EQ(zcr_ep_error(ep, NULL), 0);
+	still_works(&p, 5);
+	close(fd);
+	pair_close(&p);
+}
