@@ -147,11 +147,30 @@ void zcr_ctx_destroy(struct zcr_ctx *ctx)
 		__zcr_wake(ctx);
 		pthread_join(ctx->thread, NULL);
 	}
-	zcr_list_for_each_safe(pos, tmp, &ctx->eps)
-		__zcr_ep_free(zcr_container_of(pos, struct zcr_ep, link));
+	/*
+	 * Pending requests are abandoned, so they are ours to free: sends
+	 * go with their endpoint's queue, receives are still posted, landing
+	 * (ep->rreq) or matched to a message still arriving (m->req).
+	 * Completed ones are the caller's and on no list.
+	 */
+	zcr_list_for_each_safe(pos, tmp, &ctx->posted) {
+		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
+
+		zcr_list_del(&r->link);
+		free(r);
+	}
+	zcr_list_for_each_safe(pos, tmp, &ctx->eps) {
+		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
+
+		if (ep->rreq && !ep->rreq->done)
+			free(ep->rreq);
+		__zcr_ep_free(ep);
+	}
 	zcr_list_for_each_safe(pos, tmp, &ctx->unexpected) {
 		struct zcr_msg *m = zcr_container_of(pos, struct zcr_msg, link);
 
+		if (m->req && !m->req->done)
+			free(m->req);
 		zcr_list_del(&m->link);
 		__zcr_slot_put_locked(ctx, m->slot);
 		free(m);
