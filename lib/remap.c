@@ -209,7 +209,9 @@ void __zcr_remap_deliver_locked(struct zcr_ctx *ctx,
 	ctx->st.bytes_copied += n - (size_t)done;
 	return;
 copy_all:
-	memcpy(dst, src, n);
+	/* dst may be NULL for a zero-size receive: memcpy must not see it. */
+	if (n)
+		memcpy(dst, src, n);
 	ctx->st.bytes_copied += n;
 }
 

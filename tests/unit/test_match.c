@@ -309,3 +309,32 @@ ZT_TEST(destroy_frees_pending_receives)
 	       (long long)m1.uordblks - (long long)m0.uordblks);
 	ZT_ASSERT(m1.uordblks < m0.uordblks + 32768);
 }
+
+/*
+ * A zero-size receive with a NULL buffer takes a staged zero-length
+ * message (complete) and a staged non-empty one (-EMSGSIZE, st.len the
+ * sent length) without handing NULL to memcpy (-fsanitize=undefined).
+ */
+ZT_TEST(zero_size_null_buffer_early)
+{
+	struct zcr_req *s[2], *rq;
+	struct zcr_status st;
+	struct pair p;
+	char b[10] = "abcdefghi";
+	int ret;
+
+	pair_open(&p, 2, NULL);
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], NULL, 0, 0, &s[0]), 0);
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], b, 10, 0, &s[1]), 0);
+	PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).early == 2);
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], NULL, 0, 1, 0, &rq), 0);
+	PAIR_PUMP_UNTIL(&p, (ret = zcr_test(rq, &st)) != 0);
+	ZT_EXPECT_EQ(ret, 1);
+	ZT_EXPECT_EQ(st.len, 0);
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], NULL, 0, 1, 0, &rq), 0);
+	PAIR_PUMP_UNTIL(&p, (ret = zcr_test(rq, &st)) != 0);
+	ZT_EXPECT_EQ(ret, -EMSGSIZE);
+	ZT_EXPECT_EQ(st.len, 10);
+	wait_all(&p, s, 2);
+	pair_close(&p);
+}
