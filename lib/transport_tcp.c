@@ -41,6 +41,14 @@ static int split_hostport(const char *hostport, char *host, size_t hlen,
 
 	if (!c || !c[1])
 		return -EINVAL;
+	/* getaddrinfo() takes "99999" and binds port 99999 % 65536. */
+	if (c[1] >= '0' && c[1] <= '9') {
+		char *end;
+		unsigned long v = strtoul(c + 1, &end, 10);
+
+		if (!*end && v > 65535)
+			return -EINVAL;
+	}
 	n = (size_t)(c - hostport);
 	if (n >= hlen)
 		return -EINVAL;

@@ -338,3 +338,17 @@ ZT_TEST(zero_size_null_buffer_early)
 	wait_all(&p, s, 2);
 	pair_close(&p);
 }
+
+/* A port number out of range is refused, not wrapped modulo 65536. */
+ZT_TEST(port_out_of_range)
+{
+	struct zcr_ctx *c;
+	struct zcr_ep *ep;
+
+	ZT_EXPECT_EQ(zcr_ctx_create(NULL, &c), 0);
+	ZT_EXPECT_EQ(zcr_ctx_listen(c, "127.0.0.1:99999"), -EINVAL);
+	ZT_EXPECT_EQ(zcr_ctx_listen(c, "127.0.0.1:0000000000065536"), -EINVAL);
+	ZT_EXPECT_EQ(zcr_ep_connect(c, "127.0.0.1:70000", &ep), -EINVAL);
+	ZT_ASSERT(zcr_ctx_listen(c, "127.0.0.1:0") > 0);
+	zcr_ctx_destroy(c);
+}
