@@ -278,7 +278,9 @@ int zcr_isend(struct zcr_ep *ep, const void *buf, size_t len, int tag,
 
 /**
  * zcr_irecv() - post a receive of at most @size bytes into @buf from rank
- * @src (or ZCRECV_ANY_SOURCE) with @tag (or ZCRECV_ANY_TAG).
+ * @src (or ZCRECV_ANY_SOURCE) with @tag (or ZCRECV_ANY_TAG). @buf must stay
+ * valid (not freed, not unmapped) until the request completes, as in MPI:
+ * the data may land in it, or its pages be exchanged, at any progress call.
  * Return: 0 with *@req set, or -errno. Since 0.1.
  */
 int zcr_irecv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
