@@ -16,7 +16,7 @@
 
 #define ZCR_DEFAULT_STAGING	(256ULL << 20)
 #define ZCR_DEFAULT_MAX_MSG	(1ULL << 30)
-#define ZCR_MAX_POLL		1024
+#define ZCR_MIN_POLL		64
 
 static int env_choice(const char *var, const char *const *names, int n,
 		      int dflt)
@@ -175,6 +175,13 @@ void zcr_ctx_destroy(struct zcr_ctx *ctx)
 		__zcr_slot_put_locked(ctx, m->slot);
 		free(m);
 	}
+	while (ctx->pollsets) {
+		struct zcr_pollset *ps = ctx->pollsets;
+
+		ctx->pollsets = ps->next;
+		free(ps->fds);
+		free(ps);
+	}
 	__zcr_staging_fini(ctx);
 	zcr_list_for_each_safe(pos, tmp, &ctx->mems) {
 		struct zcr_mem *m = zcr_container_of(pos, struct zcr_mem, link);
@@ -236,13 +243,54 @@ void __zcr_wake(struct zcr_ctx *ctx)
 }
 
 /*
+ * A poll set with room for n entries: an idle one of ours, grown if need
+ * be. Only a new connection or a new concurrent poller allocates.
+ */
+static struct zcr_pollset *pollset_get_locked(struct zcr_ctx *ctx,
+					      unsigned int n)
+{
+	struct zcr_pollset *ps = ctx->pollsets;
+	struct pollfd *fds;
+	unsigned int cap;
+
+	if (ps) {
+		ctx->pollsets = ps->next;
+	} else {
+		ps = calloc(1, sizeof(*ps));
+		if (!ps)
+			return NULL;
+	}
+	if (ps->cap < n) {
+		cap = ps->cap ? ps->cap : ZCR_MIN_POLL;
+		while (cap < n)
+			cap *= 2;
+		fds = realloc(ps->fds, cap * sizeof(*fds));
+		if (!fds) {
+			ps->next = ctx->pollsets;
+			ctx->pollsets = ps;
+			return NULL;
+		}
+		ps->fds = fds;
+		ps->cap = cap;
+	}
+	return ps;
+}
+
+static void pollset_put_locked(struct zcr_ctx *ctx, struct zcr_pollset *ps)
+{
+	ps->next = ctx->pollsets;
+	ctx->pollsets = ps;
+}
+
+/*
  * Do what can be done without waiting; if nothing was and timeout_ms is
  * not 0, poll every connection (the lock is dropped for poll only) and do
  * it again.
  */
 int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 {
-	struct pollfd pfd[ZCR_MAX_POLL];
+	struct zcr_pollset *ps;
+	struct pollfd *pfd;
 	struct zcr_list *pos;
 	uint64_t v;
 	int n, nfd = 0, ret;
@@ -250,14 +298,18 @@ int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 	n = __zcr_tcp_work_locked(ctx);
 	if (n || !timeout_ms)
 		return n;
+	/* The wake-up eventfd, the listener and every connection. */
+	ps = pollset_get_locked(ctx, ctx->nep + 2);
+	if (!ps)
+		return -ENOMEM;
+	pfd = ps->fds;
 	pfd[nfd].fd = ctx->wake_fd;
 	pfd[nfd++].events = POLLIN;
 	if (ctx->listen_fd >= 0) {
 		pfd[nfd].fd = ctx->listen_fd;
 		pfd[nfd++].events = POLLIN;
 	}
-	for (pos = ctx->eps.next; pos != &ctx->eps && nfd < ZCR_MAX_POLL;
-	     pos = pos->next) {
+	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
 		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
 
 		if (ep->state == ZCR_EP_CLOSED)
@@ -270,14 +322,17 @@ int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	ret = poll(pfd, (nfds_t)nfd, timeout_ms);
+	if (ret < 0)
+		ret = -errno;
 	if (ret > 0 && (pfd[0].revents & POLLIN)) {
 		if (read(ctx->wake_fd, &v, sizeof(v)) < 0) {
 			/* Another poller took it. */
 		}
 	}
 	pthread_mutex_lock(&ctx->lock);
-	if (ret < 0 && errno != EINTR)
-		return -errno;
+	pollset_put_locked(ctx, ps);
+	if (ret < 0 && ret != -EINTR)
+		return ret;
 	return __zcr_tcp_work_locked(ctx);
 }
 

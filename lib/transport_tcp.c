@@ -188,6 +188,7 @@ struct zcr_ep *__zcr_ep_new_locked(struct zcr_ctx *ctx, int fd, bool accepted)
 	else
 		snprintf(ep->peer, sizeof(ep->peer), "fd %d", fd);
 	zcr_list_add_tail(&ep->link, &ctx->eps);
+	ctx->nep++;
 	send_hello(ep);
 	return ep;
 }
@@ -205,6 +206,7 @@ void __zcr_ep_free(struct zcr_ep *ep)
 	if (ep->fd >= 0)
 		close(ep->fd);
 	zcr_list_del(&ep->link);
+	ep->ctx->nep--;
 	free(ep);
 }
 

@@ -247,6 +247,9 @@ struct zcr_ctx {
 	char *uffd_tmp;
 	size_t uffd_tmp_len;
 	struct io_uring *ring;		/* batched receives, or NULL */
+	/* progress */
+	unsigned int nep;		/* endpoints on eps */
+	struct zcr_pollset *pollsets;	/* idle poll sets, for reuse */
 	/* prediction */
 	struct zcr_predictor *pred;
 	char pred_name[32];
@@ -254,6 +257,18 @@ struct zcr_ctx {
 	pthread_t thread;
 	bool thread_on, thread_stop;
 	struct zcr_stats st;
+};
+
+/*
+ * The pollfd array of one poll(2) call. poll runs without the lock, so
+ * each poller takes a set of its own from ctx->pollsets and gives it back
+ * afterwards; sets only grow (geometrically), so a steady number of
+ * connections and pollers allocates nothing.
+ */
+struct zcr_pollset {
+	struct zcr_pollset *next;
+	unsigned int cap;
+	struct pollfd *fds;
 };
 
 int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms);
