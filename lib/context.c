@@ -4,6 +4,7 @@
  * overrides, statistics, explicit progress and the progress thread.
  */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 
 #define ZCR_DEFAULT_STAGING	(256ULL << 20)
 #define ZCR_DEFAULT_MAX_MSG	(1ULL << 30)
+#define ZCR_DEFAULT_HANDSHAKE_MS	10000
 #define ZCR_MIN_POLL		64
 
 static int env_choice(const char *var, const char *const *names, int n,
@@ -30,6 +32,22 @@ static int env_choice(const char *var, const char *const *names, int n,
 		if (names[i] && !strcmp(v, names[i]))
 			return i;
 	return -EINVAL;
+}
+
+/* A positive number of ms from var, dflt when unset, or -EINVAL. */
+static int env_ms(const char *var, int dflt)
+{
+	const char *v = getenv(var);
+	char *end;
+	long ms;
+
+	if (!v || !*v)
+		return dflt;
+	errno = 0;
+	ms = strtol(v, &end, 10);
+	if (errno || *end || ms <= 0 || ms > INT_MAX)
+		return -EINVAL;
+	return (int)ms;
 }
 
 static void *progress_thread(void *arg)
@@ -51,7 +69,7 @@ int zcr_ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	struct zcr_ctx_attr def;
 	struct zcr_ctx *ctx;
 	const char *pred;
-	int ret, policy, backend;
+	int ret, policy, backend, hs_ms;
 
 	if (!out)
 		return -EINVAL;
@@ -61,11 +79,15 @@ int zcr_ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	}
 	if (attr->rank < 0 || attr->policy < 0 ||
 	    attr->policy > ZCRECV_POLICY_REMAP || attr->backend < 0 ||
-	    attr->backend > ZCRECV_BACKEND_COPY)
+	    attr->backend > ZCRECV_BACKEND_COPY ||
+	    attr->handshake_timeout_ms < 0)
 		return -EINVAL;
 	policy = env_choice("ZCRECV_POLICY", policies, 3, attr->policy);
 	backend = env_choice("ZCRECV_BACKEND", backends, 4, attr->backend);
-	if (policy < 0 || backend < 0)
+	hs_ms = env_ms("ZCRECV_HANDSHAKE_TIMEOUT_MS",
+		       attr->handshake_timeout_ms ?
+		       attr->handshake_timeout_ms : ZCR_DEFAULT_HANDSHAKE_MS);
+	if (policy < 0 || backend < 0 || hs_ms < 0)
 		return -EINVAL;
 
 	ctx = calloc(1, sizeof(*ctx));
@@ -79,6 +101,7 @@ int zcr_ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	ctx->max_msg = attr->max_msg ? attr->max_msg : ZCR_DEFAULT_MAX_MSG;
 	ctx->staging_limit = attr->staging_bytes ? attr->staging_bytes :
 						   ZCR_DEFAULT_STAGING;
+	ctx->hs_timeout_ns = (uint64_t)hs_ms * 1000000;
 	ctx->page = (size_t)sysconf(_SC_PAGESIZE);
 	ctx->listen_fd = -1;
 	ctx->uffd = -1;
@@ -289,10 +312,10 @@ static void pollset_put_locked(struct zcr_ctx *ctx, struct zcr_pollset *ps)
  */
 int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 {
+	uint64_t v, now, next = UINT64_MAX;
 	struct zcr_pollset *ps;
 	struct pollfd *pfd;
 	struct zcr_list *pos;
-	uint64_t v;
 	int n, nfd = 0, ret;
 
 	n = __zcr_tcp_work_locked(ctx);
@@ -314,11 +337,20 @@ int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 
 		if (ep->state == ZCR_EP_CLOSED)
 			continue;
+		if (ep->state == ZCR_EP_HANDSHAKE && ep->hs_deadline < next)
+			next = ep->hs_deadline;
 		pfd[nfd].fd = ep->fd;
 		pfd[nfd].events = ep->stalled ? 0 : POLLIN;
 		if (!zcr_list_empty(&ep->sendq))
 			pfd[nfd].events |= POLLOUT;
 		nfd++;
+	}
+	/* Wake up for the first deadline, rounded up: not to spin before it. */
+	if (next != UINT64_MAX) {
+		now = zcr_now_ns();
+		v = next > now ? (next - now + 999999) / 1000000 : 0;
+		if (timeout_ms < 0 || v < (uint64_t)timeout_ms)
+			timeout_ms = (int)v;
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	ret = poll(pfd, (nfds_t)nfd, timeout_ms);

@@ -180,6 +180,8 @@ struct zcr_ep *__zcr_ep_new_locked(struct zcr_ctx *ctx, int fd, bool accepted)
 	ep->rank = -1;
 	ep->accepted = accepted;
 	ep->state = ZCR_EP_HANDSHAKE;
+	ep->hs_deadline = zcr_now_ns() + ctx->hs_timeout_ns;
+	ctx->nhandshake++;
 	zcr_list_init(&ep->sendq);
 	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0 &&
 	    getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), serv,
@@ -207,6 +209,8 @@ void __zcr_ep_free(struct zcr_ep *ep)
 		close(ep->fd);
 	zcr_list_del(&ep->link);
 	ep->ctx->nep--;
+	if (ep->state == ZCR_EP_HANDSHAKE)
+		ep->ctx->nhandshake--;
 	free(ep);
 }
 
@@ -232,6 +236,8 @@ void __zcr_ep_fail_locked(struct zcr_ep *ep, int err, const char *fmt, ...)
 
 	if (ep->state == ZCR_EP_CLOSED)
 		return;
+	if (ep->state == ZCR_EP_HANDSHAKE)
+		ctx->nhandshake--;
 	ep->state = ZCR_EP_CLOSED;
 	ep->error = err;
 	va_start(ap, fmt);
@@ -300,6 +306,7 @@ static int handle_hello(struct zcr_ep *ep)
 	}
 	ep->rank = ep->h.src;
 	ep->state = ZCR_EP_OPEN;
+	ep->ctx->nhandshake--;
 	ep->have_hdr = false;
 	ep->hdr_got = 0;
 	pthread_cond_broadcast(&ep->ctx->cond);
@@ -621,6 +628,34 @@ static void reap_unreturned(struct zcr_ctx *ctx)
 	}
 }
 
+/*
+ * A peer that connects and never completes its handshake would hold its
+ * descriptor forever and, as a connection that might yet turn out to be
+ * any rank, keep receives naming absent sources posted. Runs after the
+ * reads, so a handshake that did arrive is taken even if we were slow to
+ * look. Returns how many connections it closed.
+ */
+static int expire_handshakes(struct zcr_ctx *ctx)
+{
+	struct zcr_list *pos, *tmp;
+	uint64_t now;
+	int n = 0;
+
+	if (!ctx->nhandshake)
+		return 0;
+	now = zcr_now_ns();
+	zcr_list_for_each_safe(pos, tmp, &ctx->eps) {
+		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
+
+		if (ep->state == ZCR_EP_HANDSHAKE && now >= ep->hs_deadline) {
+			__zcr_ep_fail_locked(ep, -ETIMEDOUT,
+					     "handshake timed out");
+			n++;
+		}
+	}
+	return n;
+}
+
 int __zcr_tcp_work_locked(struct zcr_ctx *ctx)
 {
 	struct zcr_list *pos, *tmp;
@@ -644,8 +679,8 @@ int __zcr_tcp_work_locked(struct zcr_ctx *ctx)
 		r = read_batch(ctx);
 #endif
 	if (r >= 0)
-		return n + r;
+		return n + r + expire_handshakes(ctx);
 	zcr_list_for_each_safe(pos, tmp, &ctx->eps)
 		n += read_ep(zcr_container_of(pos, struct zcr_ep, link));
-	return n;
+	return n + expire_handshakes(ctx);
 }

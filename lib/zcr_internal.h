@@ -15,9 +15,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "zcrecv.h"
 #include "predict.h"
+
+/* CLOCK_MONOTONIC in ns: deadlines of handshakes and back-offs. */
+static inline uint64_t zcr_now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
 
 /* Open /dev/zcrecv, run the handshake; returns the fd or -errno. */
 int __zcr_kmod_open(struct zcr_kmod_info *info);
@@ -207,6 +217,7 @@ struct zcr_ep {
 	char errmsg[160];
 	char peer[64];
 	uint64_t send_seq, recv_seq;
+	uint64_t hs_deadline;		/* zcr_now_ns() the handshake ends */
 	struct zcr_list sendq;
 	/* receive state machine: header, then payload into one target */
 	uint8_t hdr[ZCR_WIRE_HDR_LEN];
@@ -249,6 +260,8 @@ struct zcr_ctx {
 	struct io_uring *ring;		/* batched receives, or NULL */
 	/* progress */
 	unsigned int nep;		/* endpoints on eps */
+	unsigned int nhandshake;	/* of them in ZCR_EP_HANDSHAKE */
+	uint64_t hs_timeout_ns;
 	struct zcr_pollset *pollsets;	/* idle poll sets, for reuse */
 	/* prediction */
 	struct zcr_predictor *pred;

@@ -2,7 +2,8 @@
 /*
  * test_progress.c - the progress engine's waiting: zcr_progress() must
  * wake for every connection however many there are (more than the 1024
- * pollfds it once had room for).
+ * pollfds it once had room for) and must close connections whose
+ * handshake never completes.
  * Run: build/tests/unit/test_progress [name].
  */
 #include <pthread.h>
@@ -102,4 +103,135 @@ ZT_TEST(wakes_for_connection_beyond_1024)
 	for (i = 0; i < MANY; i++)
 		close(fds[i]);
 	pair_close(&p);
+}
+
+/*
+ * A raw peer connects to c (listening on port) and stays silent. Once c
+ * accepted it, it might turn out to be rank 7, so a receive from rank 7 is
+ * posted; returns the seconds until that receive failed, waiting with
+ * zcr_progress(c, -1), which must return when the handshake times out.
+ */
+static double silent_peer_fails_recv(struct zcr_ctx *c, int port)
+{
+	struct sockaddr_in sa;
+	struct zcr_status st;
+	struct zcr_req *r;
+	char buf[64];
+	double t0;
+	int fd, ret;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	ZT_ASSERT(fd >= 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ZT_ASSERT(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	t0 = pair_now();
+	while ((ret = zcr_irecv(c, buf, sizeof(buf), 7, 0, &r)) ==
+	       -ECONNRESET) {
+		ZT_ASSERT(zcr_progress(c, 0) >= 0);
+		ZT_ASSERT_MSG(pair_now() - t0 < 2, "connection not accepted");
+	}
+	ZT_EXPECT_EQ(ret, 0);
+	t0 = pair_now();
+	alarm(3);
+	while ((ret = zcr_test(r, &st)) == 0)
+		ZT_ASSERT(zcr_progress(c, -1) >= 0);
+	alarm(0);
+	t0 = pair_now() - t0;
+	ZT_EXPECT_EQ(ret, -ECONNRESET);
+	/* Nobody can be rank 7 any more. */
+	ZT_EXPECT_EQ(zcr_irecv(c, buf, sizeof(buf), 7, 0, &r), -ECONNRESET);
+	/* Our side was closed: after our handshake, end of file. */
+	while ((ret = (int)read(fd, buf, sizeof(buf))) > 0)
+		;
+	ZT_EXPECT_EQ(ret, 0);
+	close(fd);
+	return t0;
+}
+
+/*
+ * Connections that never complete their handshake are closed after the
+ * handshake timeout: one rank 0 accepted, one rank 1 connected to a
+ * listener that never answers; a well-behaved peer is not affected.
+ */
+ZT_TEST(handshake_timeout)
+{
+	struct zcr_ctx_attr a = { .handshake_timeout_ms = 300 };
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+	struct zcr_req *r, *s;
+	struct zcr_status st;
+	char addr[32], buf[64];
+	struct zcr_ep *ep;
+	const char *msg;
+	struct pair p;
+	int lfd, ret;
+	double t;
+
+	pair_open(&p, 2, &a);
+	t = silent_peer_fails_recv(p.c[0], p.port);
+	printf("# accepted: closed after %.0f ms\n", t * 1e3);
+	ZT_ASSERT(t > 0.2 && t < 2);
+
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	ZT_ASSERT(lfd >= 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ZT_ASSERT(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	ZT_ASSERT(listen(lfd, 1) == 0);
+	ZT_ASSERT(getsockname(lfd, (struct sockaddr *)&sa, &sl) == 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", ntohs(sa.sin_port));
+	ZT_EXPECT_EQ(zcr_ep_connect(p.c[1], addr, &ep), 0);
+	ZT_EXPECT_EQ(zcr_ep_rank(ep), -EAGAIN);
+	ZT_EXPECT_EQ(zcr_irecv(p.c[1], buf, sizeof(buf), 7, 0, &r), 0);
+	alarm(3);
+	while ((ret = zcr_test(r, &st)) == 0)
+		ZT_ASSERT(zcr_progress(p.c[1], -1) >= 0);
+	alarm(0);
+	ZT_EXPECT_EQ(ret, -ECONNRESET);
+	ZT_EXPECT_EQ(zcr_ep_error(ep, &msg), -ETIMEDOUT);
+	printf("# connected: closed with: %s\n", msg);
+	ZT_ASSERT(strstr(msg, "handshake timed out"));
+	ZT_EXPECT_EQ(zcr_ep_rank(ep), -ENOTCONN);
+	close(lfd);
+
+	pattern_fill(buf, sizeof(buf), 5);
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], buf, sizeof(buf), 1, &s), 0);
+	memset(buf, 0, sizeof(buf));
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], buf, sizeof(buf), 1, 1, &r), 0);
+	PAIR_PUMP_UNTIL(&p, (ret = zcr_test(r, &st)) != 0);
+	ZT_EXPECT_EQ(ret, 1);
+	ZT_EXPECT_EQ(pattern_bad(buf, sizeof(buf), 5), 0);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+	pair_close(&p);
+}
+
+/* ZCRECV_HANDSHAKE_TIMEOUT_MS overrides the default and is validated. */
+ZT_TEST(handshake_timeout_env)
+{
+	struct zcr_ctx_attr a = { .quiet = 1 };
+	struct zcr_ctx *c;
+	int port;
+	double t;
+
+	a.handshake_timeout_ms = -1;
+	ZT_EXPECT_EQ(zcr_ctx_create(&a, &c), -EINVAL);
+	a.handshake_timeout_ms = 0;
+	setenv("ZCRECV_HANDSHAKE_TIMEOUT_MS", "soon", 1);
+	ZT_EXPECT_EQ(zcr_ctx_create(&a, &c), -EINVAL);
+	setenv("ZCRECV_HANDSHAKE_TIMEOUT_MS", "0", 1);
+	ZT_EXPECT_EQ(zcr_ctx_create(&a, &c), -EINVAL);
+	setenv("ZCRECV_HANDSHAKE_TIMEOUT_MS", "200", 1);
+	ZT_EXPECT_EQ(zcr_ctx_create(&a, &c), 0);
+	unsetenv("ZCRECV_HANDSHAKE_TIMEOUT_MS");
+	port = zcr_ctx_listen(c, "127.0.0.1:0");
+	ZT_ASSERT(port > 0);
+	t = silent_peer_fails_recv(c, port);
+	printf("# closed after %.0f ms\n", t * 1e3);
+	/* Not the default of 10 s. */
+	ZT_ASSERT(t > 0.1 && t < 2);
+	zcr_ctx_destroy(c);
 }
