@@ -362,6 +362,11 @@ int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 		}
 	}
 	pthread_mutex_lock(&ctx->lock);
+	/* Only paused connections are polled without POLLIN. */
+	for (n = 0; ret > 0 && n < nfd; n++)
+		if ((pfd[n].revents & (POLLERR | POLLHUP)) &&
+		    !(pfd[n].events & POLLIN))
+			__zcr_tcp_paused_error_locked(ctx, pfd[n].fd);
 	pollset_put_locked(ctx, ps);
 	if (ret < 0 && ret != -EINTR)
 		return ret;

@@ -19,6 +19,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -543,6 +544,33 @@ void __zcr_ep_send_locked(struct zcr_ep *ep)
 			__zcr_req_complete_locked(r, 0);
 		}
 	}
+}
+
+/*
+ * A paused connection is polled for no event, but poll reports errors and
+ * hang-ups whatever it is asked: once the peer reset it, every poll would
+ * return at once and the caller spin. Poll said so of fd: check again
+ * (fd may have been closed and reused meanwhile) and close the connection.
+ */
+void __zcr_tcp_paused_error_locked(struct zcr_ctx *ctx, int fd)
+{
+	struct pollfd q = { .fd = fd };
+	socklen_t sl = sizeof(int);
+	struct zcr_list *pos;
+	struct zcr_ep *ep;
+	int err = 0;
+
+	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
+		ep = zcr_container_of(pos, struct zcr_ep, link);
+		if (ep->fd == fd && ep->state != ZCR_EP_CLOSED && ep->stalled)
+			break;
+	}
+	if (pos == &ctx->eps || poll(&q, 1, 0) <= 0 ||
+	    !(q.revents & (POLLERR | POLLHUP)))
+		return;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &sl) < 0 || !err)
+		err = ECONNRESET;
+	__zcr_ep_fail_locked(ep, -err, "connection reset while paused");
 }
 
 static int accept_all(struct zcr_ctx *ctx)

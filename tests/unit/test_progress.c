@@ -2,14 +2,28 @@
 /*
  * test_progress.c - the progress engine's waiting: zcr_progress() must
  * wake for every connection however many there are (more than the 1024
- * pollfds it once had room for) and must close connections whose
- * handshake never completes.
+ * pollfds it once had room for), must not spin on a paused connection
+ * the peer reset, and must close connections whose handshake never
+ * completes.
  * Run: build/tests/unit/test_progress [name].
  */
 #include <pthread.h>
 #include <sys/resource.h>
 
 #include "zcr_pair.h"
+
+/* Call zcr_progress(c, 100) for secs seconds; returns how many calls. */
+static int rounds_in(struct zcr_ctx *c, double secs)
+{
+	double t0 = pair_now();
+	int n = 0;
+
+	while (pair_now() - t0 < secs) {
+		ZT_ASSERT(zcr_progress(c, 100) >= 0);
+		n++;
+	}
+	return n;
+}
 
 #define MANY 1100
 
@@ -234,4 +248,40 @@ ZT_TEST(handshake_timeout_env)
 	/* Not the default of 10 s. */
 	ZT_ASSERT(t > 0.1 && t < 2);
 	zcr_ctx_destroy(c);
+}
+
+/*
+ * A connection is paused (its next message does not fit the staging
+ * pool, nobody receives it) and its peer resets it: poll reports the
+ * error at once every time, so unless the library notices and closes the
+ * connection, zcr_progress(ctx, 100) returns immediately in a loop.
+ */
+ZT_TEST(reset_while_paused_is_noticed)
+{
+	struct zcr_ctx_attr a = { .staging_bytes = 64 << 10 };
+	unsigned char h[32], junk[1000];
+	struct linger lg = { 1, 0 };
+	struct zcr_ep *ep;
+	const char *msg;
+	struct pair p;
+	int fd, n;
+
+	pair_open(&p, 2, &a);
+	fd = raw_connect(&p);
+	raw_hello(fd, 5);
+	PAIR_PUMP_UNTIL(&p, zcr_ep_accept(p.c[0], 0, &ep) == 0);
+	raw_hdr(h, RAW_MAGIC, 1, 2, 32, 5, 0, 1 << 20, 1);
+	memset(junk, 1, sizeof(junk));
+	ZT_ASSERT(write(fd, h, 32) == 32);
+	ZT_ASSERT(write(fd, junk, sizeof(junk)) == sizeof(junk));
+	PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).stalls == 1);
+	ZT_ASSERT(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) == 0);
+	close(fd);
+	n = rounds_in(p.c[0], 0.5);
+	printf("# %d progress calls in 0.5 s\n", n);
+	ZT_ASSERT_MSG(n < 30, "zcr_progress(ctx, 100) spun: %d calls", n);
+	ZT_EXPECT_EQ(zcr_ep_error(ep, &msg), -ECONNRESET);
+	printf("# closed with: %s\n", msg);
+	ZT_ASSERT(strstr(msg, "reset"));
+	pair_close(&p);
 }
