@@ -328,7 +328,9 @@ int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 	pfd = ps->fds;
 	pfd[nfd].fd = ctx->wake_fd;
 	pfd[nfd++].events = POLLIN;
-	if (ctx->listen_fd >= 0) {
+	if (ctx->listen_fd >= 0 && ctx->accept_resume) {
+		next = ctx->accept_resume;	/* backing off accept() */
+	} else if (ctx->listen_fd >= 0) {
 		pfd[nfd].fd = ctx->listen_fd;
 		pfd[nfd++].events = POLLIN;
 	}

@@ -573,12 +573,24 @@ void __zcr_tcp_paused_error_locked(struct zcr_ctx *ctx, int fd)
 	__zcr_ep_fail_locked(ep, -err, "connection reset while paused");
 }
 
+/*
+ * Out of descriptors (or memory), accept() fails and leaves the connection
+ * queued, so the listening socket stays readable and every poll would
+ * return at once: stop accepting, and polling the listener, for a while.
+ */
+#define ZCR_ACCEPT_BACKOFF_NS	(100 * 1000000ULL)
+
 static int accept_all(struct zcr_ctx *ctx)
 {
 	int n = 0, fd;
 
 	if (ctx->listen_fd < 0)
 		return 0;
+	if (ctx->accept_resume) {
+		if (zcr_now_ns() < ctx->accept_resume)
+			return 0;
+		ctx->accept_resume = 0;
+	}
 	while ((fd = accept4(ctx->listen_fd, NULL, NULL,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
 		tune(fd);
@@ -586,6 +598,9 @@ static int accept_all(struct zcr_ctx *ctx)
 			close(fd);
 		n++;
 	}
+	if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+	    errno == ENOMEM)
+		ctx->accept_resume = zcr_now_ns() + ZCR_ACCEPT_BACKOFF_NS;
 	return n;
 }
 

@@ -241,6 +241,7 @@ struct zcr_ctx {
 	uint64_t max_msg;
 	size_t page;
 	int listen_fd;
+	uint64_t accept_resume;		/* no accept() before; 0: not paused */
 	int wake_fd;			/* eventfd: wake a poller */
 	int kmod_fd;
 	struct zcr_kmod_info kmod;

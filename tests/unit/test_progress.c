@@ -3,8 +3,8 @@
  * test_progress.c - the progress engine's waiting: zcr_progress() must
  * wake for every connection however many there are (more than the 1024
  * pollfds it once had room for), must not spin on a paused connection
- * the peer reset, and must close connections whose handshake never
- * completes.
+ * the peer reset nor on a listening socket it cannot accept from (EMFILE),
+ * and must close connections whose handshake never completes.
  * Run: build/tests/unit/test_progress [name].
  */
 #include <pthread.h>
@@ -283,5 +283,46 @@ ZT_TEST(reset_while_paused_is_noticed)
 	ZT_EXPECT_EQ(zcr_ep_error(ep, &msg), -ECONNRESET);
 	printf("# closed with: %s\n", msg);
 	ZT_ASSERT(strstr(msg, "reset"));
+	pair_close(&p);
+}
+
+/*
+ * accept() fails with EMFILE: the pending connection keeps the listening
+ * socket readable, so unless the library stops polling it for a while,
+ * zcr_progress(ctx, 100) returns immediately in a loop. Once descriptors
+ * are available again, the connection is accepted.
+ */
+ZT_TEST(emfile_on_accept_backs_off)
+{
+	struct sockaddr_in sa;
+	struct rlimit rl, low;
+	struct zcr_ep *ep;
+	struct pair p;
+	int fd, spare, n;
+
+	pair_open(&p, 1, NULL);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	ZT_ASSERT(fd >= 0);
+	/* Every descriptor below the lowest free one is in use. */
+	spare = dup(0);
+	ZT_ASSERT(spare >= 0);
+	close(spare);
+	ZT_ASSERT(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+	low = rl;
+	low.rlim_cur = (rlim_t)spare;
+	ZT_ASSERT(setrlimit(RLIMIT_NOFILE, &low) == 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)p.port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ZT_ASSERT(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	n = rounds_in(p.c[0], 0.5);
+	printf("# %d progress calls in 0.5 s\n", n);
+	ZT_ASSERT(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+	ZT_ASSERT_MSG(n < 30, "zcr_progress(ctx, 100) spun: %d calls", n);
+	raw_hello(fd, 3);
+	ZT_EXPECT_EQ(zcr_ep_accept(p.c[0], 2000, &ep), 0);
+	ZT_EXPECT_EQ(zcr_ep_rank(ep), 3);
+	close(fd);
 	pair_close(&p);
 }
