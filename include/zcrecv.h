@@ -106,6 +106,14 @@ enum zcr_backend {
  *			header announcing more closes that connection
  * @predictor:		predictor name (NULL: ZCRECV_PREDICTOR or "select")
  * @quiet:		nonzero: do not print connection errors on stderr
+ * @handshake_timeout_ms: how long a new connection (accepted or
+ *			connected) may take to complete its handshake (0:
+ *			10000 ms, negative: -EINVAL); the environment
+ *			ZCRECV_HANDSHAKE_TIMEOUT_MS (a positive number of
+ *			ms) overrides it. A connection still in its
+ *			handshake then is closed with -ETIMEDOUT ("handshake
+ *			timed out") and no longer counts as a possible source
+ *			of receives
  */
 struct zcr_ctx_attr {
 	int rank;
@@ -116,6 +124,7 @@ struct zcr_ctx_attr {
 	uint64_t max_msg;
 	const char *predictor;
 	int quiet;
+	int handshake_timeout_ms;
 };
 
 /**

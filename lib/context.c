@@ -4,6 +4,7 @@
  * overrides, statistics, explicit progress and the progress thread.
  */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +17,8 @@
 
 #define ZCR_DEFAULT_STAGING	(256ULL << 20)
 #define ZCR_DEFAULT_MAX_MSG	(1ULL << 30)
-#define ZCR_MAX_POLL		1024
+#define ZCR_DEFAULT_HANDSHAKE_MS	10000
+#define ZCR_MIN_POLL		64
 
 static int env_choice(const char *var, const char *const *names, int n,
 		      int dflt)
@@ -30,6 +32,22 @@ static int env_choice(const char *var, const char *const *names, int n,
 		if (names[i] && !strcmp(v, names[i]))
 			return i;
 	return -EINVAL;
+}
+
+/* A positive number of ms from var, dflt when unset, or -EINVAL. */
+static int env_ms(const char *var, int dflt)
+{
+	const char *v = getenv(var);
+	char *end;
+	long ms;
+
+	if (!v || !*v)
+		return dflt;
+	errno = 0;
+	ms = strtol(v, &end, 10);
+	if (errno || *end || ms <= 0 || ms > INT_MAX)
+		return -EINVAL;
+	return (int)ms;
 }
 
 static void *progress_thread(void *arg)
@@ -51,7 +69,7 @@ int zcr_ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	struct zcr_ctx_attr def;
 	struct zcr_ctx *ctx;
 	const char *pred;
-	int ret, policy, backend;
+	int ret, policy, backend, hs_ms;
 
 	if (!out)
 		return -EINVAL;
@@ -61,11 +79,15 @@ int zcr_ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	}
 	if (attr->rank < 0 || attr->policy < 0 ||
 	    attr->policy > ZCRECV_POLICY_REMAP || attr->backend < 0 ||
-	    attr->backend > ZCRECV_BACKEND_COPY)
+	    attr->backend > ZCRECV_BACKEND_COPY ||
+	    attr->handshake_timeout_ms < 0)
 		return -EINVAL;
 	policy = env_choice("ZCRECV_POLICY", policies, 3, attr->policy);
 	backend = env_choice("ZCRECV_BACKEND", backends, 4, attr->backend);
-	if (policy < 0 || backend < 0)
+	hs_ms = env_ms("ZCRECV_HANDSHAKE_TIMEOUT_MS",
+		       attr->handshake_timeout_ms ?
+		       attr->handshake_timeout_ms : ZCR_DEFAULT_HANDSHAKE_MS);
+	if (policy < 0 || backend < 0 || hs_ms < 0)
 		return -EINVAL;
 
 	ctx = calloc(1, sizeof(*ctx));
@@ -79,6 +101,7 @@ int zcr_ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	ctx->max_msg = attr->max_msg ? attr->max_msg : ZCR_DEFAULT_MAX_MSG;
 	ctx->staging_limit = attr->staging_bytes ? attr->staging_bytes :
 						   ZCR_DEFAULT_STAGING;
+	ctx->hs_timeout_ns = (uint64_t)hs_ms * 1000000;
 	ctx->page = (size_t)sysconf(_SC_PAGESIZE);
 	ctx->listen_fd = -1;
 	ctx->uffd = -1;
@@ -175,6 +198,13 @@ void zcr_ctx_destroy(struct zcr_ctx *ctx)
 		__zcr_slot_put_locked(ctx, m->slot);
 		free(m);
 	}
+	while (ctx->pollsets) {
+		struct zcr_pollset *ps = ctx->pollsets;
+
+		ctx->pollsets = ps->next;
+		free(ps->fds);
+		free(ps);
+	}
 	__zcr_staging_fini(ctx);
 	zcr_list_for_each_safe(pos, tmp, &ctx->mems) {
 		struct zcr_mem *m = zcr_container_of(pos, struct zcr_mem, link);
@@ -236,48 +266,112 @@ void __zcr_wake(struct zcr_ctx *ctx)
 }
 
 /*
+ * A poll set with room for n entries: an idle one of ours, grown if need
+ * be. Only a new connection or a new concurrent poller allocates.
+ */
+static struct zcr_pollset *pollset_get_locked(struct zcr_ctx *ctx,
+					      unsigned int n)
+{
+	struct zcr_pollset *ps = ctx->pollsets;
+	struct pollfd *fds;
+	unsigned int cap;
+
+	if (ps) {
+		ctx->pollsets = ps->next;
+	} else {
+		ps = calloc(1, sizeof(*ps));
+		if (!ps)
+			return NULL;
+	}
+	if (ps->cap < n) {
+		cap = ps->cap ? ps->cap : ZCR_MIN_POLL;
+		while (cap < n)
+			cap *= 2;
+		fds = realloc(ps->fds, cap * sizeof(*fds));
+		if (!fds) {
+			ps->next = ctx->pollsets;
+			ctx->pollsets = ps;
+			return NULL;
+		}
+		ps->fds = fds;
+		ps->cap = cap;
+	}
+	return ps;
+}
+
+static void pollset_put_locked(struct zcr_ctx *ctx, struct zcr_pollset *ps)
+{
+	ps->next = ctx->pollsets;
+	ctx->pollsets = ps;
+}
+
+/*
  * Do what can be done without waiting; if nothing was and timeout_ms is
  * not 0, poll every connection (the lock is dropped for poll only) and do
  * it again.
  */
 int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 {
-	struct pollfd pfd[ZCR_MAX_POLL];
+	uint64_t v, now, next = UINT64_MAX;
+	struct zcr_pollset *ps;
+	struct pollfd *pfd;
 	struct zcr_list *pos;
-	uint64_t v;
 	int n, nfd = 0, ret;
 
 	n = __zcr_tcp_work_locked(ctx);
 	if (n || !timeout_ms)
 		return n;
+	/* The wake-up eventfd, the listener and every connection. */
+	ps = pollset_get_locked(ctx, ctx->nep + 2);
+	if (!ps)
+		return -ENOMEM;
+	pfd = ps->fds;
 	pfd[nfd].fd = ctx->wake_fd;
 	pfd[nfd++].events = POLLIN;
-	if (ctx->listen_fd >= 0) {
+	if (ctx->listen_fd >= 0 && ctx->accept_resume) {
+		next = ctx->accept_resume;	/* backing off accept() */
+	} else if (ctx->listen_fd >= 0) {
 		pfd[nfd].fd = ctx->listen_fd;
 		pfd[nfd++].events = POLLIN;
 	}
-	for (pos = ctx->eps.next; pos != &ctx->eps && nfd < ZCR_MAX_POLL;
-	     pos = pos->next) {
+	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
 		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
 
 		if (ep->state == ZCR_EP_CLOSED)
 			continue;
+		if (ep->state == ZCR_EP_HANDSHAKE && ep->hs_deadline < next)
+			next = ep->hs_deadline;
 		pfd[nfd].fd = ep->fd;
 		pfd[nfd].events = ep->stalled ? 0 : POLLIN;
 		if (!zcr_list_empty(&ep->sendq))
 			pfd[nfd].events |= POLLOUT;
 		nfd++;
 	}
+	/* Wake up for the first deadline, rounded up: not to spin before it. */
+	if (next != UINT64_MAX) {
+		now = zcr_now_ns();
+		v = next > now ? (next - now + 999999) / 1000000 : 0;
+		if (timeout_ms < 0 || v < (uint64_t)timeout_ms)
+			timeout_ms = (int)v;
+	}
 	pthread_mutex_unlock(&ctx->lock);
 	ret = poll(pfd, (nfds_t)nfd, timeout_ms);
+	if (ret < 0)
+		ret = -errno;
 	if (ret > 0 && (pfd[0].revents & POLLIN)) {
 		if (read(ctx->wake_fd, &v, sizeof(v)) < 0) {
 			/* Another poller took it. */
 		}
 	}
 	pthread_mutex_lock(&ctx->lock);
-	if (ret < 0 && errno != EINTR)
-		return -errno;
+	/* Only paused connections are polled without POLLIN. */
+	for (n = 0; ret > 0 && n < nfd; n++)
+		if ((pfd[n].revents & (POLLERR | POLLHUP)) &&
+		    !(pfd[n].events & POLLIN))
+			__zcr_tcp_paused_error_locked(ctx, pfd[n].fd);
+	pollset_put_locked(ctx, ps);
+	if (ret < 0 && ret != -EINTR)
+		return ret;
 	return __zcr_tcp_work_locked(ctx);
 }
 

@@ -19,6 +19,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,6 +181,8 @@ struct zcr_ep *__zcr_ep_new_locked(struct zcr_ctx *ctx, int fd, bool accepted)
 	ep->rank = -1;
 	ep->accepted = accepted;
 	ep->state = ZCR_EP_HANDSHAKE;
+	ep->hs_deadline = zcr_now_ns() + ctx->hs_timeout_ns;
+	ctx->nhandshake++;
 	zcr_list_init(&ep->sendq);
 	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0 &&
 	    getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), serv,
@@ -188,6 +191,7 @@ struct zcr_ep *__zcr_ep_new_locked(struct zcr_ctx *ctx, int fd, bool accepted)
 	else
 		snprintf(ep->peer, sizeof(ep->peer), "fd %d", fd);
 	zcr_list_add_tail(&ep->link, &ctx->eps);
+	ctx->nep++;
 	send_hello(ep);
 	return ep;
 }
@@ -205,6 +209,9 @@ void __zcr_ep_free(struct zcr_ep *ep)
 	if (ep->fd >= 0)
 		close(ep->fd);
 	zcr_list_del(&ep->link);
+	ep->ctx->nep--;
+	if (ep->state == ZCR_EP_HANDSHAKE)
+		ep->ctx->nhandshake--;
 	free(ep);
 }
 
@@ -230,6 +237,8 @@ void __zcr_ep_fail_locked(struct zcr_ep *ep, int err, const char *fmt, ...)
 
 	if (ep->state == ZCR_EP_CLOSED)
 		return;
+	if (ep->state == ZCR_EP_HANDSHAKE)
+		ctx->nhandshake--;
 	ep->state = ZCR_EP_CLOSED;
 	ep->error = err;
 	va_start(ap, fmt);
@@ -298,6 +307,7 @@ static int handle_hello(struct zcr_ep *ep)
 	}
 	ep->rank = ep->h.src;
 	ep->state = ZCR_EP_OPEN;
+	ep->ctx->nhandshake--;
 	ep->have_hdr = false;
 	ep->hdr_got = 0;
 	pthread_cond_broadcast(&ep->ctx->cond);
@@ -536,12 +546,51 @@ void __zcr_ep_send_locked(struct zcr_ep *ep)
 	}
 }
 
+/*
+ * A paused connection is polled for no event, but poll reports errors and
+ * hang-ups whatever it is asked: once the peer reset it, every poll would
+ * return at once and the caller spin. Poll said so of fd: check again
+ * (fd may have been closed and reused meanwhile) and close the connection.
+ */
+void __zcr_tcp_paused_error_locked(struct zcr_ctx *ctx, int fd)
+{
+	struct pollfd q = { .fd = fd };
+	socklen_t sl = sizeof(int);
+	struct zcr_list *pos;
+	struct zcr_ep *ep;
+	int err = 0;
+
+	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
+		ep = zcr_container_of(pos, struct zcr_ep, link);
+		if (ep->fd == fd && ep->state != ZCR_EP_CLOSED && ep->stalled)
+			break;
+	}
+	if (pos == &ctx->eps || poll(&q, 1, 0) <= 0 ||
+	    !(q.revents & (POLLERR | POLLHUP)))
+		return;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &sl) < 0 || !err)
+		err = ECONNRESET;
+	__zcr_ep_fail_locked(ep, -err, "connection reset while paused");
+}
+
+/*
+ * Out of descriptors (or memory), accept() fails and leaves the connection
+ * queued, so the listening socket stays readable and every poll would
+ * return at once: stop accepting, and polling the listener, for a while.
+ */
+#define ZCR_ACCEPT_BACKOFF_NS	(100 * 1000000ULL)
+
 static int accept_all(struct zcr_ctx *ctx)
 {
 	int n = 0, fd;
 
 	if (ctx->listen_fd < 0)
 		return 0;
+	if (ctx->accept_resume) {
+		if (zcr_now_ns() < ctx->accept_resume)
+			return 0;
+		ctx->accept_resume = 0;
+	}
 	while ((fd = accept4(ctx->listen_fd, NULL, NULL,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
 		tune(fd);
@@ -549,6 +598,9 @@ static int accept_all(struct zcr_ctx *ctx)
 			close(fd);
 		n++;
 	}
+	if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+	    errno == ENOMEM)
+		ctx->accept_resume = zcr_now_ns() + ZCR_ACCEPT_BACKOFF_NS;
 	return n;
 }
 
@@ -619,6 +671,34 @@ static void reap_unreturned(struct zcr_ctx *ctx)
 	}
 }
 
+/*
+ * A peer that connects and never completes its handshake would hold its
+ * descriptor forever and, as a connection that might yet turn out to be
+ * any rank, keep receives naming absent sources posted. Runs after the
+ * reads, so a handshake that did arrive is taken even if we were slow to
+ * look. Returns how many connections it closed.
+ */
+static int expire_handshakes(struct zcr_ctx *ctx)
+{
+	struct zcr_list *pos, *tmp;
+	uint64_t now;
+	int n = 0;
+
+	if (!ctx->nhandshake)
+		return 0;
+	now = zcr_now_ns();
+	zcr_list_for_each_safe(pos, tmp, &ctx->eps) {
+		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
+
+		if (ep->state == ZCR_EP_HANDSHAKE && now >= ep->hs_deadline) {
+			__zcr_ep_fail_locked(ep, -ETIMEDOUT,
+					     "handshake timed out");
+			n++;
+		}
+	}
+	return n;
+}
+
 int __zcr_tcp_work_locked(struct zcr_ctx *ctx)
 {
 	struct zcr_list *pos, *tmp;
@@ -642,8 +722,8 @@ int __zcr_tcp_work_locked(struct zcr_ctx *ctx)
 		r = read_batch(ctx);
 #endif
 	if (r >= 0)
-		return n + r;
+		return n + r + expire_handshakes(ctx);
 	zcr_list_for_each_safe(pos, tmp, &ctx->eps)
 		n += read_ep(zcr_container_of(pos, struct zcr_ep, link));
-	return n;
+	return n + expire_handshakes(ctx);
 }

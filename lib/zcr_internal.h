@@ -15,9 +15,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "zcrecv.h"
 #include "predict.h"
+
+/* CLOCK_MONOTONIC in ns: deadlines of handshakes and back-offs. */
+static inline uint64_t zcr_now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
 
 /* Open /dev/zcrecv, run the handshake; returns the fd or -errno. */
 int __zcr_kmod_open(struct zcr_kmod_info *info);
@@ -207,6 +217,7 @@ struct zcr_ep {
 	char errmsg[160];
 	char peer[64];
 	uint64_t send_seq, recv_seq;
+	uint64_t hs_deadline;		/* zcr_now_ns() the handshake ends */
 	struct zcr_list sendq;
 	/* receive state machine: header, then payload into one target */
 	uint8_t hdr[ZCR_WIRE_HDR_LEN];
@@ -230,6 +241,7 @@ struct zcr_ctx {
 	uint64_t max_msg;
 	size_t page;
 	int listen_fd;
+	uint64_t accept_resume;		/* no accept() before; 0: not paused */
 	int wake_fd;			/* eventfd: wake a poller */
 	int kmod_fd;
 	struct zcr_kmod_info kmod;
@@ -247,6 +259,11 @@ struct zcr_ctx {
 	char *uffd_tmp;
 	size_t uffd_tmp_len;
 	struct io_uring *ring;		/* batched receives, or NULL */
+	/* progress */
+	unsigned int nep;		/* endpoints on eps */
+	unsigned int nhandshake;	/* of them in ZCR_EP_HANDSHAKE */
+	uint64_t hs_timeout_ns;
+	struct zcr_pollset *pollsets;	/* idle poll sets, for reuse */
 	/* prediction */
 	struct zcr_predictor *pred;
 	char pred_name[32];
@@ -254,6 +271,18 @@ struct zcr_ctx {
 	pthread_t thread;
 	bool thread_on, thread_stop;
 	struct zcr_stats st;
+};
+
+/*
+ * The pollfd array of one poll(2) call. poll runs without the lock, so
+ * each poller takes a set of its own from ctx->pollsets and gives it back
+ * afterwards; sets only grow (geometrically), so a steady number of
+ * connections and pollers allocates nothing.
+ */
+struct zcr_pollset {
+	struct zcr_pollset *next;
+	unsigned int cap;
+	struct pollfd *fds;
 };
 
 int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms);
@@ -266,6 +295,8 @@ void __zcr_tcp_ring_fini(struct zcr_ctx *ctx);
 int __zcr_tcp_listen(const char *hostport, int *port);
 int __zcr_tcp_connect(const char *hostport);
 int __zcr_tcp_work_locked(struct zcr_ctx *ctx);
+/* poll(2) reported an error or hang-up on fd, polled for no event. */
+void __zcr_tcp_paused_error_locked(struct zcr_ctx *ctx, int fd);
 void __zcr_ep_fail_locked(struct zcr_ep *ep, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void __zcr_ep_send_locked(struct zcr_ep *ep);

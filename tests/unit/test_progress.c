@@ -1,0 +1,328 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * test_progress.c - the progress engine's waiting: zcr_progress() must
+ * wake for every connection however many there are (more than the 1024
+ * pollfds it once had room for), must not spin on a paused connection
+ * the peer reset nor on a listening socket it cannot accept from (EMFILE),
+ * and must close connections whose handshake never completes.
+ * Run: build/tests/unit/test_progress [name].
+ */
+#include <pthread.h>
+#include <sys/resource.h>
+
+#include "zcr_pair.h"
+
+/* Call zcr_progress(c, 100) for secs seconds; returns how many calls. */
+static int rounds_in(struct zcr_ctx *c, double secs)
+{
+	double t0 = pair_now();
+	int n = 0;
+
+	while (pair_now() - t0 < secs) {
+		ZT_ASSERT(zcr_progress(c, 100) >= 0);
+		n++;
+	}
+	return n;
+}
+
+#define MANY 1100
+
+struct late {
+	int fd;
+	int rank;
+	char payload[100];
+};
+
+/* Send one message on a raw connection once the receiver sleeps in poll. */
+static void *late_sender(void *arg)
+{
+	struct late *l = arg;
+	unsigned char h[32];
+
+	usleep(200000);
+	raw_hdr(h, RAW_MAGIC, 1, 2, 32, l->rank, 3, sizeof(l->payload), 1);
+	if (write(l->fd, h, 32) != 32 ||
+	    write(l->fd, l->payload, sizeof(l->payload)) !=
+	    sizeof(l->payload))
+		return (void *)1;
+	return NULL;
+}
+
+/*
+ * MANY raw peers (more than the old fixed poll set of 1024 could hold);
+ * the one that connected last sends while rank 0 waits in
+ * zcr_progress(ctx, -1): the wait must end and the receive complete.
+ */
+ZT_TEST(wakes_for_connection_beyond_1024)
+{
+	static int fds[MANY];
+	rlim_t need = 2 * MANY + 100;
+	struct zcr_status st;
+	struct rlimit rl;
+	struct zcr_req *r;
+	struct zcr_ep *ep;
+	struct late l;
+	struct pair p;
+	pthread_t th;
+	char buf[100];
+	int i, accepted = 0, ret;
+	double t0;
+	void *res;
+
+	ZT_ASSERT(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+		if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need)
+			ZT_SKIP("RLIMIT_NOFILE hard limit %llu < %llu fds",
+				(unsigned long long)rl.rlim_max,
+				(unsigned long long)need);
+		rl.rlim_cur = need;
+		ZT_ASSERT(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+	}
+	pair_open(&p, 1, NULL);
+	for (i = 0; i < MANY; i++) {
+		fds[i] = raw_connect(&p);
+		raw_hello(fds[i], i + 1);
+		/* Accept in batches: the listen backlog is 128. */
+		if (i % 64 == 63 || i == MANY - 1) {
+			t0 = pair_now();
+			while (accepted <= i) {
+				if (zcr_ep_accept(p.c[0], 0, &ep) == 0)
+					accepted++;
+				else
+					ZT_ASSERT(zcr_progress(p.c[0], 0) >= 0);
+				ZT_ASSERT_MSG(pair_now() - t0 < 2,
+					      "only %d of %d accepted",
+					      accepted, i + 1);
+			}
+		}
+	}
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], buf, sizeof(buf), MANY, 3, &r), 0);
+	l.fd = fds[MANY - 1];
+	l.rank = MANY;
+	pattern_fill(l.payload, sizeof(l.payload), 11);
+	ZT_EXPECT_EQ(pthread_create(&th, NULL, late_sender, &l), 0);
+	alarm(3);
+	t0 = pair_now();
+	while ((ret = zcr_test(r, &st)) == 0)
+		ZT_ASSERT(zcr_progress(p.c[0], -1) >= 0);
+	alarm(0);
+	printf("# received %.0f ms after the wait began\n",
+	       (pair_now() - t0) * 1e3);
+	ZT_EXPECT_EQ(ret, 1);
+	ZT_EXPECT_EQ(st.source, MANY);
+	ZT_EXPECT_EQ(pattern_bad(buf, sizeof(buf), 11), 0);
+	pthread_join(th, &res);
+	ZT_ASSERT(res == NULL);
+	ZT_ASSERT(pair_now() - t0 < 1.5);
+	for (i = 0; i < MANY; i++)
+		close(fds[i]);
+	pair_close(&p);
+}
+
+/*
+ * A raw peer connects to c (listening on port) and stays silent. Once c
+ * accepted it, it might turn out to be rank 7, so a receive from rank 7 is
+ * posted; returns the seconds until that receive failed, waiting with
+ * zcr_progress(c, -1), which must return when the handshake times out.
+ */
+static double silent_peer_fails_recv(struct zcr_ctx *c, int port)
+{
+	struct sockaddr_in sa;
+	struct zcr_status st;
+	struct zcr_req *r;
+	char buf[64];
+	double t0;
+	int fd, ret;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	ZT_ASSERT(fd >= 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ZT_ASSERT(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	t0 = pair_now();
+	while ((ret = zcr_irecv(c, buf, sizeof(buf), 7, 0, &r)) ==
+	       -ECONNRESET) {
+		ZT_ASSERT(zcr_progress(c, 0) >= 0);
+		ZT_ASSERT_MSG(pair_now() - t0 < 2, "connection not accepted");
+	}
+	ZT_EXPECT_EQ(ret, 0);
+	t0 = pair_now();
+	alarm(3);
+	while ((ret = zcr_test(r, &st)) == 0)
+		ZT_ASSERT(zcr_progress(c, -1) >= 0);
+	alarm(0);
+	t0 = pair_now() - t0;
+	ZT_EXPECT_EQ(ret, -ECONNRESET);
+	/* Nobody can be rank 7 any more. */
+	ZT_EXPECT_EQ(zcr_irecv(c, buf, sizeof(buf), 7, 0, &r), -ECONNRESET);
+	/* Our side was closed: after our handshake, end of file. */
+	while ((ret = (int)read(fd, buf, sizeof(buf))) > 0)
+		;
+	ZT_EXPECT_EQ(ret, 0);
+	close(fd);
+	return t0;
+}
+
+/*
+ * Connections that never complete their handshake are closed after the
+ * handshake timeout: one rank 0 accepted, one rank 1 connected to a
+ * listener that never answers; a well-behaved peer is not affected.
+ */
+ZT_TEST(handshake_timeout)
+{
+	struct zcr_ctx_attr a = { .handshake_timeout_ms = 300 };
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+	struct zcr_req *r, *s;
+	struct zcr_status st;
+	char addr[32], buf[64];
+	struct zcr_ep *ep;
+	const char *msg;
+	struct pair p;
+	int lfd, ret;
+	double t;
+
+	pair_open(&p, 2, &a);
+	t = silent_peer_fails_recv(p.c[0], p.port);
+	printf("# accepted: closed after %.0f ms\n", t * 1e3);
+	ZT_ASSERT(t > 0.2 && t < 2);
+
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	ZT_ASSERT(lfd >= 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ZT_ASSERT(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	ZT_ASSERT(listen(lfd, 1) == 0);
+	ZT_ASSERT(getsockname(lfd, (struct sockaddr *)&sa, &sl) == 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", ntohs(sa.sin_port));
+	ZT_EXPECT_EQ(zcr_ep_connect(p.c[1], addr, &ep), 0);
+	ZT_EXPECT_EQ(zcr_ep_rank(ep), -EAGAIN);
+	ZT_EXPECT_EQ(zcr_irecv(p.c[1], buf, sizeof(buf), 7, 0, &r), 0);
+	alarm(3);
+	while ((ret = zcr_test(r, &st)) == 0)
+		ZT_ASSERT(zcr_progress(p.c[1], -1) >= 0);
+	alarm(0);
+	ZT_EXPECT_EQ(ret, -ECONNRESET);
+	ZT_EXPECT_EQ(zcr_ep_error(ep, &msg), -ETIMEDOUT);
+	printf("# connected: closed with: %s\n", msg);
+	ZT_ASSERT(strstr(msg, "handshake timed out"));
+	ZT_EXPECT_EQ(zcr_ep_rank(ep), -ENOTCONN);
+	close(lfd);
+
+	pattern_fill(buf, sizeof(buf), 5);
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], buf, sizeof(buf), 1, &s), 0);
+	memset(buf, 0, sizeof(buf));
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], buf, sizeof(buf), 1, 1, &r), 0);
+	PAIR_PUMP_UNTIL(&p, (ret = zcr_test(r, &st)) != 0);
+	ZT_EXPECT_EQ(ret, 1);
+	ZT_EXPECT_EQ(pattern_bad(buf, sizeof(buf), 5), 0);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+	pair_close(&p);
+}
+
+/* ZCRECV_HANDSHAKE_TIMEOUT_MS overrides the default and is validated. */
+ZT_TEST(handshake_timeout_env)
+{
+	struct zcr_ctx_attr a = { .quiet = 1 };
+	struct zcr_ctx *c;
+	int port;
+	double t;
+
+	a.handshake_timeout_ms = -1;
+	ZT_EXPECT_EQ(zcr_ctx_create(&a, &c), -EINVAL);
+	a.handshake_timeout_ms = 0;
+	setenv("ZCRECV_HANDSHAKE_TIMEOUT_MS", "soon", 1);
+	ZT_EXPECT_EQ(zcr_ctx_create(&a, &c), -EINVAL);
+	setenv("ZCRECV_HANDSHAKE_TIMEOUT_MS", "0", 1);
+	ZT_EXPECT_EQ(zcr_ctx_create(&a, &c), -EINVAL);
+	setenv("ZCRECV_HANDSHAKE_TIMEOUT_MS", "200", 1);
+	ZT_EXPECT_EQ(zcr_ctx_create(&a, &c), 0);
+	unsetenv("ZCRECV_HANDSHAKE_TIMEOUT_MS");
+	port = zcr_ctx_listen(c, "127.0.0.1:0");
+	ZT_ASSERT(port > 0);
+	t = silent_peer_fails_recv(c, port);
+	printf("# closed after %.0f ms\n", t * 1e3);
+	/* Not the default of 10 s. */
+	ZT_ASSERT(t > 0.1 && t < 2);
+	zcr_ctx_destroy(c);
+}
+
+/*
+ * A connection is paused (its next message does not fit the staging
+ * pool, nobody receives it) and its peer resets it: poll reports the
+ * error at once every time, so unless the library notices and closes the
+ * connection, zcr_progress(ctx, 100) returns immediately in a loop.
+ */
+ZT_TEST(reset_while_paused_is_noticed)
+{
+	struct zcr_ctx_attr a = { .staging_bytes = 64 << 10 };
+	unsigned char h[32], junk[1000];
+	struct linger lg = { 1, 0 };
+	struct zcr_ep *ep;
+	const char *msg;
+	struct pair p;
+	int fd, n;
+
+	pair_open(&p, 2, &a);
+	fd = raw_connect(&p);
+	raw_hello(fd, 5);
+	PAIR_PUMP_UNTIL(&p, zcr_ep_accept(p.c[0], 0, &ep) == 0);
+	raw_hdr(h, RAW_MAGIC, 1, 2, 32, 5, 0, 1 << 20, 1);
+	memset(junk, 1, sizeof(junk));
+	ZT_ASSERT(write(fd, h, 32) == 32);
+	ZT_ASSERT(write(fd, junk, sizeof(junk)) == sizeof(junk));
+	PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).stalls == 1);
+	ZT_ASSERT(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) == 0);
+	close(fd);
+	n = rounds_in(p.c[0], 0.5);
+	printf("# %d progress calls in 0.5 s\n", n);
+	ZT_ASSERT_MSG(n < 30, "zcr_progress(ctx, 100) spun: %d calls", n);
+	ZT_EXPECT_EQ(zcr_ep_error(ep, &msg), -ECONNRESET);
+	printf("# closed with: %s\n", msg);
+	ZT_ASSERT(strstr(msg, "reset"));
+	pair_close(&p);
+}
+
+/*
+ * accept() fails with EMFILE: the pending connection keeps the listening
+ * socket readable, so unless the library stops polling it for a while,
+ * zcr_progress(ctx, 100) returns immediately in a loop. Once descriptors
+ * are available again, the connection is accepted.
+ */
+ZT_TEST(emfile_on_accept_backs_off)
+{
+	struct sockaddr_in sa;
+	struct rlimit rl, low;
+	struct zcr_ep *ep;
+	struct pair p;
+	int fd, spare, n;
+
+	pair_open(&p, 1, NULL);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	ZT_ASSERT(fd >= 0);
+	/* Every descriptor below the lowest free one is in use. */
+	spare = dup(0);
+	ZT_ASSERT(spare >= 0);
+	close(spare);
+	ZT_ASSERT(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+	low = rl;
+	low.rlim_cur = (rlim_t)spare;
+	ZT_ASSERT(setrlimit(RLIMIT_NOFILE, &low) == 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons((uint16_t)p.port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ZT_ASSERT(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	n = rounds_in(p.c[0], 0.5);
+	printf("# %d progress calls in 0.5 s\n", n);
+	ZT_ASSERT(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+	ZT_ASSERT_MSG(n < 30, "zcr_progress(ctx, 100) spun: %d calls", n);
+	raw_hello(fd, 3);
+	ZT_EXPECT_EQ(zcr_ep_accept(p.c[0], 2000, &ep), 0);
+	ZT_EXPECT_EQ(zcr_ep_rank(ep), 3);
+	close(fd);
+	pair_close(&p);
+}
