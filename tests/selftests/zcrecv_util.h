@@ -20,15 +20,16 @@
 
 #define ZCRECV_DEV		"/dev/" ZCRECV_DEVICE_NAME
 #define ZCRECV_COUNTER_DIR	"/sys/class/misc/zcrecv/counters/"
+#define ZCRECV_PARAM_DIR	"/sys/module/zcrecv/parameters/"
 
-/* Read one module counter; -1 when it cannot be read. */
-static inline long long zcrecv_counter(const char *name)
+/* Read a number from DIR/NAME in sysfs; -1 when it cannot be read. */
+static inline long long zcrecv_sysfs_read(const char *dir, const char *name)
 {
 	char path[256];
 	long long v = -1;
 	FILE *f;
 
-	snprintf(path, sizeof(path), ZCRECV_COUNTER_DIR "%s", name);
+	snprintf(path, sizeof(path), "%s%s", dir, name);
 	f = fopen(path, "r");
 	if (!f)
 		return -1;
@@ -36,6 +37,12 @@ static inline long long zcrecv_counter(const char *name)
 		v = -1;
 	fclose(f);
 	return v;
+}
+
+/* One module counter, or -1. */
+static inline long long zcrecv_counter(const char *name)
+{
+	return zcrecv_sysfs_read(ZCRECV_COUNTER_DIR, name);
 }
 
 /* ioctl returning -errno, so tests compare one value. */
@@ -174,6 +181,15 @@ static inline int zcrecv_leak_same(const struct zcrecv_leak_check *a)
 static inline const char *zcrecv_ko(void)
 {
 	return getenv("ZCRECV_KO");
+}
+
+/* insmod the module from ZCRECV_KO again; the exit status of insmod. */
+static inline int zcrecv_insmod(void)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "insmod %s", zcrecv_ko());
+	return system(cmd);
 }
 
 #endif /* ZCRECV_UTIL_H */

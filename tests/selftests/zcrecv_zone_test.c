@@ -12,22 +12,9 @@
 #include "../../build/ksft/kselftest_harness.h"
 #include "zcrecv_util.h"
 
-#define PARAM_DIR "/sys/module/zcrecv/parameters/"
-
 static long read_param(const char *name)
 {
-	char path[128];
-	long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), PARAM_DIR "%s", name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%ld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
+	return zcrecv_sysfs_read(ZCRECV_PARAM_DIR, name);
 }
 
 static int write_param(const char *name, long v)
@@ -35,7 +22,7 @@ static int write_param(const char *name, long v)
 	char path[128];
 	FILE *f;
 
-	snprintf(path, sizeof(path), PARAM_DIR "%s", name);
+	snprintf(path, sizeof(path), ZCRECV_PARAM_DIR "%s", name);
 	f = fopen(path, "w");
 	if (!f)
 		return -errno;
@@ -332,12 +319,10 @@ TEST_F(zone, global_page_limit)
 
 TEST(unload_refused_while_zone_exists)
 {
-	const char *ko = zcrecv_ko();
 	struct zcrecv_zone_map z;
-	char cmd[512];
 	int fd;
 
-	if (!ko)
+	if (!zcrecv_ko())
 		SKIP(return, "ZCRECV_KO not set: cannot reload the module");
 	fd = open(ZCRECV_DEV, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
@@ -351,8 +336,7 @@ TEST(unload_refused_while_zone_exists)
 	EXPECT_EQ(zcrecv_counter("pages_allocated"),
 		  zcrecv_counter("pages_freed"));
 	ASSERT_EQ(0, system("rmmod zcrecv"));
-	snprintf(cmd, sizeof(cmd), "insmod %s", ko);
-	ASSERT_EQ(0, system(cmd));
+	ASSERT_EQ(0, zcrecv_insmod());
 }
 
 TEST_HARNESS_MAIN
