@@ -1,10 +1,11 @@
 #!/bin/bash
 # run-vm.sh - boot a Debian kernel in QEMU with zcrecv.ko and run commands.
 #
-# Usage: tools/vm/run-vm.sh [-k 6.1|6.12|VERSION] [-t TIMEOUT] [-n] [-o LOG]
-#                           [-r RESULTS] [-f FILE]... -- CMD [CMD...]
+# Usage: tools/vm/run-vm.sh [-k 6.1|6.12|all|VERSION] [-t TIMEOUT] [-n]
+#                           [-o LOG] [-r RESULTS] [-f FILE]... -- CMD [CMD...]
 #   -k  kernel: a series (6.1, 6.12: the newest installed Debian cloud
-#       kernel of it) or an exact version as in /boot/vmlinuz-VERSION
+#       kernel of it), all (each series in turn; -o is then ignored) or an
+#       exact version as in /boot/vmlinuz-VERSION
 #   -t  overall timeout in seconds (default 900)
 #   -n  do not insmod zcrecv.ko at boot
 #   -o  write the serial console to LOG (default build/vm/KVER/console.log)
@@ -38,6 +39,18 @@ while getopts "k:t:no:r:f:" opt; do
 done
 shift $((OPTIND - 1))
 [ $# -gt 0 ] || { echo "run-vm.sh: no command to run (see -h)" >&2; exit 2; }
+
+if [ "$series" = all ]; then
+	args=(-t "$timeout_s")
+	[ "$load" = yes ] || args+=(-n)
+	[ -z "$results" ] || args+=(-r "$results")
+	for f in "${files[@]}"; do args+=(-f "$f"); done
+	rc=0
+	for k in $("$root/tools/vm/kernels.sh" all); do
+		"$0" -k "$k" "${args[@]}" -- "$@" || rc=1
+	done
+	exit $rc
+fi
 
 kver=$("$root/tools/vm/kernels.sh" "$series") || exit 2
 kernel=/boot/vmlinuz-$kver
