@@ -86,10 +86,38 @@ printf '%s\n' "$@" > "$rootfs/vm/tests"
 
 (cd "$rootfs" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/initramfs.gz"
 
+# KVM only where it really works: a quick probe boot (the same kernel and
+# initramfs, with zcrecv.probe=1 so init only answers and powers off) decides
+# once per machine, cached in build/vm/kvm-probe. Where KVM is absent or fails
+# (nested KVM here aborts in QEMU at once), TCG is used without a word.
+# ZCRECV_VM_ACCEL=tcg|kvm forces one.
 accel=tcg
-if [ "${ZCRECV_VM_ACCEL:-tcg}" = kvm ] && [ -w /dev/kvm ]; then
-	accel=kvm
-fi
+cpu=max
+case ${ZCRECV_VM_ACCEL:-auto} in
+kvm) accel=kvm; cpu=host ;;
+auto)
+	probe=$root/build/vm/kvm-probe
+	if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
+		if [ ! -f "$probe" ]; then
+			if timeout -k 5 60 qemu-system-x86_64 -accel kvm -cpu host \
+				-smp 1 -m 512M -kernel "$kernel" \
+				-initrd "$work/initramfs.gz" \
+				-append "console=ttyS0 panic=-1 rdinit=/init zcrecv.probe=1" \
+				-display none -monitor none -serial stdio -no-reboot \
+				-nic none </dev/null 2>/dev/null |
+				grep -q '^zcrecv-vm: probe ok'; then
+				echo kvm > "$probe"
+			else
+				echo tcg > "$probe"
+			fi
+		fi
+		if [ "$(cat "$probe")" = kvm ]; then
+			accel=kvm
+			cpu=host
+		fi
+	fi
+	;;
+esac
 
 # slub_debug and a fast KFENCE catch memory misuse by the module; the console
 # shows kernel errors, and init prints each test's full kernel log.
@@ -101,7 +129,7 @@ echo "run-vm.sh: booting $kver ($accel, 2 vCPUs) for: $*"
 : > "$log"
 set +e
 timeout --foreground -k 10 "$timeout_s" \
-	qemu-system-x86_64 -accel "$accel" -cpu max -smp 2 -m 2G \
+	qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -smp 2 -m 2G \
 	-kernel "$kernel" -initrd "$work/initramfs.gz" -append "$append" \
 	-display none -monitor none -serial "file:$log" -no-reboot \
 	-nic none </dev/null &
