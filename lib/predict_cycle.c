@@ -97,7 +97,12 @@ void __zcr_cyc_observe(struct zcr_cyc *c, uint32_t id)
 bool __zcr_cyc_predict(const struct zcr_cyc *c, unsigned int k, uint32_t *id)
 {
 	if (c->formed) {
-		*id = c->log[(c->pos + k) % c->len];
+		uint64_t i = (uint64_t)c->pos + k;
+
+		/* usually k < len: spare the division on the +k walk */
+		if (i >= c->len)
+			i = i - c->len < c->len ? i - c->len : i % c->len;
+		*id = c->log[i];
 		return true;
 	}
 	if (!c->len)

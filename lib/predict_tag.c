@@ -19,6 +19,8 @@ enum tag_kind { TAG_LAST, TAG_CYCLE, TAG_BETTER };
 struct tag_site {
 	uint64_t site;
 	uint32_t succ;		/* TAG_LAST: last successor */
+	uint32_t walk_gen;	/* predict walk that last visited the site */
+	uint32_t walk_times;	/* visits in that walk */
 	struct zcr_cyc cyc;	/* TAG_CYCLE, TAG_BETTER */
 };
 
@@ -29,6 +31,13 @@ struct tag_priv {
 	uint32_t *slots;	/* site hash: index + 1 */
 	uint32_t mask;
 	uint32_t prev;		/* site index of the last call, ZCR_NOID */
+	/*
+	 * Site index of each call id's last sighting: a +k walk follows it
+	 * with one load per step instead of a hash lookup.
+	 */
+	uint32_t *call_site;
+	uint32_t ncall_site;
+	uint32_t walk_gen;	/* bumped by every predict */
 };
 
 static uint32_t site_slot(const struct tag_priv *t, uint64_t site)
@@ -124,6 +133,7 @@ static void tag_fini(struct zcr_predictor *p)
 		__zcr_cyc_free(&t->sites[i].cyc);
 	free(t->sites);
 	free(t->slots);
+	free(t->call_site);
 }
 
 static void tag_observe(struct zcr_predictor *p, uint32_t id,
@@ -140,20 +150,27 @@ static void tag_observe(struct zcr_predictor *p, uint32_t id,
 			__zcr_cyc_observe(&s->cyc, id);
 	}
 	t->prev = site_add(t, c->site);
-}
+	if (id >= t->ncall_site) {
+		uint32_t old = t->ncall_site;
 
-#define TAG_WALK_MAX	64
+		if (__zcr_grow((void **)&t->call_site, &t->ncall_site, id + 1,
+			       sizeof(*t->call_site)))
+			return;
+		while (old < t->ncall_site)
+			t->call_site[old++] = ZCR_NOID;
+	}
+	t->call_site[id] = t->prev;
+}
 
 static bool tag_predict(struct zcr_predictor *p, unsigned int k,
 			uint32_t *out)
 {
 	struct tag_priv *t = p->priv;
-	uint32_t seen[TAG_WALK_MAX], times[TAG_WALK_MAX];
-	uint32_t cur = t->prev, id = ZCR_NOID, nseen = 0, i, step;
+	uint32_t cur = t->prev, id = ZCR_NOID, step;
 
+	t->walk_gen++;
 	for (step = 0; step < k; step++) {
 		struct tag_site *s;
-		uint32_t v = 0;
 
 		if (cur == ZCR_NOID)
 			return false;
@@ -163,19 +180,16 @@ static bool tag_predict(struct zcr_predictor *p, unsigned int k,
 			if (id == ZCR_NOID)
 				return false;
 		} else {
-			for (i = 0; i < nseen && seen[i] != cur; i++)
-				;
-			if (i == nseen && nseen < TAG_WALK_MAX) {
-				seen[nseen] = cur;
-				times[nseen++] = 0;
+			/* the n-th visit of a site in this walk: n steps on */
+			if (s->walk_gen != t->walk_gen) {
+				s->walk_gen = t->walk_gen;
+				s->walk_times = 0;
 			}
-			if (i < nseen)
-				v = times[i]++;
-			if (!__zcr_cyc_predict(&s->cyc, v + 1, &id))
+			if (!__zcr_cyc_predict(&s->cyc, ++s->walk_times, &id))
 				return false;
 		}
 		if (step + 1 < k)
-			cur = site_find(t, p->syms->calls[id].site);
+			cur = id < t->ncall_site ? t->call_site[id] : ZCR_NOID;
 	}
 	*out = id;
 	return true;
@@ -185,7 +199,8 @@ static size_t tag_memory(const struct zcr_predictor *p)
 {
 	const struct tag_priv *t = p->priv;
 	size_t m = (size_t)t->cap * sizeof(*t->sites) +
-		   (size_t)(t->mask + 1) * sizeof(*t->slots);
+		   (size_t)(t->mask + 1) * sizeof(*t->slots) +
+		   (size_t)t->ncall_site * sizeof(*t->call_site);
 	uint32_t i;
 
 	for (i = 0; i < t->nsites; i++)
