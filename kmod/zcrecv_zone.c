@@ -113,9 +113,23 @@ static void zcrecv_unreserve(struct zcrecv_owner *owner, unsigned long pages)
 	mutex_unlock(&zcrecv_owners_lock);
 }
 
+static void zcrecv_zap_zone(struct zcrecv_zone *zone)
+{
+	unmap_mapping_range(zone->mapping, (loff_t)zone->pgoff << PAGE_SHIFT,
+			    (loff_t)zone->nr_pages << PAGE_SHIFT, 1);
+}
+
 static void zcrecv_zone_free(struct zcrecv_zone *zone)
 {
 	unsigned long i, freed = 0;
+
+	/*
+	 * No VMA of the owner maps the zone any more; detached copies in
+	 * children had their entries zapped when they were made. Zap the
+	 * window once more so that no page-table entry can outlive the
+	 * zone's pages, whatever order a kernel's fork uses.
+	 */
+	zcrecv_zap_zone(zone);
 
 	for (i = 0; i < zone->nr_pages; i++) {
 		if (zone->pages[i]) {
@@ -229,12 +243,6 @@ err_free_zone:
 err_unreserve:
 	zcrecv_unreserve(zf->owner, req.pages);
 	return ret;
-}
-
-static void zcrecv_zap_zone(struct zcrecv_zone *zone)
-{
-	unmap_mapping_range(zone->mapping, (loff_t)zone->pgoff << PAGE_SHIFT,
-			    (loff_t)zone->nr_pages << PAGE_SHIFT, 1);
 }
 
 static void zcrecv_vm_open(struct vm_area_struct *vma)
