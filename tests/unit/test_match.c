@@ -225,8 +225,6 @@ ZT_TEST(bad_arguments)
  */
 ZT_TEST(posted_receive_fails_when_nobody_can_send)
 {
-	struct sockaddr_in sa;
-	socklen_t sl = sizeof(sa);
 	unsigned char h[32];
 	struct zcr_req *r;
 	struct zcr_status st;
@@ -248,14 +246,7 @@ ZT_TEST(posted_receive_fails_when_nobody_can_send)
 	zcr_ctx_destroy(p.c[1]);
 
 	/* A named source, posted during a handshake that then fails. */
-	lfd = socket(AF_INET, SOCK_STREAM, 0);
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ZT_ASSERT(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
-	ZT_ASSERT(listen(lfd, 1) == 0);
-	ZT_ASSERT(getsockname(lfd, (struct sockaddr *)&sa, &sl) == 0);
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", ntohs(sa.sin_port));
+	lfd = raw_listen(addr, sizeof(addr));
 	memset(&p, 0, sizeof(p));
 	ZT_EXPECT_EQ(zcr_ctx_create(&(struct zcr_ctx_attr){ .rank = 1,
 							     .quiet = 1 },

@@ -127,20 +127,13 @@ ZT_TEST(wakes_for_connection_beyond_1024)
  */
 static double silent_peer_fails_recv(struct zcr_ctx *c, int port)
 {
-	struct sockaddr_in sa;
 	struct zcr_status st;
 	struct zcr_req *r;
 	char buf[64];
 	double t0;
 	int fd, ret;
 
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	ZT_ASSERT(fd >= 0);
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_port = htons((uint16_t)port);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ZT_ASSERT(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	fd = raw_connect_port(port);
 	t0 = pair_now();
 	while ((ret = zcr_irecv(c, buf, sizeof(buf), 7, 0, &r)) ==
 	       -ECONNRESET) {
@@ -173,8 +166,6 @@ static double silent_peer_fails_recv(struct zcr_ctx *c, int port)
 ZT_TEST(handshake_timeout)
 {
 	struct zcr_ctx_attr a = { .handshake_timeout_ms = 300 };
-	struct sockaddr_in sa;
-	socklen_t sl = sizeof(sa);
 	struct zcr_req *r, *s;
 	struct zcr_status st;
 	char addr[32], buf[64];
@@ -189,15 +180,7 @@ ZT_TEST(handshake_timeout)
 	printf("# accepted: closed after %.0f ms\n", t * 1e3);
 	ZT_ASSERT(t > 0.2 && t < 2);
 
-	lfd = socket(AF_INET, SOCK_STREAM, 0);
-	ZT_ASSERT(lfd >= 0);
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ZT_ASSERT(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
-	ZT_ASSERT(listen(lfd, 1) == 0);
-	ZT_ASSERT(getsockname(lfd, (struct sockaddr *)&sa, &sl) == 0);
-	snprintf(addr, sizeof(addr), "127.0.0.1:%d", ntohs(sa.sin_port));
+	lfd = raw_listen(addr, sizeof(addr));
 	ZT_EXPECT_EQ(zcr_ep_connect(p.c[1], addr, &ep), 0);
 	ZT_EXPECT_EQ(zcr_ep_rank(ep), -EAGAIN);
 	ZT_EXPECT_EQ(zcr_irecv(p.c[1], buf, sizeof(buf), 7, 0, &r), 0);

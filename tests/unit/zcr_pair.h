@@ -132,8 +132,8 @@ static inline size_t pattern_bad(const void *buf, size_t len, uint32_t seed)
 	return 0;
 }
 
-/* A raw TCP connection to rank 0, for tests that misbehave on purpose. */
-static inline int raw_connect(struct pair *p)
+/* A raw TCP connection to a loopback port, for tests that misbehave. */
+static inline int raw_connect_port(int port)
 {
 	struct sockaddr_in sa;
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -141,10 +141,37 @@ static inline int raw_connect(struct pair *p)
 	ZT_ASSERT(fd >= 0);
 	memset(&sa, 0, sizeof(sa));
 	sa.sin_family = AF_INET;
-	sa.sin_port = htons((uint16_t)p->port);
+	sa.sin_port = htons((uint16_t)port);
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	ZT_ASSERT(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
 	return fd;
+}
+
+/* A raw TCP connection to rank 0 of @p. */
+static inline int raw_connect(struct pair *p)
+{
+	return raw_connect_port(p->port);
+}
+
+/*
+ * A raw listening socket on an ephemeral loopback port that never answers
+ * (a peer stuck in its handshake); "127.0.0.1:PORT" goes into @addr.
+ */
+static inline int raw_listen(char *addr, size_t len)
+{
+	struct sockaddr_in sa;
+	socklen_t sl = sizeof(sa);
+	int lfd = socket(AF_INET, SOCK_STREAM, 0);
+
+	ZT_ASSERT(lfd >= 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ZT_ASSERT(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	ZT_ASSERT(listen(lfd, 1) == 0);
+	ZT_ASSERT(getsockname(lfd, (struct sockaddr *)&sa, &sl) == 0);
+	snprintf(addr, len, "127.0.0.1:%d", ntohs(sa.sin_port));
+	return lfd;
 }
 
 /* Encode a header in the wire format (independently of lib/wire.c). */
