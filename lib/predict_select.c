@@ -38,7 +38,6 @@ struct sel_priv {
 	uint32_t pendk[SEL_NSUB][SEL_K_MAX];
 	uint32_t k;
 	uint64_t t;
-	uint64_t mixk[SEL_NSUB];
 	uint32_t cur1, curk;
 };
 
@@ -79,24 +78,23 @@ static uint32_t sel_decay(uint32_t score, bool hit)
 	return score - (score >> SEL_SHIFT) + (hit ? SEL_ONE : 0);
 }
 
-/* Best by score; the current choice wins ties, then the lowest index. */
-static uint32_t sel_best(const uint32_t *score, uint32_t cur)
+/*
+ * Best by score, a primary score weighted by @w plus a tie-breaking one;
+ * the current choice wins ties, then the lowest index.
+ */
+static uint32_t sel_best(const uint32_t *major, uint64_t w,
+			 const uint32_t *minor, uint32_t cur)
 {
+	uint64_t v, bestv = (uint64_t)major[cur] * w + minor[cur];
 	uint32_t i, best = cur;
 
-	for (i = 0; i < SEL_NSUB; i++)
-		if (score[i] > score[best])
+	for (i = 0; i < SEL_NSUB; i++) {
+		v = (uint64_t)major[i] * w + minor[i];
+		if (v > bestv) {
 			best = i;
-	return best;
-}
-
-static uint32_t sel_best64(const uint64_t *score, uint32_t cur)
-{
-	uint32_t i, best = cur;
-
-	for (i = 0; i < SEL_NSUB; i++)
-		if (score[i] > score[best])
-			best = i;
+			bestv = v;
+		}
+	}
 	return best;
 }
 
@@ -120,14 +118,12 @@ static void sel_observe(struct zcr_predictor *p, uint32_t id,
 				    nid : ZCR_NOID;
 	}
 	s->t++;
-	s->cur1 = sel_best(s->score1, s->cur1);
+	s->cur1 = sel_best(s->score1, 0, s->score1, s->cur1);
 	/*
 	 * +K scores lag K calls behind; the +1 scores break their ties, so
 	 * the choice is sensible while the +K evidence is still thin.
 	 */
-	for (i = 0; i < SEL_NSUB; i++)
-		s->mixk[i] = (uint64_t)s->scorek[i] * SEL_MIX + s->score1[i];
-	s->curk = sel_best64(s->mixk, s->curk);
+	s->curk = sel_best(s->scorek, SEL_MIX, s->score1, s->curk);
 }
 
 static bool sel_predict(struct zcr_predictor *p, unsigned int k,
