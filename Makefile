@@ -45,14 +45,28 @@ endif
 endif
 
 # ---- library ---------------------------------------------------------------
-LIB_SRCS := $(wildcard lib/*.c)
+# Explicit source lists, one per layer of lib/ (Documentation/design.md).
+LIB_CORE      := lib/core/context.c lib/core/endpoint.c lib/core/mem.c \
+		 lib/core/request.c lib/core/version.c
+LIB_TRANSPORT := lib/transport/wire.c lib/transport/tcp/tcp.c
+LIB_MATCH     := lib/match/match.c
+LIB_STAGING   := lib/staging/staging.c
+LIB_REMAP     := lib/remap/engine.c lib/remap/copy.c lib/remap/kmod.c \
+		 lib/remap/kmod_device.c lib/remap/uffd.c
+LIB_PREDICT   := lib/predict/predict.c lib/predict/cycle.c lib/predict/dpd.c \
+		 lib/predict/graph.c lib/predict/select.c lib/predict/tag.c \
+		 lib/predict/window.c
+LIB_SRCS := $(LIB_CORE) $(LIB_TRANSPORT) $(LIB_MATCH) $(LIB_STAGING) \
+	    $(LIB_REMAP) $(LIB_PREDICT)
 LIB_OBJS := $(patsubst lib/%.c,$(B)/lib/%.o,$(LIB_SRCS))
-LIB_HDRS := $(wildcard lib/*.h) include/zcrecv.h include/uapi/linux/zcrecv.h
+LIB_HDRS := $(shell find lib -name '*.h') include/zcrecv.h \
+	    include/uapi/linux/zcrecv.h
 SONAME   := libzcrecv.so.$(SOVERSION)
 LIB_SO   := $(B)/lib/libzcrecv.so.$(VERSION)
 LIB_A    := $(B)/lib/libzcrecv.a
 
-$(B)/lib/%.o: lib/%.c $(LIB_HDRS) | $(B)/lib
+$(B)/lib/%.o: lib/%.c $(LIB_HDRS)
+	@mkdir -p $(dir $@)
 	$(CC) $(ZCR_CFLAGS) -fPIC -c -o $@ $<
 
 $(LIB_SO): $(LIB_OBJS) lib/libzcrecv.map
@@ -65,19 +79,36 @@ $(LIB_A): $(LIB_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
-$(B)/lib/zcrecv.pc: lib/zcrecv.pc.in Makefile | $(B)/lib
+$(B)/lib/zcrecv.pc: lib/zcrecv.pc.in Makefile
+	@mkdir -p $(dir $@)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
 LIBS_BUILT := $(LIB_SO) $(LIB_A) $(B)/lib/zcrecv.pc
 
+# ---- tools library -------------------------------------------------------------
+# Code only the tools and tests use (trace reader, replay and scoring of
+# predictors): a static library of its own, never part of libzcrecv.so.
+ZCT_SRCS := tools/lib/trace.c tools/lib/replay.c
+ZCT_OBJS := $(patsubst tools/lib/%.c,$(B)/tools/lib/%.o,$(ZCT_SRCS))
+ZCT_A    := $(B)/tools/lib/libzctools.a
+ZCT_HDRS := $(wildcard tools/lib/*.h)
+
+$(B)/tools/lib/%.o: tools/lib/%.c $(ZCT_HDRS) $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ZCR_CFLAGS) -Itools/lib -c -o $@ $<
+
+$(ZCT_A): $(ZCT_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
 # ---- host programs: tools and tests -----------------------------------------
 # Programs link the static library so they run from the build tree as is.
 PROGS :=
 define zcr_prog
-$(1): $(2) $$(LIB_A) $$(LIB_HDRS) $(3)
+$(1): $(2) $$(ZCT_A) $$(LIB_A) $$(LIB_HDRS) $$(ZCT_HDRS) $(3)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(ZCR_CFLAGS) $(4) -o $$@ $(2) $$(LIB_A) $$(LDLIBS) $(5)
+	$$(CC) $$(ZCR_CFLAGS) -Itools/lib $(4) -o $$@ $(2) $$(ZCT_A) $$(LIB_A) $$(LDLIBS) $(5)
 PROGS += $(1)
 endef
 
@@ -131,9 +162,6 @@ all: lib progs modules
 lib: $(LIBS_BUILT)
 progs: $(PROGS)
 modules: $(MODULES)
-
-$(B)/lib:
-	mkdir -p $@
 
 test: all
 	tools/run-tests.sh $(KERNELS)

@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "zcrecv.h"
-#include "predict.h"
+#include "predict/predict.h"
 
 /* CLOCK_MONOTONIC in ns: deadlines of handshakes and back-offs. */
 static inline uint64_t zcr_now_ns(void)

@@ -3,7 +3,7 @@
 # The harness's macros declare parameters a test may not use and compare
 # signed with unsigned values, and its fork/setjmp use trips -Wclobbered;
 # those three warnings are off for these files only.
-SELFTEST_CFLAGS := -Itests/selftests -Wno-unused-parameter -Wno-sign-compare \
+SELFTEST_CFLAGS := -Itests/selftests -I$(KSFT_DIR) -Wno-unused-parameter -Wno-sign-compare \
 	-Wno-clobbered
 SELFTEST_SRCS := $(wildcard tests/selftests/*_test.c)
 SELFTESTS := $(patsubst tests/selftests/%.c,$(B)/tests/selftests/%,$(SELFTEST_SRCS))

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "predict.h"
+#include "predict/predict.h"
 
 #define PATTERN 24
 

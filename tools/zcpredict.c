@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "predict.h"
+#include "predict/predict.h"
 #include "replay.h"
 #include "trace.h"
 

@@ -16,7 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include "compat_uffd.h"
+#include "remap/compat_uffd.h"
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "../../build/ksft/kselftest_harness.h"
+#include "kselftest_harness.h"
 #include "zcrecv_util.h"
 
 FIXTURE(dev) {

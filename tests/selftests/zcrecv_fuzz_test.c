@@ -11,7 +11,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
-#include "../../build/ksft/kselftest_harness.h"
+#include "kselftest_harness.h"
 #include "zcrecv_util.h"
 
 #define NTHREADS	4

@@ -13,7 +13,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
-#include "../../build/ksft/kselftest_harness.h"
+#include "kselftest_harness.h"
 #include "zcrecv_util.h"
 
 #define ZPAGES 1024	/* pages per zone in the fixture */

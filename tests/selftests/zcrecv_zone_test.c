@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 
-#include "../../build/ksft/kselftest_harness.h"
+#include "kselftest_harness.h"
 #include "zcrecv_util.h"
 
 static long read_param(const char *name)

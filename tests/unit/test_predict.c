@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "predict.h"
+#include "predict/predict.h"
 #include "zt.h"
 
 static struct zcr_call mk(uint64_t buf, uint64_t size, int src, int tag,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * test_trace.c - the trace reader (lib/trace.c): accepts comments, blank
+ * test_trace.c - the trace reader (tools/lib/trace.c): accepts comments, blank
  * lines, CRLF, extra whitespace, 0x hex, src -1/-2, tag -1 and any op name;
  * rejects malformed lines with "file:line: reason"; expands a directory to
  * its regular files sorted by name.

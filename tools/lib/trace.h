@@ -13,7 +13,7 @@
 
 #include <stdio.h>
 
-#include "predict.h"
+#include "predict/predict.h"
 
 #define ZCR_TRACE_OPLEN	32
 

@@ -14,7 +14,7 @@
 #ifndef ZCR_REPLAY_H
 #define ZCR_REPLAY_H
 
-#include "predict.h"
+#include "predict/predict.h"
 
 struct zcr_eval_cfg {
 	const char *pred;	/* predictor name */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * remap.c - the remap engine: which backends a context uses, the landing
+ * engine.c - the remap engine: which backends a context uses, the landing
  * decision (remap the full pages or copy), and the calibration that makes
  * the automatic policy never slower than copying.
  *

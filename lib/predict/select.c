@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * predict_select.c - the selector: runs the point predictors side by side
+ * select.c - the selector: runs the point predictors side by side
  * on one stream, scores each by how often it has lately been right, and
  * answers with the one scoring best.
  *
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "predict_impl.h"
+#include "impl.h"
 
 #define SEL_K_DEFAULT	10
 #define SEL_K_MAX	64

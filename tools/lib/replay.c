@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "predict_impl.h"
+#include "predict/impl.h"
 #include "replay.h"
 
 #define EVAL_MAXCAND	64

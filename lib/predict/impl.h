@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * predict_impl.h - what predictor implementations share (internal).
+ * impl.h - what predictor implementations share (internal).
  *
  * The generic layer (predict.c) interns every distinct receive call into a
  * small integer id (struct zcr_symtab), so the predictors work on uint32
@@ -65,7 +65,7 @@ int __zcr_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz);
 
 /*
  * Cycle engine shared by Single-cycle, Tag-cycle and Tag-bettercycle
- * (predict_cycle.c).
+ * (cycle.c).
  */
 #define ZCR_CYC_MAX	4096	/* longest cycle kept */
 #define ZCR_CYC_INIT	5	/* a first cycle longer than this may drop

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * predict_tag.c - Tagging, Tag-cycle and Tag-bettercycle.
+ * tag.c - Tagging, Tag-cycle and Tag-bettercycle.
  *
  * The tag is the call site. Each site remembers what followed the calls
  * made there: Tagging the last successor, Tag-cycle a cycle of successors
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "predict_impl.h"
+#include "impl.h"
 
 enum tag_kind { TAG_LAST, TAG_CYCLE, TAG_BETTER };
 

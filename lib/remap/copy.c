@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * remap_copy.c - the copy backend: anonymous staging, never remaps. It is
+ * copy.c - the copy backend: anonymous staging, never remaps. It is
  * what every other backend falls back to, and what a conventional library
  * does for every early message.
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * predict_cycle.c - the cycle engine and the Single-cycle predictor.
+ * cycle.c - the cycle engine and the Single-cycle predictor.
  *
  * A cycle starts at a head call; the calls are logged until the head comes
  * back, and from then on the log is replayed. A miss makes the missing call
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "predict_impl.h"
+#include "impl.h"
 
 static inline uint64_t bloom_bit(uint32_t id)
 {

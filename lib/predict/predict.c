@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "predict_impl.h"
+#include "impl.h"
 
 static const struct zcr_pred_ops *const registry[] = {
 	&__zcr_pred_cycle_ops,

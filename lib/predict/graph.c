@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * predict_graph.c - graph predictor: a state is the last three calls, each
+ * graph.c - graph predictor: a state is the last three calls, each
  * state counts the calls that followed it, and the prediction walks from
  * the current state to its most frequent successor (the most recent one on
  * a tie), k steps for +k. Each state caches its best successor, so a step
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "predict_impl.h"
+#include "impl.h"
 
 struct gsucc {
 	uint32_t id, count;

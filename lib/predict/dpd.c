@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * predict_dpd.c - periodicity predictor (dynamic periodicity detection).
+ * dpd.c - periodicity predictor (dynamic periodicity detection).
  *
  * For delays 1 <= m < M over the last N samples, d(m) = sign(sum |x(i) -
  * x(i - m)|); x is the call id, so d(m) = 0 exactly when every sample in
@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "predict_impl.h"
+#include "impl.h"
 
 #define DPD_N_DEFAULT	256
 #define DPD_N_MAX	65536

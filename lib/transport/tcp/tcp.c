@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * transport_tcp.c - the TCP transport: sockets, the per-connection receive
+ * tcp.c - the TCP transport: sockets, the per-connection receive
  * state machine (header, then payload straight into its landing place) and
  * the send queue.
  *

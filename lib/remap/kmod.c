@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * remap_kmod.c - the kmod backend: staging slots are zones of /dev/zcrecv,
+ * kmod.c - the kmod backend: staging slots are zones of /dev/zcrecv,
  * and ZCRECV_IOC_REMAP exchanges their pages with the full pages of a user
  * buffer from zcr_mem_alloc() (also a zone). After the exchange the slot
  * holds the buffer's old pages: nothing is allocated, zeroed or freed.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * remap_uffd.c - the uffd-move backend: UFFDIO_MOVE (Linux >= 6.8) between
+ * uffd.c - the uffd-move backend: UFFDIO_MOVE (Linux >= 6.8) between
  * anonymous private mappings, no module needed.
  *
  * UFFDIO_MOVE moves pages rather than exchanging them, and requires the

@@ -4,7 +4,7 @@
  *
  * One interface for every predictor: observe one receive call, then ask for
  * the k-th next call (k = 1 is the very next). Implementations live in
- * lib/predict_*.c; the receive path (lib/) and tools/zcpredict use them.
+ * the files of lib/predict/; the receive path (lib/) and tools/zcpredict use them.
  * Predictors are deterministic: the same calls give the same predictions.
  */
 #ifndef ZCR_PREDICT_H

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * predict_window.c - LRU, FIFO and LFU windows: baselines that keep a set
+ * window.c - LRU, FIFO and LFU windows: baselines that keep a set
  * of W calls and count a hit when the next call is in the set. predict()
  * offers the set's first element (most recent, newest, most frequent);
  * candidates() the whole set, for any k.
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "predict_impl.h"
+#include "impl.h"
 
 #define WIN_DEFAULT	4
 #define WIN_MAX		64
