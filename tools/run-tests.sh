@@ -2,6 +2,7 @@
 # run-tests.sh - the test command behind `make test`.
 #
 # Usage: tools/run-tests.sh [--unit-only | --vm-only] [SERIES...]
+#        tools/run-tests.sh -h|--help
 #   SERIES  kernel series for the VM kselftests (default: 6.1 6.12)
 #
 # Runs the host unit tests (build/tests/unit/*), then, for each kernel, boots
@@ -12,10 +13,15 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 mode=all
+usage() { sed -n '2,11s/^# \{0,1\}//p' "$0"; }
 case ${1:-} in
 --unit-only) mode=unit; shift ;;
 --vm-only) mode=vm; shift ;;
+-h|--help) usage; exit 0 ;;
 esac
+for a in "$@"; do
+	case $a in -*) usage >&2; exit 2 ;; esac
+done
 series=("$@")
 [ ${#series[@]} -gt 0 ] || series=(6.1 6.12)
 
