@@ -51,6 +51,9 @@ if [ "$mode" != vm ]; then
 	host_check "make install + pkg-config build" tests/install/check.sh
 	host_check "uAPI layout for 64- and 32-bit callers" tests/abi/check-compat.sh
 	host_check "MPI tracer under Open MPI and MPICH" tests/mpi/check-tracer.sh
+	host_check "manual pages: every call and tool, no man warning" tests/man/check.sh
+	host_check "--help and a bad option on every tool and script" tests/tools/check-help.sh
+	host_check "plain make, lib, install never install packages" tests/deps/check-no-install.sh
 	echo "== host unit tests"
 	for t in build/tests/unit/test_*; do
 		[ -x "$t" ] || continue
