@@ -20,13 +20,13 @@ version=$(sed -n 's/^VERSION *:= *//p' "$root/Makefile")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# The page a file stands for: itself, or the target of its .so line.
+# T = the page a file stands for: itself, or the target of its .so line.
 target() {
 	local first
 	IFS= read -r first < "$1"
 	case $first in
-	'.so '*) echo "${first#.so }" ;;
-	*) echo "$1" ;;
+	'.so '*) T=${first#.so } ;;
+	*) T=$1 ;;
 	esac
 }
 # The lines of section $2 of page $1.
@@ -37,16 +37,19 @@ section() {
 # Every exported call has a page, and a page of section 3 only for those.
 syms=$(sed -n 's/^[[:space:]]*\(zcr_[A-Za-z0-9_]*\);.*/\1/p' "$root/lib/libzcrecv.map" | sort -u)
 [ -n "$syms" ] || bad "no zcr_ symbol found in lib/libzcrecv.map"
+declare -A exported
 for s in $syms; do
+	exported[$s]=1
 	[ -f "man3/$s.3" ] || { bad "$s is exported (lib/libzcrecv.map) but man/man3/$s.3 is missing"; continue; }
-	t=$(target "man3/$s.3")
+	target "man3/$s.3"
+	t=$T
 	[ -f "$t" ] || { bad "man3/$s.3: .so target $t missing"; continue; }
 	section "$t" NAME | grep -qw -- "$s" || bad "$t: NAME does not list $s"
 	section "$t" SYNOPSIS | grep -q -- "$s(" || bad "$t: SYNOPSIS does not declare $s"
 done
 for f in man3/*.3; do
 	n=$(basename "$f" .3)
-	echo "$syms" | grep -qx -- "$n" || bad "$f documents $n, which lib/libzcrecv.map does not export"
+	[ -n "${exported[$n]:-}" ] || bad "$f documents $n, which lib/libzcrecv.map does not export"
 done
 
 # Every tool has a section 1 page, and every section 1 page a tool.
@@ -59,19 +62,24 @@ for f in man1/*.1; do
 	[ -f "$root/tools/$n.c" ] || bad "$f: no tool tools/$n.c"
 done
 
+pages=()
 for f in man[1-8]/*.[1-8]; do
-	t=$(target "$f")
+	target "$f"
+	t=$T
 	if [ "$t" != "$f" ]; then
-		# A link: one line, to a real page that lists this name.
-		[ "$(wc -l < "$f")" -eq 1 ] || bad "$f: a .so page has one line"
-		[ -f "$t" ] && [ "$(target "$t")" = "$t" ] || bad "$f: .so $t is not a page"
+		# A link: one line, to a real page.
+		mapfile -t lines < "$f"
+		[ "${#lines[@]}" -eq 1 ] || bad "$f: a .so page has one line"
+		[ -f "$t" ] && target "$t" && [ "$T" = "$t" ] || bad "$f: .so $t is not a page"
 		continue
 	fi
+	pages+=("$f")
 	sec=${f##*.}
 	req=(NAME SYNOPSIS DESCRIPTION ERRORS HISTORY "SEE ALSO")
 	if [ "$sec" = 1 ]; then req+=("EXIT STATUS"); else req+=("RETURN VALUE"); fi
+	heads=$(sed -n 's/^\.SH "\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$f")
 	for s in "${req[@]}"; do
-		grep -qx -- "\.SH \"\{0,1\}$s\"\{0,1\}" "$f" || bad "$f: no $s section"
+		grep -qx -- "$s" <<< "$heads" || bad "$f: no $s section"
 	done
 	section "$f" HISTORY | grep -q "$version\|[0-9]\.[0-9]*\.[0-9]" ||
 		bad "$f: HISTORY names no version"
@@ -86,8 +94,7 @@ done
 # Render each page as man does for a reader (the links were checked above
 # to point at one of these).
 n=0
-for f in man[1-8]/*.[1-8]; do
-	[ "$(target "$f")" = "$f" ] || continue
+for f in "${pages[@]}"; do
 	MANWIDTH=80 man --warnings -l "$f" > "$tmp/out" 2> "$tmp/err"
 	rc=$?
 	if [ "$rc" -ne 0 ] || [ -s "$tmp/err" ] || [ ! -s "$tmp/out" ]; then
