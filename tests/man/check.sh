@@ -5,7 +5,8 @@
 # tool (every tools/*.c) has no page, when a section 3 page names a call
 # the map does not export, when a .so link points nowhere or at a page
 # whose NAME does not list it, when a page lacks one of the sections every
-# page must have, carries another version than the Makefile's, or when
+# page must have, carries another version than the Makefile's, when
+# zcrecv(4) misses a counter or module parameter of kmod/, or when
 # `man --warnings` prints anything on stderr while rendering it.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -89,6 +90,12 @@ for f in man[1-8]/*.[1-8]; do
 	for n in $(section "$f" NAME | tr '\n' ' ' | sed 's/\\-.*//' | tr ',' ' '); do
 		[ -f "man$sec/$n.$sec" ] || bad "$f: NAME lists $n but man$sec/$n.$sec is missing"
 	done
+done
+
+# zcrecv(4) names every sysfs counter and module parameter of kmod/.
+for n in $(sed -n 's/^[[:space:]]*\[ZCRECV_CNT_[A-Z_]*\][[:space:]]*= "\([a-z_]*\)",/\1/p' "$root"/kmod/*.c) \
+	 $(sed -n 's/^module_param_named(\([a-z_]*\),.*/\1/p' "$root"/kmod/*.c); do
+	grep -qw -- "$n" man4/zcrecv.4 || bad "man4/zcrecv.4 does not describe $n (kmod/)"
 done
 
 # Render each page as man does for a reader (the links were checked above
