@@ -3,11 +3,13 @@
 #   make            build libzcrecv (shared + static), tools, tests and
 #                   zcrecv.ko for every installed kernel headers tree
 #                   (KDIR=/path/to/build selects one)
-#   make test       host unit tests, then the kselftests in VMs on Debian
+#   make test       install missing packages (tools/deps.sh), host checks
+#                   and unit tests, then the kselftests in VMs on Debian
 #                   6.1 and 6.12 (KERNELS="6.12" to choose), then one line
 #                   "N passed, N failed[, N skipped]"
-#   make run        the demo, in a VM with the module loaded
-#   make install    PREFIX=/usr/local DESTDIR= : library, headers, pkg-config
+#   make run        install missing packages, then the demo in a VM
+#   make install    PREFIX=/usr/local DESTDIR= : library, headers, pkg-config,
+#                   tools, manual pages (MANDIR=PREFIX/share/man), udev rule
 #   make modules_install  zcrecv.ko into /lib/modules/KVER/updates
 #   make dkms_install     register the module with DKMS (builds it for the
 #                   running kernel and every future one)
@@ -23,6 +25,7 @@ PREFIX     ?= /usr/local
 LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 BINDIR     ?= $(PREFIX)/bin
+MANDIR     ?= $(PREFIX)/share/man
 DESTDIR    ?=
 KERNELS    ?= 6.1 6.12
 
@@ -34,8 +37,15 @@ ZCR_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
 	-Iinclude -Iinclude/uapi -Ilib $(CFLAGS)
 LDLIBS := -lpthread -lm
 
-# Bootstrap dependencies once per make invocation (quiet when present).
-ifeq ($(filter clean help,$(MAKECMDGOALS)),)
+# Dependencies. Only the goals that promise a working test or demo on a
+# bare Debian machine install what is missing (tools/deps.sh, quiet when
+# all is there), and they do it while this Makefile is read, because what
+# is installed decides what gets built (kernel trees, liburing, MPI).
+# Every other goal, plain `make` and `make install` included, never runs
+# apt or sudo: a missing hard dependency stops it with one line naming the
+# Debian package (zcr_need below). ZCRECV_NO_DEPS=1 skips the install.
+ZCR_DEPS_GOALS := test run test-unit test-vm soak
+ifneq ($(filter $(ZCR_DEPS_GOALS),$(MAKECMDGOALS)),)
 ifneq ($(ZCRECV_NO_DEPS),1)
 ZCR_DEPS_RC := $(shell tools/deps.sh >&2; echo $$?)
 ifneq ($(ZCR_DEPS_RC),0)
@@ -43,6 +53,15 @@ $(error tools/deps.sh failed: cannot install the build dependencies)
 endif
 endif
 endif
+# $(call zcr_need,WHAT,PACKAGE): the recipe line that reports one.
+zcr_need = { echo "$(1) missing: apt-get install $(2), or run tools/deps.sh" >&2; exit 1; }
+
+# A C compiler and the C library's headers: hard for everything built here.
+.PHONY: need-cc
+need-cc:
+	@command -v $(firstword $(CC)) >/dev/null || $(call zcr_need,$(CC),gcc)
+	@echo '#include <stdio.h>' | $(CC) -E -x c - >/dev/null 2>&1 || \
+		$(call zcr_need,the C library headers (stdio.h),libc6-dev)
 
 # ---- library ---------------------------------------------------------------
 # Explicit source lists, one per layer of lib/ (Documentation/design.md).
@@ -69,7 +88,10 @@ $(B)/lib/%.o: lib/%.c $(LIB_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ZCR_CFLAGS) -fPIC -c -o $@ $<
 
+$(LIB_OBJS): | need-cc
+
 $(LIB_SO): $(LIB_OBJS) lib/libzcrecv.map
+	$(if $(ZCR_NO_URING),@echo "$(ZCR_NO_URING)" >&2)
 	$(CC) $(ZCR_CFLAGS) -shared -Wl,-soname,$(SONAME) \
 		-Wl,--version-script,lib/libzcrecv.map -o $@ $(LIB_OBJS) $(LDLIBS)
 	ln -sf $(notdir $@) $(B)/lib/$(SONAME)
@@ -98,6 +120,8 @@ $(B)/tools/lib/%.o: tools/lib/%.c $(ZCT_HDRS) $(LIB_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ZCR_CFLAGS) -Itools/lib -c -o $@ $<
 
+$(ZCT_OBJS): | need-cc
+
 $(ZCT_A): $(ZCT_OBJS)
 	rm -f $@
 	ar rcs $@ $^
@@ -117,7 +141,7 @@ KSFT_DIR := $(B)/ksft
 KSFT_HDR := $(KSFT_DIR)/kselftest_harness.h
 LINUX_SRC_TAR = $(lastword $(sort $(wildcard /usr/src/linux-source-6.12*.tar.xz)))
 $(KSFT_HDR):
-	@test -n "$(LINUX_SRC_TAR)" || { echo "linux-source-6.12 missing: run tools/deps.sh" >&2; exit 1; }
+	@test -n "$(LINUX_SRC_TAR)" || $(call zcr_need,linux-source-6.12,linux-source-6.12)
 	@mkdir -p $(KSFT_DIR)/scripts
 	tar -xJf $(LINUX_SRC_TAR) -C $(KSFT_DIR) --strip-components=1 --wildcards \
 		'*/tools/testing/selftests/kselftest_harness.h' \
@@ -154,6 +178,14 @@ $(B)/kmod/$(2)/kmod/zcrecv.ko: $$(KMOD_SRCS)
 MODULES += $(B)/kmod/$(2)/kmod/zcrecv.ko
 endef
 $(foreach d,$(KBUILD_DIRS),$(eval $(call zcr_module,$(d),$(notdir $(patsubst %/,%,$(dir $(d)))))))
+# No kernel tree at all: `make` (and `make modules`) says what to install
+# instead of silently building no module.
+ifeq ($(strip $(KBUILD_DIRS)),)
+MODULES := need-kheaders
+.PHONY: need-kheaders
+need-kheaders:
+	@$(call zcr_need,kernel headers (no /lib/modules/*/build),linux-headers-$$(uname -r))
+endif
 
 # ---- top-level targets -------------------------------------------------------
 .PHONY: all lib progs modules test test-unit test-vm run install \
@@ -179,7 +211,8 @@ checkpatch: $(KSFT_HDR)
 	perl $(KSFT_DIR)/scripts/checkpatch.pl --no-tree --strict --quiet \
 		--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG -f kmod/*.c kmod/*.h
 
-install: lib
+MAN_PAGES := $(wildcard man/man[1-8]/*.[1-8])
+install: lib $(INSTALL_BINS)
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/linux
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
@@ -190,6 +223,7 @@ install: lib
 	install -m 644 $(B)/lib/zcrecv.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
 	install -D -m 644 packaging/60-zcrecv.rules $(DESTDIR)/lib/udev/rules.d/60-zcrecv.rules
 	for p in $(INSTALL_BINS); do install -D -m 755 $$p $(DESTDIR)$(BINDIR)/$$(basename $$p); done
+	for m in $(MAN_PAGES); do install -D -m 644 $$m $(DESTDIR)$(MANDIR)/$${m#man/}; done
 
 modules_install: modules
 	@for ko in $(MODULES); do \
@@ -213,4 +247,4 @@ clean:
 	rm -rf $(B)
 
 help:
-	@sed -n '3,19s/^# \{0,1\}//p' Makefile
+	@sed -n '3,21s/^# \{0,1\}//p' Makefile

@@ -6,13 +6,23 @@
 # resolved with apt-cache at run time: the newest Debian 6.1 cloud kernel
 # (the linux-image-cloud-amd64 meta package) and the newest 6.12 cloud kernel
 # (whose package name carries an ABI number that Debian bumps).
+# `make test`, `make run` (and test-unit, test-vm) run it first; plain
+# `make`, `make lib` and `make install` never do.
 #
 # Usage: tools/deps.sh [--print]   (--print lists missing packages only)
+#        tools/deps.sh -h|--help
 set -euo pipefail
 
-base_pkgs=(gcc make pkg-config liburing-dev libibverbs-dev rdma-core
+case ${1:-} in
+''|--print) ;;
+-h|--help) sed -n '2,15s/^# \{0,1\}//p' "$0"; exit 0 ;;
+*) sed -n '2,15s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+esac
+
+# man-db and groff-base render the manual pages (checked by make test).
+base_pkgs=(gcc libc6-dev make pkg-config liburing-dev libibverbs-dev rdma-core
 	ibverbs-providers qemu-system-x86 busybox-static cpio xz-utils
-	kmod bc flex bison libelf-dev libssl-dev perl)
+	kmod bc flex bison libelf-dev libssl-dev perl man-db groff-base)
 # Optional extras used by later tools; installed with the rest.
 extra_pkgs=(gnuplot-nox netpipe-tcp openmpi-bin libopenmpi-dev mpich
 	libmpich-dev gfortran
@@ -63,7 +73,7 @@ if ! ls /boot/vmlinuz-6.12.*-cloud-amd64 >/dev/null 2>&1 ||
 fi
 
 if [ "${1:-}" = --print ]; then
-	printf '%s\n' "${missing[@]}"
+	[ ${#missing[@]} -eq 0 ] || printf '%s\n' "${missing[@]}"
 	exit 0
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0

@@ -14,7 +14,13 @@
 #      build/zcbench-host.png.
 # ZCRECV_RUN_KERNEL=6.1 picks the other kernel; ZCRECV_DEMO_MAX=BYTES changes
 # the largest size in the VM.
+# Usage: tools/run-demo.sh [-h|--help]   (no options: run `make run`)
 set -euo pipefail
+case ${1:-} in
+'') ;;
+-h|--help) sed -n '2,17s/^# \{0,1\}//p' "$0"; exit 0 ;;
+*) sed -n '2,17s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bench=build/tools/zcbench

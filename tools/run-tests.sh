@@ -2,6 +2,7 @@
 # run-tests.sh - the test command behind `make test`.
 #
 # Usage: tools/run-tests.sh [--unit-only | --vm-only] [SERIES...]
+#        tools/run-tests.sh -h|--help
 #   SERIES  kernel series for the VM kselftests (default: 6.1 6.12)
 #
 # Runs the host unit tests (build/tests/unit/*), then, for each kernel, boots
@@ -12,10 +13,15 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 mode=all
+usage() { sed -n '2,11s/^# \{0,1\}//p' "$0"; }
 case ${1:-} in
 --unit-only) mode=unit; shift ;;
 --vm-only) mode=vm; shift ;;
+-h|--help) usage; exit 0 ;;
 esac
+for a in "$@"; do
+	case $a in -*) usage >&2; exit 2 ;; esac
+done
 series=("$@")
 [ ${#series[@]} -gt 0 ] || series=(6.1 6.12)
 
@@ -45,6 +51,9 @@ if [ "$mode" != vm ]; then
 	host_check "make install + pkg-config build" tests/install/check.sh
 	host_check "uAPI layout for 64- and 32-bit callers" tests/abi/check-compat.sh
 	host_check "MPI tracer under Open MPI and MPICH" tests/mpi/check-tracer.sh
+	host_check "manual pages: every call and tool, no man warning" tests/man/check.sh
+	host_check "--help and a bad option on every tool and script" tests/tools/check-help.sh
+	host_check "plain make, lib, install never install packages" tests/deps/check-no-install.sh
 	echo "== host unit tests"
 	for t in build/tests/unit/test_*; do
 		[ -x "$t" ] || continue

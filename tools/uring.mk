@@ -4,4 +4,7 @@
 ifneq ($(wildcard /usr/include/liburing.h),)
 ZCR_CFLAGS += -DZCR_HAVE_LIBURING
 LDLIBS += -luring
+else
+ZCR_NO_URING := liburing-dev missing: libzcrecv is built without io_uring \
+	(apt-get install liburing-dev, or run tools/deps.sh)
 endif

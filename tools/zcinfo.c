@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * zcinfo - print what /dev/zcrecv answers to the handshake, and the module's
- * counters. Usage: zcinfo [-h]
+ * counters. Usage: zcinfo [-h|--help]
  */
 #include <dirent.h>
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -40,15 +41,33 @@ static void print_counters(void)
 	closedir(d);
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: zcinfo [-h|--help]\n"
+		"Prints the library version, what /dev/zcrecv answers to the\n"
+		"handshake and the module's counters. Exit status 1 when the\n"
+		"device cannot be used.\n");
+}
+
 int main(int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
 	struct zcr_kmod_info info;
-	int ret;
+	int ret, c;
 
-	if (argc > 1) {
-		fprintf(stderr, "usage: %s\n"
-			"Prints the zcrecv.ko handshake and counters.\n", argv[0]);
-		return strcmp(argv[1], "-h") && strcmp(argv[1], "--help") ? 2 : 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			return 0;
+		}
+		usage(stderr);
+		return 2;
+	}
+	if (optind < argc) {
+		usage(stderr);
+		return 2;
 	}
 	printf("libzcrecv %s\n", zcr_version());
 	ret = zcr_kmod_probe(&info);

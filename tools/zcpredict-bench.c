@@ -11,6 +11,7 @@
  * (Documentation/predictors.md): cycle and tag predictors <= 50 ns, graph
  * <= 200 ns, dpd with N = 256 <= 1 us per sample.
  */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,14 +77,27 @@ static double measure(const char *name, unsigned int k, long iters,
 	return (t1 - t0) / (double)iters;
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: zcpredict-bench [-n ITERATIONS] [-c] [-h|--help]\n"
+"  -n N   timed observe+predict calls per predictor and horizon\n"
+"         (default 2000000)\n"
+"  -c     CSV instead of a table\n"
+"  -h     this help\n");
+}
+
 int main(int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
 	long iters = 2000000;
 	bool csv = false;
 	uint64_t sink = 0;
 	int c, i;
 
-	while ((c = getopt(argc, argv, "n:ch")) != -1) {
+	while ((c = getopt_long(argc, argv, "n:ch", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			iters = atol(optarg);
@@ -91,11 +105,17 @@ int main(int argc, char **argv)
 		case 'c':
 			csv = true;
 			break;
+		case 'h':
+			usage(stdout);
+			return 0;
 		default:
-			fprintf(stderr,
-				"usage: zcpredict-bench [-n ITERATIONS] [-c]\n");
-			return c == 'h' ? 0 : 2;
+			usage(stderr);
+			return 2;
 		}
+	}
+	if (optind < argc) {
+		usage(stderr);
+		return 2;
 	}
 	if (iters < 1)
 		iters = 1;

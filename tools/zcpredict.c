@@ -52,7 +52,8 @@ static void usage(FILE *f)
 "  -N N       window of dpd (default 256)\n"
 "  -d DEF     hit definition of the table: ident (default) or buffer\n"
 "  -f FMT     output: table (default), csv or json\n"
-"  -q         overall rows only\n");
+"  -q         overall rows only\n"
+"  -h, --help this help\n");
 }
 
 static int parse_preds(struct opts *o, char *arg)
@@ -268,10 +269,14 @@ int main(int argc, char **argv)
 	struct zcr_eval_stats total[32];
 	char **files = NULL, all[] = "all", *end;
 	size_t nfiles = 0, f;
+	static const struct option lopts[] = {
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
 	int c, i, m, ret;
 
 	parse_preds(&o, all);
-	while ((c = getopt(argc, argv, "p:k:t:s:w:N:d:f:qh")) != -1) {
+	while ((c = getopt_long(argc, argv, "p:k:t:s:w:N:d:f:qh", lopts,
+				NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (parse_preds(&o, optarg))

@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include "remap/compat_uffd.h"
 #include <stdint.h>
 #include <stdio.h>
@@ -163,8 +164,22 @@ static int uffd_setup(struct uffd_ctx *c, unsigned long maxpages)
 	return 0;
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: zcremap-bench [-c] [-r MS] [-m MAXPAGES] [-h|--help]\n"
+"  -c      CSV instead of the table\n"
+"  -r MS   milliseconds per measurement (default 20); each figure is the\n"
+"          median of 5 measurements\n"
+"  -m N    largest range in pages, 1..65536 (default 512)\n"
+"  -h      this help\n");
+}
+
 int main(int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
 	unsigned long maxpages = 512, n;
 	struct remap_ctx rc = { .fd = -1 };
 	struct copy_ctx hot, cold;
@@ -172,16 +187,18 @@ int main(int argc, char **argv)
 	struct utsname un;
 	int csv = 0, opt, have_uffd;
 
-	while ((opt = getopt(argc, argv, "cr:m:h")) != -1) {
+	while ((opt = getopt_long(argc, argv, "cr:m:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c': csv = 1; break;
 		case 'r': run_ms = atof(optarg); break;
 		case 'm': maxpages = strtoul(optarg, NULL, 0); break;
-		default:
-			fprintf(stderr, "usage: %s [-c] [-r MS] [-m MAXPAGES]\n",
-				argv[0]);
-			return opt == 'h' ? 0 : 2;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
 		}
+	}
+	if (optind < argc) {
+		usage(stderr);
+		return 2;
 	}
 	if (run_ms <= 0 || !maxpages || maxpages > 65536) {
 		fprintf(stderr, "zcremap-bench: bad -r or -m\n");

@@ -18,4 +18,11 @@ soname=$(objdump -p "$lib/libzcrecv.so" | awk '/SONAME/ {print $2}')
 bad=$(nm -D --defined-only "$lib/libzcrecv.so" | awk '$3 !~ /^zcr_/ && $3 !~ /^ZCRECV_/ {print $3}')
 [ -z "$bad" ] || { echo "check.sh: unexpected exports: $bad"; exit 1; }
 [ -f "$tmp/lib/udev/rules.d/60-zcrecv.rules" ] || { echo "check.sh: udev rule missing"; exit 1; }
-echo "install check: headers, pkg-config, soname $soname, exports ok"
+# Manual pages, links included: man finds zcr_recv through its .so page.
+man=$tmp/usr/local/share/man
+for p in man1/zcinfo.1 man3/zcr_recv.3 man4/zcrecv.4 man7/zcrecv.7; do
+	[ -f "$man/$p" ] || { echo "check.sh: $p not installed"; exit 1; }
+done
+MANWIDTH=80 man -M "$man" zcr_recv 2>&1 | grep -q '^ *zcr_send, zcr_recv ' ||
+	{ echo "check.sh: man zcr_recv does not show its page"; exit 1; }
+echo "install check: headers, pkg-config, soname $soname, exports, man pages ok"

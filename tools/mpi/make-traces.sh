@@ -2,6 +2,7 @@
 # make-traces.sh - regenerate the bundled traces under tests/traces/.
 #
 # Usage: tools/mpi/make-traces.sh [OUTDIR]     (default tests/traces)
+#        tools/mpi/make-traces.sh -h|--help
 #
 # Runs each small MPI application of tools/mpi/ with 4 ranks under Open MPI
 # with build/tools/mpi/libzctrace.so preloaded, writing OUTDIR/<app>/
@@ -10,6 +11,12 @@
 # and no double-counted calls). Run `make` first. Shared memory only, no
 # network: Open MPI uses the self and vader transports.
 set -euo pipefail
+usage() { sed -n '2,12s/^# \{0,1\}//p' "$0"; }
+case ${1:-} in
+-h|--help) usage; exit 0 ;;
+-*) usage >&2; exit 2 ;;
+esac
+[ $# -le 1 ] || { usage >&2; exit 2; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 out=${1:-tests/traces}

@@ -3,6 +3,7 @@
 #
 # Usage: tools/vm/run-vm.sh [-k 6.1|6.12|all|VERSION] [-t TIMEOUT] [-n]
 #                           [-o LOG] [-r RESULTS] [-f FILE]... -- CMD [CMD...]
+#        tools/vm/run-vm.sh -h|--help
 #   -k  kernel: a series (6.1, 6.12: the newest installed Debian cloud
 #       kernel of it), all (each series in turn; -o is then ignored) or an
 #       exact version as in /boot/vmlinuz-VERSION
@@ -26,7 +27,14 @@ load=yes
 log=
 results=
 files=()
-while getopts "k:t:no:r:f:" opt; do
+usage() { sed -n '2,21s/^# \{0,1\}//p' "$0"; }
+for a in "$@"; do
+	case $a in
+	--) break ;;
+	--help) usage; exit 0 ;;
+	esac
+done
+while getopts "k:t:no:r:f:h" opt; do
 	case $opt in
 	k) series=$OPTARG ;;
 	t) timeout_s=$OPTARG ;;
@@ -34,7 +42,8 @@ while getopts "k:t:no:r:f:" opt; do
 	o) log=$OPTARG ;;
 	r) results=$OPTARG ;;
 	f) files+=("$OPTARG") ;;
-	*) sed -n '2,20s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+	h) usage; exit 0 ;;
+	*) usage >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
