@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "zcr_internal.h"
+#include "core/core.h"
 
 int zcr_ctx_listen(struct zcr_ctx *ctx, const char *hostport)
 {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "zcr_internal.h"
+#include "core/core.h"
 
 void __zcr_req_complete_locked(struct zcr_req *r, int error)
 {

@@ -14,7 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zcr_internal.h"
+#include "core/ctx.h"
+#include "match/match.h"
 
 #define PREDICT_SCAN	8
 

@@ -32,7 +32,9 @@
 #include <liburing.h>
 #endif
 
-#include "zcr_internal.h"
+#include "core/ctx.h"
+#include "match/match.h"
+#include "transport/transport.h"
 
 static int split_hostport(const char *hostport, char *host, size_t hlen,
 			  const char **port)
