@@ -25,9 +25,12 @@
 #include "predict/predict.h"
 #include "remap/remap.h"
 #include "staging/staging.h"
-#include "transport/wire.h"
+#include "transport/transport.h"
 
 enum zcr_req_kind { ZCR_REQ_SEND = 1, ZCR_REQ_RECV = 2 };
+
+/* Bytes of a send request the transport may use as it likes (a header). */
+#define ZCR_TX_SCRATCH	32
 
 struct zcr_ep;
 
@@ -43,39 +46,36 @@ struct zcr_req {
 	int src, tag;
 	/* send */
 	struct zcr_ep *ep;
-	uint8_t hdr[ZCR_WIRE_HDR_LEN];
 	const char *sbuf;
 	uint64_t len;
-	uint64_t sent;			/* header and payload bytes written */
+	uint64_t seq;			/* message number on ep, from 1 */
+	uint64_t sent;			/* transport's progress (bytes) */
+	uint8_t tx[ZCR_TX_SCRATCH];	/* transport's scratch */
 };
 
 enum zcr_ep_state { ZCR_EP_HANDSHAKE, ZCR_EP_OPEN, ZCR_EP_CLOSED };
 
+/*
+ * An endpoint: the connection to one peer, whatever carries it. Its data
+ * path is transport tp with per-endpoint state tp_priv (opaque here); rx
+ * is match's record of the message coming in.
+ */
 struct zcr_ep {
 	struct zcr_list link;
 	struct zcr_ctx *ctx;
-	int fd;
+	const struct zcr_transport_ops *tp;
+	void *tp_priv;
 	int state;
 	int rank;
-	bool accepted;			/* came from our listening socket */
+	bool accepted;			/* came from a listener */
 	bool returned;			/* handed out by zcr_ep_accept */
 	int error;
 	char errmsg[160];
 	char peer[64];
-	uint64_t send_seq, recv_seq;
+	uint64_t send_seq, recv_seq;	/* last message numbers */
 	uint64_t hs_deadline;		/* zcr_now_ns() the handshake ends */
-	struct zcr_list sendq;
-	/* receive state machine: header, then payload into one target */
-	uint8_t hdr[ZCR_WIRE_HDR_LEN];
-	size_t hdr_got;
-	bool have_hdr;
-	bool stalled;			/* header read, no room to land it */
-	struct zcr_wire_hdr h;
-	char *dst;			/* where payload goes, NULL: discard */
-	uint64_t room;			/* bytes of payload that go to dst */
-	uint64_t got;
-	struct zcr_req *rreq;		/* landing into a posted receive */
-	struct zcr_msg *rmsg;		/* landing into staging */
+	struct zcr_list sendq;		/* send requests, in order */
+	struct zcr_arrival rx;
 };
 
 struct zcr_ctx {
@@ -86,14 +86,15 @@ struct zcr_ctx {
 	int quiet;
 	uint64_t max_msg;
 	size_t page;
-	int listen_fd;
-	uint64_t accept_resume;		/* no accept() before; 0: not paused */
+	bool listening;			/* some transport accepts peers */
 	int wake_fd;			/* eventfd: wake a poller */
 	int kmod_fd;
 	struct zcr_kmod_info kmod;
 	struct zcr_list eps;
 	struct zcr_list posted;		/* struct zcr_req, in posting order */
 	struct zcr_list unexpected;	/* struct zcr_msg, in arrival order */
+	struct zcr_list stalled;	/* struct zcr_arrival, in stall order */
+	bool drain_pending;		/* staging freed while some stalled */
 	struct zcr_list mems;		/* struct zcr_mem */
 	/* staging pool */
 	struct zcr_list free_slots;
@@ -104,11 +105,13 @@ struct zcr_ctx {
 	int uffd;
 	char *uffd_tmp;
 	size_t uffd_tmp_len;
-	struct io_uring *ring;		/* batched receives, or NULL */
-	/* progress */
+	/* transports */
+	struct zcr_transport tr[ZCR_MAX_TRANSPORTS];
+	int ntr;
 	unsigned int nep;		/* endpoints on eps */
 	unsigned int nhandshake;	/* of them in ZCR_EP_HANDSHAKE */
 	uint64_t hs_timeout_ns;
+	/* progress */
 	struct zcr_pollset *pollsets;	/* idle poll sets, for reuse */
 	/* prediction */
 	struct zcr_predictor *pred;
