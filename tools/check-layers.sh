@@ -52,8 +52,16 @@ while IFS= read -r f; do
 	done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f")
 done < <(find lib -name '*.[ch]' | sort)
 
-# 2. symbols
-if ls build/lib/*/*.o >/dev/null 2>&1; then
+# 2. symbols, of the objects of today's sources only (a build tree from an
+# older layout may hold others)
+objs() {
+	local c o
+	find lib -name '*.c' | sort | while IFS= read -r c; do
+		o=build/${c%.c}.o
+		[ -f "$o" ] && echo "$o"
+	done
+}
+if [ -n "$(objs)" ]; then
 	declare -A owner
 	while read -r o; do
 		folder=${o#build/lib/}
@@ -61,7 +69,7 @@ if ls build/lib/*/*.o >/dev/null 2>&1; then
 		for s in $(nm --defined-only -g "$o" | awk '$3 ~ /^__zcr_/ {print $3}'); do
 			owner[$s]=$folder
 		done
-	done < <(find build/lib -name '*.o' | sort)
+	done < <(objs)
 	while read -r o; do
 		folder=${o#build/lib/}
 		folder=${folder%%/*}
@@ -74,7 +82,7 @@ if ls build/lib/*/*.o >/dev/null 2>&1; then
 				bad=1
 			fi
 		done
-	done < <(find build/lib -name '*.o' | sort)
+	done < <(objs)
 else
 	echo "check-layers: no build/lib objects, symbol check skipped" >&2
 	bad=1
