@@ -70,13 +70,14 @@ static long zcrecv_ioctl_api(void __user *uarg)
 		return -EOPNOTSUPP;
 
 	api.out_features = ZCRECV_FEATURE_ZONES | ZCRECV_FEATURE_REMAP |
-			   ZCRECV_FEATURE_PINCHECK;
+			   ZCRECV_FEATURE_PINCHECK | ZCRECV_FEATURE_HUGE;
 	api.out_abi_version = ZCRECV_ABI_VERSION;
 	api.out_page_size = PAGE_SIZE;
 	api.out_max_batch = ZCRECV_MAX_BATCH;
 	api.out_max_zone_pages = min(zcrecv_max_zone_pages,
 				     READ_ONCE(zcrecv_max_process_pages));
 	api.out_max_process_pages = READ_ONCE(zcrecv_max_process_pages);
+	api.out_huge_unit_size = ZCRECV_HUGE_NR << PAGE_SHIFT;
 
 	if (copy_to_user(uarg, &api, sizeof(api)))
 		return -EFAULT;
@@ -137,6 +138,8 @@ static const struct file_operations zcrecv_fops = {
 	.unlocked_ioctl	= zcrecv_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 	.mmap		= zcrecv_mmap,
+	/* mmap(NULL) places a zone so that address == offset modulo 2 MiB */
+	.get_unmapped_area = thp_get_unmapped_area,
 	.llseek		= noop_llseek,
 };
 

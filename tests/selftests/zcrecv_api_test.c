@@ -114,8 +114,8 @@ FIXTURE_VARIANT_ADD(rsv, reserved_first) {
 	.size = 8,
 };
 FIXTURE_VARIANT_ADD(rsv, reserved_last) {
-	.what = "reserved[3]",
-	.off = offsetof(struct zcrecv_api, reserved) + 3 * 8, .size = 8,
+	.what = "reserved[2]",
+	.off = offsetof(struct zcrecv_api, reserved) + 2 * 8, .size = 8,
 };
 
 FIXTURE_SETUP(rsv)
@@ -186,7 +186,9 @@ TEST(uapi_layout_pinned)
 	EXPECT_EQ(28, offsetof(struct zcrecv_api, reserved0));
 	EXPECT_EQ(32, offsetof(struct zcrecv_api, out_max_zone_pages));
 	EXPECT_EQ(40, offsetof(struct zcrecv_api, out_max_process_pages));
-	EXPECT_EQ(48, offsetof(struct zcrecv_api, reserved));
+	EXPECT_EQ(48, offsetof(struct zcrecv_api, out_huge_unit_size));
+	EXPECT_EQ(56, offsetof(struct zcrecv_api, reserved));
+	EXPECT_EQ(3, sizeof(((struct zcrecv_api *)0)->reserved) / 8);
 	EXPECT_EQ(0xB9, ZCRECV_IOC_MAGIC);
 	EXPECT_EQ(_IOWR(0xB9, 0x00, struct zcrecv_api), ZCRECV_IOC_API);
 
@@ -218,8 +220,9 @@ TEST(uapi_layout_pinned)
 	EXPECT_EQ(_IOWR(0xB9, 0x02, struct zcrecv_remap), ZCRECV_IOC_REMAP);
 
 	EXPECT_EQ(1, ZCRECV_REMAP_NO_PREFAULT);
-	EXPECT_EQ(7, ZCRECV_FEATURE_ZONES | ZCRECV_FEATURE_REMAP |
-		     ZCRECV_FEATURE_PINCHECK);
+	EXPECT_EQ(15, ZCRECV_FEATURE_ZONES | ZCRECV_FEATURE_REMAP |
+		     ZCRECV_FEATURE_PINCHECK | ZCRECV_FEATURE_HUGE);
+	EXPECT_EQ(1, ZCRECV_ZONE_HUGE);
 }
 
 TEST(open_close_loop_leaks_nothing)
