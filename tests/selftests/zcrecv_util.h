@@ -71,9 +71,9 @@ static inline long zcrecv_page_size(void)
 	return sysconf(_SC_PAGESIZE);
 }
 
-/* Create a zone of @pages pages and map it; returns 0 or -errno. */
-static inline int zcrecv_zone_map(int fd, __u64 pages,
-				  struct zcrecv_zone_map *z)
+/* Create a zone of @pages pages with ZCRECV_ZONE_* @flags and map it. */
+static inline int zcrecv_zone_map_flags(int fd, __u64 pages, __u32 flags,
+					struct zcrecv_zone_map *z)
 {
 	struct zcrecv_zone_create zc;
 	void *p;
@@ -82,6 +82,7 @@ static inline int zcrecv_zone_map(int fd, __u64 pages,
 	memset(z, 0, sizeof(*z));
 	memset(&zc, 0, sizeof(zc));
 	zc.pages = pages;
+	zc.flags = flags;
 	ret = zcrecv_ioctl(fd, ZCRECV_IOC_ZONE_CREATE, &zc);
 	if (ret)
 		return ret;
@@ -94,6 +95,13 @@ static inline int zcrecv_zone_map(int fd, __u64 pages,
 	z->id = zc.out_zone_id;
 	z->offset = zc.out_offset;
 	return 0;
+}
+
+/* Create a zone of @pages pages and map it; returns 0 or -errno. */
+static inline int zcrecv_zone_map(int fd, __u64 pages,
+				  struct zcrecv_zone_map *z)
+{
+	return zcrecv_zone_map_flags(fd, pages, 0, z);
 }
 
 static inline void zcrecv_zone_unmap(struct zcrecv_zone_map *z)
@@ -148,6 +156,27 @@ static inline int zcrecv_check(const void *p, size_t len, unsigned int seed)
 
 	for (i = 0; i < len / sizeof(*w); i++)
 		if (w[i] != seed * 2654435761u + (unsigned int)i)
+			return 0;
+	return 1;
+}
+
+/* n pages from base, page i filled (or checked) with seed + i. */
+static inline void zcrecv_fill_pages(char *base, long page, size_t n,
+				     unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		zcrecv_fill(base + i * page, page, seed + i);
+}
+
+static inline int zcrecv_check_pages(const char *base, long page, size_t n,
+				     unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!zcrecv_check(base + i * page, page, seed + i))
 			return 0;
 	return 1;
 }
