@@ -8,7 +8,8 @@
  * counting), 4 KiB against huge zones and partial units refused with EINVAL,
  * pinned units refused with EBUSY (vmsplice, io_uring), teardown by munmap,
  * close, fork and exit, and an allocation failure (a full memory cgroup)
- * ending in SIGBUS without a kernel warning. Every fixture test ends with
+ * ending in EFAULT from MADV_POPULATE_WRITE and SIGBUS on access, without a
+ * kernel warning. Every fixture test ends with
  * the module's counters balanced. Run in the VM (make test).
  */
 #include <linux/io_uring.h>
@@ -133,6 +134,17 @@ static void stamp(char *p, size_t len, long page, unsigned int seed)
 static int stamped(const char *p, size_t len, long page, unsigned int seed)
 {
 	return zcrecv_check_pages(p, page, len / page, seed);
+}
+
+TEST_F(huge, populate_allocates_every_unit)
+{
+	long long alloc = zcrecv_counter("pages_allocated");
+
+	ASSERT_EQ(0, madvise(self->a.addr, self->a.len, MADV_POPULATE_WRITE));
+	EXPECT_EQ(alloc + NUNITS * (long long)self->upages,
+		  zcrecv_counter("pages_allocated"));
+	EXPECT_EQ(NUNITS * self->upages, present(self->a.addr,
+						 NUNITS * self->upages));
 }
 
 TEST_F(huge, handshake_reports_feature_and_unit)
@@ -556,9 +568,13 @@ TEST_F(huge, allocation_failure_gives_sigbus)
 		if (zcrecv_zone_map_flags(fd, self->upages, ZCRECV_ZONE_HUGE,
 					  &z))
 			_exit(1);
-		/* joined by the parent, then touch the unit */
+		/* joined by the parent, then populate, then touch */
 		if (read(sync[0], &c, 1) != 1)
 			_exit(2);
+		if (!madvise(z.addr, z.len, MADV_POPULATE_WRITE))
+			_exit(4);
+		if (errno != EFAULT)
+			_exit(5);
 		z.addr[0] = 1;
 		_exit(3);
 	}
@@ -575,7 +591,8 @@ TEST_F(huge, allocation_failure_gives_sigbus)
 	} else {
 		TH_LOG("child exited with %d", WEXITSTATUS(status));
 	}
-	EXPECT_EQ(failed + 1, zcrecv_counter("huge_alloc_failed"));
+	/* once for MADV_POPULATE_WRITE (EFAULT), once for the touch */
+	EXPECT_EQ(failed + 2, zcrecv_counter("huge_alloc_failed"));
 }
 
 TEST_HARNESS_MAIN
