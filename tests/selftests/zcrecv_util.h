@@ -152,6 +152,31 @@ static inline int zcrecv_check(const void *p, size_t len, unsigned int seed)
 	return 1;
 }
 
+/*
+ * /proc/self/pagemap entries of @n pages from @addr: bit 63 says present,
+ * bits 0-54 hold the page frame number (readable by root only, else 0).
+ * Reading it does not fault the pages in. Returns 0 or -errno.
+ */
+#define ZCRECV_PM_PRESENT	(1ULL << 63)
+#define ZCRECV_PM_PFN_MASK	((1ULL << 55) - 1)
+
+static inline int zcrecv_pagemap(const void *addr, size_t n, uint64_t *out)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	off_t off = (off_t)((uintptr_t)addr / page) * sizeof(*out);
+	size_t len = n * sizeof(*out);
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	ssize_t r;
+
+	if (fd < 0)
+		return -errno;
+	r = pread(fd, out, len, off);
+	close(fd);
+	if (r < 0)
+		return -errno;
+	return (size_t)r == len ? 0 : -EIO;
+}
+
 /* Zones, allocated pages and freed pages must balance after a test. */
 struct zcrecv_leak_check {
 	long long zones_live;
