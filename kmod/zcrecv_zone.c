@@ -186,7 +186,7 @@ long zcrecv_ioctl_zone_create(struct zcrecv_file *zf, void __user *uarg)
 		return -EINVAL;
 	if (!req.pages)
 		return -EINVAL;
-	if (req.pages > zcrecv_max_zone_pages)
+	if (req.pages > READ_ONCE(zcrecv_max_zone_pages))
 		return -EOVERFLOW;
 	if (current->mm != zf->mm)
 		return -EPERM;
@@ -199,8 +199,9 @@ long zcrecv_ioctl_zone_create(struct zcrecv_file *zf, void __user *uarg)
 	zone = kzalloc(sizeof(*zone), GFP_KERNEL_ACCOUNT);
 	if (!zone)
 		goto err_unreserve;
+	/* Bounded by the parameter's cap; a failure is ENOMEM, not a splat. */
 	zone->pages = kvcalloc(req.pages, sizeof(*zone->pages),
-			       GFP_KERNEL_ACCOUNT);
+			       GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!zone->pages)
 		goto err_free_zone;
 

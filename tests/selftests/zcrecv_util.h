@@ -208,13 +208,43 @@ static inline const char *zcrecv_ko(void)
 	return getenv("ZCRECV_KO");
 }
 
-/* insmod the module from ZCRECV_KO again; the exit status of insmod. */
-static inline int zcrecv_insmod(void)
+/* insmod the module from ZCRECV_KO with parameters ARGS ("" for none). */
+static inline int zcrecv_insmod_args(const char *args)
 {
 	char cmd[512];
 
-	snprintf(cmd, sizeof(cmd), "insmod %s", zcrecv_ko());
+	snprintf(cmd, sizeof(cmd), "insmod %s %s 2>/dev/null", zcrecv_ko(),
+		 args);
 	return system(cmd);
+}
+
+/* insmod the module from ZCRECV_KO again; the exit status of insmod. */
+static inline int zcrecv_insmod(void)
+{
+	return zcrecv_insmod_args("");
+}
+
+/* A module parameter (sysfs), or -1. */
+static inline long long zcrecv_param(const char *name)
+{
+	return zcrecv_sysfs_read(ZCRECV_PARAM_DIR, name);
+}
+
+/* Write a module parameter; 0 or -errno (EINVAL when out of range). */
+static inline int zcrecv_param_write(const char *name, long long v)
+{
+	char path[256], buf[32];
+	int fd, n, ret = 0;
+
+	snprintf(path, sizeof(path), ZCRECV_PARAM_DIR "%s", name);
+	n = snprintf(buf, sizeof(buf), "%lld\n", v);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, buf, n) != n)
+		ret = -errno;
+	close(fd);
+	return ret;
 }
 
 #endif /* ZCRECV_UTIL_H */
