@@ -12,6 +12,8 @@
 #   make dkms_install     register the module with DKMS (builds it for the
 #                   running kernel and every future one)
 #   make checkpatch run checkpatch.pl (from linux-source) on kmod/
+#   make soak N=20  the VM suite N times in a row per kernel (KERNELS),
+#                   stopping at the first failure with its log
 #   make clean
 #
 # Sub-makefiles tools/*.mk and tests/*.mk are included: each part of the
@@ -156,7 +158,7 @@ endef
 $(foreach d,$(KBUILD_DIRS),$(eval $(call zcr_module,$(d),$(notdir $(patsubst %/,%,$(dir $(d)))))))
 
 # ---- top-level targets -------------------------------------------------------
-.PHONY: all lib progs modules test test-unit test-vm run install \
+.PHONY: all lib progs modules test test-unit test-vm soak run install \
 	modules_install dkms_install checkpatch clean help
 all: lib progs modules
 lib: $(LIBS_BUILT)
@@ -171,6 +173,10 @@ test-unit: lib progs
 
 test-vm: all
 	tools/run-tests.sh --vm-only $(KERNELS)
+
+N ?= 20
+soak: all
+	tools/vm/soak.sh -n $(N) $(KERNELS)
 
 run: all
 	tools/run-demo.sh
@@ -213,4 +219,4 @@ clean:
 	rm -rf $(B)
 
 help:
-	@sed -n '3,19s/^# \{0,1\}//p' Makefile
+	@sed -n '3,21s/^# \{0,1\}//p' Makefile

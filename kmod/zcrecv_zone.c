@@ -201,7 +201,7 @@ long zcrecv_ioctl_zone_create(struct zcrecv_file *zf, void __user *uarg)
 	huge = req.flags & ZCRECV_ZONE_HUGE;
 	if (!req.pages || (huge && !IS_ALIGNED(req.pages, ZCRECV_HUGE_NR)))
 		return -EINVAL;
-	if (req.pages > zcrecv_max_zone_pages)
+	if (req.pages > READ_ONCE(zcrecv_max_zone_pages))
 		return -EOVERFLOW;
 	if (current->mm != zf->mm)
 		return -EPERM;
@@ -216,11 +216,12 @@ long zcrecv_ioctl_zone_create(struct zcrecv_file *zf, void __user *uarg)
 		goto err_unreserve;
 	zone->nr_pages = req.pages;
 	zone->huge = huge;
+	/* Bounded by the parameter's cap; a failure is ENOMEM, not a splat. */
 	if (huge)
 		ret = zcrecv_huge_init(zone);
 	else
 		zone->pages = kvcalloc(req.pages, sizeof(*zone->pages),
-				       GFP_KERNEL_ACCOUNT);
+				       GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!zone->pages)
 		goto err_free_zone;
 

@@ -264,4 +264,47 @@ TEST(rmmod_and_insmod_again)
 	close(fd);
 }
 
+/*
+ * Limits are checked when set: out-of-range values are refused at load and
+ * through sysfs, and the largest zone the cap allows is created without a
+ * kernel warning (its page array is allocated defensively).
+ */
+TEST(parameters_checked_when_set)
+{
+	struct zcrecv_zone_create zc;
+	long long old = zcrecv_param("max_process_pages");
+	int fd;
+
+	if (!zcrecv_ko())
+		SKIP(return, "ZCRECV_KO not set: cannot reload the module");
+	ASSERT_LE(0, old);
+	EXPECT_EQ(-EINVAL, zcrecv_param_write("max_process_pages", 1LL << 40));
+	EXPECT_EQ(-EINVAL, zcrecv_param_write("max_global_pages", 1LL << 29));
+	EXPECT_EQ(old, zcrecv_param("max_process_pages"));
+
+	ASSERT_EQ(0, system("rmmod zcrecv"));
+	/* 2^28 pages would ask kvmalloc for a 2 GiB page array */
+	EXPECT_NE(0, zcrecv_insmod_args("max_zone_pages=268435456"));
+	EXPECT_NE(0, zcrecv_insmod_args("max_zone_pages=0"));
+	EXPECT_NE(0, zcrecv_insmod_args("max_process_pages=1099511627776"));
+	/* the cap itself: a 4 Mi-page zone (32 MiB array), no warning */
+	ASSERT_EQ(0, zcrecv_insmod_args("max_zone_pages=4194304 "
+					"max_process_pages=4194304 "
+					"max_global_pages=4194304"));
+	fd = open(ZCRECV_DEV, O_RDWR | O_CLOEXEC);
+	EXPECT_LE(0, fd);
+	if (fd >= 0) {
+		memset(&zc, 0, sizeof(zc));
+		zc.pages = 4194304;
+		EXPECT_EQ(0, zcrecv_ioctl(fd, ZCRECV_IOC_ZONE_CREATE, &zc));
+		zc.pages = 4194305;
+		EXPECT_EQ(-EOVERFLOW,
+			  zcrecv_ioctl(fd, ZCRECV_IOC_ZONE_CREATE, &zc));
+		close(fd);
+	}
+	ASSERT_EQ(0, system("rmmod zcrecv"));
+	ASSERT_EQ(0, zcrecv_insmod());
+	EXPECT_EQ(1LL << 18, zcrecv_param("max_zone_pages"));
+}
+
 TEST_HARNESS_MAIN

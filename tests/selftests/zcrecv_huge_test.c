@@ -24,8 +24,6 @@
 #include "zcrecv_util.h"
 
 #define NUNITS		4	/* units per zone in the fixture */
-#define PM_PRESENT	(1ULL << 63)
-#define PM_PFN_MASK	((1ULL << 55) - 1)
 
 FIXTURE(huge) {
 	int fd;
@@ -68,32 +66,18 @@ FIXTURE_TEARDOWN(huge)
 	EXPECT_TRUE(zcrecv_leak_same(&self->before));
 }
 
-/* pagemap entries of n pages from addr into pm[]; 0 or -errno. */
-static int pagemap(const void *addr, size_t n, __u64 *pm)
-{
-	long page = zcrecv_page_size();
-	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	ssize_t r;
-
-	if (fd < 0)
-		return -errno;
-	r = pread(fd, pm, n * 8, (uintptr_t)addr / page * 8);
-	close(fd);
-	return r == (ssize_t)(n * 8) ? 0 : -EIO;
-}
-
 /* How many of n pages from addr have a present page-table entry. */
 static size_t present(const void *addr, size_t n)
 {
-	__u64 *pm = calloc(n, 8);
+	uint64_t *pm = calloc(n, sizeof(*pm));
 	size_t i, c = 0;
 
-	if (!pm || pagemap(addr, n, pm)) {
+	if (!pm || zcrecv_pagemap(addr, n, pm)) {
 		free(pm);
 		return (size_t)-1;
 	}
 	for (i = 0; i < n; i++)
-		c += !!(pm[i] & PM_PRESENT);
+		c += !!(pm[i] & ZCRECV_PM_PRESENT);
 	free(pm);
 	return c;
 }
@@ -105,18 +89,18 @@ static size_t present(const void *addr, size_t n)
  */
 static long long unit_pfn(const void *addr, size_t n)
 {
-	__u64 *pm = calloc(n, 8);
+	uint64_t *pm = calloc(n, sizeof(*pm));
 	long long pfn = -1;
 	size_t i;
 
-	if (!pm || pagemap(addr, n, pm))
+	if (!pm || zcrecv_pagemap(addr, n, pm))
 		goto out;
-	pfn = pm[0] & PM_PFN_MASK;
+	pfn = pm[0] & ZCRECV_PM_PFN_MASK;
 	if (!pfn)
 		goto out;
 	for (i = 0; i < n; i++)
-		if (!(pm[i] & PM_PRESENT) ||
-		    (pm[i] & PM_PFN_MASK) != (__u64)pfn + i)
+		if (!(pm[i] & ZCRECV_PM_PRESENT) ||
+		    (pm[i] & ZCRECV_PM_PFN_MASK) != (uint64_t)pfn + i)
 			pfn = -1;
 	if (pfn > 0 && pfn % n)
 		pfn = -1;
