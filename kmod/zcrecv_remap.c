@@ -10,6 +10,9 @@
  * taken per entry so a concurrent munmap can proceed between entries; the
  * entries after it then fail cleanly.
  *
+ * Huge zones (zcrecv_huge.c) share the resolution of the ranges and the
+ * helpers below, then exchange whole 2 MiB units.
+ *
  * Why exchange and not move: the source slot needs pages again for the next
  * message; taking dst's old pages means nothing is allocated, zeroed or freed
  * on the receive path.
