@@ -14,6 +14,8 @@
 #   make dkms_install     register the module with DKMS (builds it for the
 #                   running kernel and every future one)
 #   make checkpatch run checkpatch.pl (from linux-source) on kmod/
+#   make soak N=20  the VM suite N times in a row per kernel (KERNELS),
+#                   stopping at the first failure with its log
 #   make clean
 #
 # Sub-makefiles tools/*.mk and tests/*.mk are included: each part of the
@@ -189,7 +191,7 @@ need-kheaders:
 endif
 
 # ---- top-level targets -------------------------------------------------------
-.PHONY: all lib progs modules test test-unit test-vm run install \
+.PHONY: all lib progs modules test test-unit test-vm soak run install \
 	modules_install dkms_install checkpatch clean help
 all: lib progs modules
 lib: $(LIBS_BUILT)
@@ -204,6 +206,10 @@ test-unit: lib progs
 
 test-vm: all
 	tools/run-tests.sh --vm-only $(KERNELS)
+
+N ?= 20
+soak: all
+	tools/vm/soak.sh -n $(N) $(KERNELS)
 
 run: all
 	tools/run-demo.sh

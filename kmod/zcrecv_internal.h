@@ -43,6 +43,18 @@ struct zcrecv_zone {
 	bool mapped;			/* under zf->lock: mmap()ed once */
 	struct mutex lock;		/* pages[] and page-table inserts */
 	struct page **pages;		/* NULL until first touch */
+	bool huge;			/* ZCRECV_ZONE_HUGE: pages[] per unit */
+	struct page **scratch;		/* huge: ZCRECV_HUGE_NR, under lock */
+};
+
+/* Units of huge zones: one PMD's worth of pages, a compound page each. */
+#define ZCRECV_HUGE_ORDER	(PMD_SHIFT - PAGE_SHIFT)
+#define ZCRECV_HUGE_NR		BIT(ZCRECV_HUGE_ORDER)
+
+/* A range of an exchange: a zone and the index of its first page. */
+struct zcrecv_range {
+	struct zcrecv_zone *zone;
+	unsigned long first;		/* index in zone->pages */
 };
 
 int zcrecv_file_init(struct file *file);
@@ -52,6 +64,24 @@ long zcrecv_ioctl_zone_create(struct zcrecv_file *zf, void __user *uarg);
 long zcrecv_ioctl_remap(struct zcrecv_file *zf, void __user *uarg);
 struct zcrecv_zone *zcrecv_vma_zone(struct zcrecv_file *zf,
 				    struct vm_area_struct *vma);
+
+/* zcrecv_remap.c helpers the huge-zone exchange reuses. */
+void zcrecv_lock_two(struct zcrecv_zone *a, struct zcrecv_zone *b);
+void zcrecv_unlock_two(struct zcrecv_zone *a, struct zcrecv_zone *b);
+bool zcrecv_range_busy(struct zcrecv_range *r, unsigned long n, bool unmapped);
+void zcrecv_unmap(struct zcrecv_range *r, unsigned long n);
+void zcrecv_prefault_pages(struct zcrecv_file *zf, unsigned long addr,
+			   struct page **pages, unsigned long n);
+
+/* zcrecv_huge.c: zones of 2 MiB units (ZCRECV_ZONE_HUGE). */
+int zcrecv_huge_init(struct zcrecv_zone *zone);
+unsigned long zcrecv_huge_free(struct zcrecv_zone *zone);
+vm_fault_t zcrecv_huge_fault(struct vm_fault *vmf, struct zcrecv_zone *zone,
+			     unsigned long idx);
+int zcrecv_huge_remap(struct zcrecv_file *zf,
+		      const struct zcrecv_remap_entry *e,
+		      struct zcrecv_range *src, struct zcrecv_range *dst,
+		      bool prefault);
 
 /* vm_flags became read-only with vm_flags_set() in 6.3 (Kbuild probe). */
 static inline void zcrecv_vm_flags_set(struct vm_area_struct *vma,
@@ -81,6 +111,7 @@ enum zcrecv_counter {
 	ZCRECV_CNT_ERR_NOSPC,
 	ZCRECV_CNT_ERR_PERM,
 	ZCRECV_CNT_ERR_OTHER,
+	ZCRECV_CNT_HUGE_ALLOC_FAILED,
 	ZCRECV_NR_COUNTERS
 };
 

@@ -9,6 +9,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/fs.h>
+#include <linux/kstrtox.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/uaccess.h>
@@ -17,19 +18,73 @@
 
 #define ZCRECV_MODULE_VERSION	"0.1.0"
 
+/*
+ * Page limits, checked when set (at load or through sysfs): a value out of
+ * range is refused with EINVAL instead of reaching an allocation. The page
+ * array of a zone is 8 bytes per page, so the zone cap bounds that array to
+ * ZCRECV_ZONE_PAGES_CAP * 8 bytes (32 MiB).
+ */
+#define ZCRECV_ZONE_PAGES_CAP	BIT(22)	/* 16 GiB of 4 KiB pages */
+#define ZCRECV_PAGES_CAP	BIT(28)	/* 1 TiB: sums cannot overflow */
+
+struct zcrecv_ulong_param {
+	unsigned long *val;
+	unsigned long min, max;
+};
+
+static int zcrecv_param_set(const char *arg, const struct kernel_param *kp)
+{
+	const struct zcrecv_ulong_param *p = kp->arg;
+	unsigned long v;
+	int ret;
+
+	ret = kstrtoul(arg, 0, &v);
+	if (ret)
+		return ret;
+	if (v < p->min || v > p->max)
+		return -EINVAL;
+	WRITE_ONCE(*p->val, v);
+	return 0;
+}
+
+static int zcrecv_param_get(char *buf, const struct kernel_param *kp)
+{
+	const struct zcrecv_ulong_param *p = kp->arg;
+
+	return sysfs_emit(buf, "%lu\n", READ_ONCE(*p->val));
+}
+
+static const struct kernel_param_ops zcrecv_param_ops = {
+	.set = zcrecv_param_set,
+	.get = zcrecv_param_get,
+};
+
 unsigned long zcrecv_max_zone_pages = 1UL << 18;	/* 1 GiB of 4 KiB pages */
-module_param_named(max_zone_pages, zcrecv_max_zone_pages, ulong, 0444);
-MODULE_PARM_DESC(max_zone_pages, "Largest zone, in pages (default 262144)");
+static struct zcrecv_ulong_param zcrecv_max_zone_pages_p = {
+	&zcrecv_max_zone_pages, 1, ZCRECV_ZONE_PAGES_CAP,
+};
+module_param_cb(max_zone_pages, &zcrecv_param_ops, &zcrecv_max_zone_pages_p,
+		0444);
+MODULE_PARM_DESC(max_zone_pages,
+		 "Largest zone, in pages (default 262144, 1..4194304)");
 
 unsigned long zcrecv_max_process_pages = 1UL << 19;
-module_param_named(max_process_pages, zcrecv_max_process_pages, ulong, 0644);
+static struct zcrecv_ulong_param zcrecv_max_process_pages_p = {
+	&zcrecv_max_process_pages, 0, ZCRECV_PAGES_CAP,
+};
+module_param_cb(max_process_pages, &zcrecv_param_ops,
+		&zcrecv_max_process_pages_p, 0644);
 MODULE_PARM_DESC(max_process_pages,
-		 "Most zone pages one process may reserve (default 524288)");
+		 "Most zone pages one process may reserve (default 524288, 0..2^28)");
 
 unsigned long zcrecv_max_global_pages = 1UL << 21;
-module_param_named(max_global_pages, zcrecv_max_global_pages, ulong, 0644);
+static struct zcrecv_ulong_param zcrecv_max_global_pages_p = {
+	&zcrecv_max_global_pages, 0, ZCRECV_PAGES_CAP,
+};
+module_param_cb(max_global_pages, &zcrecv_param_ops,
+		&zcrecv_max_global_pages_p, 0644);
 MODULE_PARM_DESC(max_global_pages,
-		 "Most zone pages all processes together may reserve (default 2097152)");
+		 "Most zone pages all processes together may reserve (default 2097152, 0..2^28)");
 
 static int zcrecv_open(struct inode *inode, struct file *file)
 {
@@ -70,13 +125,14 @@ static long zcrecv_ioctl_api(void __user *uarg)
 		return -EOPNOTSUPP;
 
 	api.out_features = ZCRECV_FEATURE_ZONES | ZCRECV_FEATURE_REMAP |
-			   ZCRECV_FEATURE_PINCHECK;
+			   ZCRECV_FEATURE_PINCHECK | ZCRECV_FEATURE_HUGE;
 	api.out_abi_version = ZCRECV_ABI_VERSION;
 	api.out_page_size = PAGE_SIZE;
 	api.out_max_batch = ZCRECV_MAX_BATCH;
-	api.out_max_zone_pages = min(zcrecv_max_zone_pages,
+	api.out_max_zone_pages = min(READ_ONCE(zcrecv_max_zone_pages),
 				     READ_ONCE(zcrecv_max_process_pages));
 	api.out_max_process_pages = READ_ONCE(zcrecv_max_process_pages);
+	api.out_huge_unit_size = ZCRECV_HUGE_NR << PAGE_SHIFT;
 
 	if (copy_to_user(uarg, &api, sizeof(api)))
 		return -EFAULT;
@@ -137,6 +193,8 @@ static const struct file_operations zcrecv_fops = {
 	.unlocked_ioctl	= zcrecv_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 	.mmap		= zcrecv_mmap,
+	/* mmap(NULL) places a zone so that address == offset modulo 2 MiB */
+	.get_unmapped_area = thp_get_unmapped_area,
 	.llseek		= noop_llseek,
 };
 

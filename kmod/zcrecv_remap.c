@@ -10,6 +10,9 @@
  * taken per entry so a concurrent munmap can proceed between entries; the
  * entries after it then fail cleanly.
  *
+ * Huge zones (zcrecv_huge.c) share the resolution of the ranges and the
+ * helpers below, then exchange whole 2 MiB units.
+ *
  * Why exchange and not move: the source slot needs pages again for the next
  * message; taking dst's old pages means nothing is allocated, zeroed or freed
  * on the receive path.
@@ -23,11 +26,6 @@
 #include <linux/uaccess.h>
 
 #include "zcrecv_internal.h"
-
-struct zcrecv_range {
-	struct zcrecv_zone *zone;
-	unsigned long first;		/* index in zone->pages */
-};
 
 /*
  * A range may cover several VMAs of one zone (mprotect, mlock or madvise
@@ -61,10 +59,10 @@ static int zcrecv_resolve(struct zcrecv_file *zf, unsigned long addr,
 /*
  * Pages pinned by pin_user_pages are flagged; any other extra reference
  * (get_user_pages, a vmsplice'd pipe buffer) shows in the refcount once
- * every mapping is gone: our array holds exactly one reference.
+ * every mapping is gone: our array holds exactly one reference. A huge
+ * zone's entry is a compound page: the same tests apply to the whole unit.
  */
-static bool zcrecv_range_busy(struct zcrecv_range *r, unsigned long n,
-			      bool unmapped)
+bool zcrecv_range_busy(struct zcrecv_range *r, unsigned long n, bool unmapped)
 {
 	unsigned long i;
 
@@ -81,7 +79,7 @@ static bool zcrecv_range_busy(struct zcrecv_range *r, unsigned long n,
 	return false;
 }
 
-static void zcrecv_unmap(struct zcrecv_range *r, unsigned long n)
+void zcrecv_unmap(struct zcrecv_range *r, unsigned long n)
 {
 	unmap_mapping_range(r->zone->mapping,
 			    (loff_t)(r->zone->pgoff + r->first) << PAGE_SHIFT,
@@ -114,12 +112,10 @@ static void zcrecv_prefault_vma(struct vm_area_struct *vma, unsigned long addr,
 	}
 }
 
-/* Map dst's new pages at once, VMA by VMA, so the next access does not fault. */
-static void zcrecv_prefault(struct zcrecv_file *zf, struct zcrecv_range *r,
-			    unsigned long addr, unsigned long n)
+/* Map n pages at addr at once, VMA by VMA, so the next access does not fault. */
+void zcrecv_prefault_pages(struct zcrecv_file *zf, unsigned long addr,
+			   struct page **pages, unsigned long n)
 {
-	struct page **pages = r->zone->pages + r->first;
-
 	while (n) {
 		struct vm_area_struct *vma = vma_lookup(zf->mm, addr);
 		unsigned long seg;
@@ -134,7 +130,7 @@ static void zcrecv_prefault(struct zcrecv_file *zf, struct zcrecv_range *r,
 	}
 }
 
-static void zcrecv_lock_two(struct zcrecv_zone *a, struct zcrecv_zone *b)
+void zcrecv_lock_two(struct zcrecv_zone *a, struct zcrecv_zone *b)
 {
 	if (a == b) {
 		mutex_lock(&a->lock);
@@ -146,7 +142,7 @@ static void zcrecv_lock_two(struct zcrecv_zone *a, struct zcrecv_zone *b)
 	mutex_lock_nested(&b->lock, SINGLE_DEPTH_NESTING);
 }
 
-static void zcrecv_unlock_two(struct zcrecv_zone *a, struct zcrecv_zone *b)
+void zcrecv_unlock_two(struct zcrecv_zone *a, struct zcrecv_zone *b)
 {
 	if (a != b)
 		mutex_unlock(&b->lock);
@@ -180,6 +176,12 @@ static int zcrecv_remap_one(struct zcrecv_file *zf,
 		ret = zcrecv_resolve(zf, e->dst, e->len, &dst);
 	if (ret)
 		goto out_mm;
+	if (src.zone->huge || dst.zone->huge) {
+		ret = zcrecv_huge_remap(zf, e, &src, &dst, prefault);
+		if (!ret)
+			*pages_done += n;
+		goto out_mm;
+	}
 
 	zcrecv_lock_two(src.zone, dst.zone);
 	ret = -EBUSY;
@@ -199,7 +201,8 @@ static int zcrecv_remap_one(struct zcrecv_file *zf,
 			cond_resched();
 	}
 	if (prefault)
-		zcrecv_prefault(zf, &dst, e->dst, n);
+		zcrecv_prefault_pages(zf, e->dst, dst.zone->pages + dst.first,
+				      n);
 	*pages_done += n;
 	ret = 0;
 	pr_debug("exchanged %lu pages: zone %llu+%lu <-> zone %llu+%lu\n", n,

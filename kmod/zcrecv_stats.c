@@ -29,6 +29,7 @@ static const char * const zcrecv_counter_names[ZCRECV_NR_COUNTERS] = {
 	[ZCRECV_CNT_ERR_NOSPC]		= "errors_nospc",
 	[ZCRECV_CNT_ERR_PERM]		= "errors_perm",
 	[ZCRECV_CNT_ERR_OTHER]		= "errors_other",
+	[ZCRECV_CNT_HUGE_ALLOC_FAILED]	= "huge_alloc_failed",
 };
 
 struct zcrecv_counter_attr {

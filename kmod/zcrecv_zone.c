@@ -119,17 +119,9 @@ static void zcrecv_zap_zone(struct zcrecv_zone *zone)
 			    (loff_t)zone->nr_pages << PAGE_SHIFT, 1);
 }
 
-static void zcrecv_zone_free(struct zcrecv_zone *zone)
+static unsigned long zcrecv_free_pages(struct zcrecv_zone *zone)
 {
 	unsigned long i, freed = 0;
-
-	/*
-	 * No VMA of the owner maps the zone any more; detached copies in
-	 * children had their entries zapped when they were made. Zap the
-	 * window once more so that no page-table entry can outlive the
-	 * zone's pages, whatever order a kernel's fork uses.
-	 */
-	zcrecv_zap_zone(zone);
 
 	for (i = 0; i < zone->nr_pages; i++) {
 		if (zone->pages[i]) {
@@ -139,12 +131,32 @@ static void zcrecv_zone_free(struct zcrecv_zone *zone)
 		if (!(i & 4095))
 			cond_resched();
 	}
+	return freed;
+}
+
+static void zcrecv_zone_free(struct zcrecv_zone *zone)
+{
+	unsigned long freed;
+
+	/*
+	 * No VMA of the owner maps the zone any more; detached copies in
+	 * children had their entries zapped when they were made. Zap the
+	 * window once more so that no page-table entry can outlive the
+	 * zone's pages, whatever order a kernel's fork uses.
+	 */
+	zcrecv_zap_zone(zone);
+
+	if (zone->huge)
+		freed = zcrecv_huge_free(zone);
+	else
+		freed = zcrecv_free_pages(zone);
 	zcrecv_count(ZCRECV_CNT_PAGES_FREED, freed);
 	zcrecv_count(ZCRECV_CNT_ZONES_LIVE, -1);
 	zcrecv_unreserve(zone->zf->owner, zone->nr_pages);
 	pr_debug("zone %llu freed (%lu pages, %lu allocated)\n", zone->id,
 		 zone->nr_pages, freed);
 	kvfree(zone->pages);
+	kfree(zone->scratch);
 	kfree(zone);
 }
 
@@ -177,16 +189,19 @@ long zcrecv_ioctl_zone_create(struct zcrecv_file *zf, void __user *uarg)
 {
 	struct zcrecv_zone_create req;
 	struct zcrecv_zone *zone;
+	bool huge;
 	s64 pgoff;
 	int ret;
 
 	if (copy_from_user(&req, uarg, sizeof(req)))
 		return -EFAULT;
-	if (req.flags || req.reserved0 || req.reserved[0] || req.reserved[1])
+	if ((req.flags & ~ZCRECV_ZONE_HUGE) || req.reserved0 ||
+	    req.reserved[0] || req.reserved[1])
 		return -EINVAL;
-	if (!req.pages)
+	huge = req.flags & ZCRECV_ZONE_HUGE;
+	if (!req.pages || (huge && !IS_ALIGNED(req.pages, ZCRECV_HUGE_NR)))
 		return -EINVAL;
-	if (req.pages > zcrecv_max_zone_pages)
+	if (req.pages > READ_ONCE(zcrecv_max_zone_pages))
 		return -EOVERFLOW;
 	if (current->mm != zf->mm)
 		return -EPERM;
@@ -199,17 +214,27 @@ long zcrecv_ioctl_zone_create(struct zcrecv_file *zf, void __user *uarg)
 	zone = kzalloc(sizeof(*zone), GFP_KERNEL_ACCOUNT);
 	if (!zone)
 		goto err_unreserve;
-	zone->pages = kvcalloc(req.pages, sizeof(*zone->pages),
-			       GFP_KERNEL_ACCOUNT);
+	zone->nr_pages = req.pages;
+	zone->huge = huge;
+	/* Bounded by the parameter's cap; a failure is ENOMEM, not a splat. */
+	if (huge)
+		ret = zcrecv_huge_init(zone);
+	else
+		zone->pages = kvcalloc(req.pages, sizeof(*zone->pages),
+				       GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!zone->pages)
 		goto err_free_zone;
 
 	/*
 	 * A window of offsets no other zone will ever use; one page of gap
 	 * keeps neighbouring windows apart. The offset must fit in a signed
-	 * loff_t once shifted.
+	 * loff_t once shifted. A huge zone's window starts on a unit boundary
+	 * so that thp_get_unmapped_area aligns its mapping.
 	 */
-	pgoff = atomic64_fetch_add(req.pages + 1, &zcrecv_next_pgoff);
+	pgoff = atomic64_fetch_add(req.pages + 1 + (huge ? ZCRECV_HUGE_NR : 0),
+				   &zcrecv_next_pgoff);
+	if (huge)
+		pgoff = round_up(pgoff, ZCRECV_HUGE_NR);
 	ret = -ENOSPC;
 	if (pgoff + req.pages + 1 > (S64_MAX >> PAGE_SHIFT))
 		goto err_free_pages;
@@ -217,7 +242,6 @@ long zcrecv_ioctl_zone_create(struct zcrecv_file *zf, void __user *uarg)
 	mutex_init(&zone->lock);
 	zone->zf = zf;
 	zone->mapping = zf->mapping;
-	zone->nr_pages = req.pages;
 	zone->pgoff = pgoff;
 	zone->id = atomic64_inc_return(&zcrecv_next_zone_id) - 1;
 
@@ -239,6 +263,7 @@ long zcrecv_ioctl_zone_create(struct zcrecv_file *zf, void __user *uarg)
 err_free_pages:
 	kvfree(zone->pages);
 err_free_zone:
+	kfree(zone->scratch);
 	kfree(zone);
 err_unreserve:
 	zcrecv_unreserve(zf->owner, req.pages);
@@ -302,6 +327,8 @@ static vm_fault_t zcrecv_vm_fault(struct vm_fault *vmf)
 	idx = vmf->pgoff - zone->pgoff;
 	if (vmf->pgoff < zone->pgoff || idx >= zone->nr_pages)
 		return VM_FAULT_SIGBUS;
+	if (zone->huge)
+		return zcrecv_huge_fault(vmf, zone, idx);
 
 	mutex_lock(&zone->lock);
 	page = zone->pages[idx];

@@ -5,11 +5,16 @@
  * buffer much larger than the last-level cache) and against UFFDIO_MOVE
  * where the kernel has it (>= 6.8), for ranges of 1 to 512 pages.
  *
- * Usage: zcremap-bench [-c] [-r MS] [-m MAXPAGES]
+ * With -H: the exchange of 2 MiB units between huge zones (ZCRECV_ZONE_HUGE)
+ * against the exchange of the same bytes between 4 KiB zones and memcpy of
+ * them, per 2 MiB, for ranges of 1 to 8 units.
+ *
+ * Usage: zcremap-bench [-c] [-H] [-r MS] [-m MAX]
  *   -c      print CSV instead of the table
+ *   -H      2 MiB-unit mode (huge zones)
  *   -r MS   milliseconds per measurement (default 20); each figure is the
  *           median of 5 measurements
- *   -m N    largest range in pages (default 512)
+ *   -m N    largest range in pages (default 512), with -H in units (8)
  * Run inside the VM with the module loaded: tools/vm/run-vm.sh -k 6.12
  * -f build/tools/zcremap-bench -- ./zcremap-bench. Under QEMU TCG the
  * figures are emulated: compare the ratios, not the nanoseconds.
@@ -17,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include "remap/compat_uffd.h"
 #include <stdint.h>
 #include <stdio.h>
@@ -167,12 +173,116 @@ static int uffd_setup(struct uffd_ctx *c, unsigned long maxpages)
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: zcremap-bench [-c] [-r MS] [-m MAXPAGES] [-h|--help]\n"
+"usage: zcremap-bench [-c] [-H] [-r MS] [-m MAX] [-h|--help]\n"
 "  -c      CSV instead of the table\n"
 "  -r MS   milliseconds per measurement (default 20); each figure is the\n"
 "          median of 5 measurements\n"
-"  -m N    largest range in pages, 1..65536 (default 512)\n"
+"  -H      2 MiB-unit zones: unit exchange vs 4 KiB exchange vs memcpy,\n"
+"          per 2 MiB (needs zcrecv.ko with huge zones)\n"
+"  -m N    largest range in pages, 1..65536 (default 512); with -H in\n"
+"          2 MiB units, 1..64 (default 8)\n"
 "  -h      this help\n");
+}
+
+/* Two zones of @pages pages with @flags, mapped and touched, in rc. */
+static int zones_setup(struct remap_ctx *rc, unsigned long pages, __u32 flags)
+{
+	struct zcrecv_zone_create zc = { .pages = pages, .flags = flags };
+	char *z[2];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		zc.pages = pages;
+		if (ioctl(rc->fd, ZCRECV_IOC_ZONE_CREATE, &zc))
+			return -errno;
+		z[i] = mmap(NULL, pages * page, PROT_READ | PROT_WRITE,
+			    MAP_SHARED, rc->fd, zc.out_offset);
+		if (z[i] == MAP_FAILED)
+			return -errno;
+		memset(z[i], i + 1, pages * page);
+	}
+	rc->a = z[0];
+	rc->b = z[1];
+	return 0;
+}
+
+/* -H: 2 MiB units vs 4 KiB pages vs memcpy, ns per 2 MiB. */
+static int run_huge(int csv, unsigned long maxunits)
+{
+	struct remap_ctx huge = { .fd = -1 }, small;
+	struct zcrecv_api api = { .abi_version = ZCRECV_ABI_VERSION };
+	unsigned long upages, n;
+	struct copy_ctx hot, cold;
+	struct utsname un;
+	size_t unit;
+	int ret;
+
+	uname(&un);
+	huge.fd = open("/dev/" ZCRECV_DEVICE_NAME, O_RDWR | O_CLOEXEC);
+	if (huge.fd < 0 || ioctl(huge.fd, ZCRECV_IOC_API, &api) ||
+	    !(api.out_features & ZCRECV_FEATURE_HUGE)) {
+		fprintf(stderr, "zcremap-bench: -H needs zcrecv.ko with huge zones\n");
+		return 1;
+	}
+	unit = api.out_huge_unit_size;
+	upages = unit / page;
+	small = huge;
+	ret = zones_setup(&huge, maxunits * upages, ZCRECV_ZONE_HUGE);
+	if (!ret)
+		ret = zones_setup(&small, maxunits * upages, 0);
+	if (ret) {
+		fprintf(stderr, "zcremap-bench: zones: %s\n", strerror(-ret));
+		return 1;
+	}
+	hot.src = aligned_alloc(page, maxunits * unit);
+	hot.dst = aligned_alloc(page, maxunits * unit);
+	cold.src = aligned_alloc(page, COLD_BYTES);
+	cold.dst = aligned_alloc(page, COLD_BYTES);
+	if (!hot.src || !hot.dst || !cold.src || !cold.dst) {
+		fprintf(stderr, "zcremap-bench: out of memory\n");
+		return 1;
+	}
+	memset(hot.src, 1, maxunits * unit);
+	memset(hot.dst, 2, maxunits * unit);
+	memset(cold.src, 1, COLD_BYTES);
+	memset(cold.dst, 2, COLD_BYTES);
+	hot.span = maxunits * unit;
+	cold.span = COLD_BYTES;
+	hot.off = cold.off = 0;
+
+	if (csv) {
+		printf("kernel,units,remap_2m_ns_per_unit,remap_4k_ns_per_unit,"
+		       "memcpy_hot_ns_per_unit,memcpy_cold_ns_per_unit\n");
+	} else {
+		printf("# zcremap-bench -H on Linux %s, unit %zu bytes; ns per "
+		       "unit, median of %d runs of %.0f ms\n", un.release, unit,
+		       NSAMPLES, run_ms);
+		printf("%6s %11s %11s %11s %11s %9s %9s %9s\n", "units",
+		       "remap-2m", "remap-4k", "copy-hot", "copy-cold",
+		       "2m/4k", "2m/hot", "2m/cold");
+	}
+	for (n = 1; n <= maxunits; n *= 2) {
+		unsigned long pages = n * upages;
+		double r2 = measure(do_remap, &huge, pages) * upages;
+		double r4 = measure(do_remap, &small, pages) * upages;
+		double h = measure(do_copy, &hot, pages) * upages;
+		double c = measure(do_copy, &cold, pages) * upages;
+
+		if (r2 < 0 || r4 < 0) {
+			fprintf(stderr, "zcremap-bench: remap failed\n");
+			return 1;
+		}
+		if (csv)
+			printf("%s,%lu,%.0f,%.0f,%.0f,%.0f\n", un.release, n,
+			       r2, r4, h, c);
+		else
+			printf("%6lu %11.0f %11.0f %11.0f %11.0f %9.3f %9.3f "
+			       "%9.3f\n", n, r2, r4, h, c, r2 / r4, r2 / h,
+			       r2 / c);
+	}
+	if (!csv)
+		printf("# ratio < 1: the 2 MiB-unit exchange is cheaper\n");
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -180,16 +290,17 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
-	unsigned long maxpages = 512, n;
+	unsigned long maxpages = ULONG_MAX, n;
 	struct remap_ctx rc = { .fd = -1 };
 	struct copy_ctx hot, cold;
 	struct uffd_ctx uc;
 	struct utsname un;
-	int csv = 0, opt, have_uffd;
+	int csv = 0, huge = 0, opt, have_uffd;
 
-	while ((opt = getopt_long(argc, argv, "cr:m:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "cHr:m:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c': csv = 1; break;
+		case 'H': huge = 1; break;
 		case 'r': run_ms = atof(optarg); break;
 		case 'm': maxpages = strtoul(optarg, NULL, 0); break;
 		case 'h': usage(stdout); return 0;
@@ -200,35 +311,26 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (run_ms <= 0 || !maxpages || maxpages > 65536) {
+	if (maxpages == ULONG_MAX)
+		maxpages = huge ? 8 : 512;
+	if (run_ms <= 0 || !maxpages || maxpages > (huge ? 64 : 65536)) {
 		fprintf(stderr, "zcremap-bench: bad -r or -m\n");
 		return 2;
 	}
 	page = sysconf(_SC_PAGESIZE);
+	if (huge)
+		return run_huge(csv, maxpages);
 	uname(&un);
 
 	rc.fd = open("/dev/" ZCRECV_DEVICE_NAME, O_RDWR | O_CLOEXEC);
 	if (rc.fd >= 0) {
-		struct zcrecv_zone_create zc = { .pages = maxpages };
-		char *z[2];
-		int i;
+		int ret = zones_setup(&rc, maxpages, 0);
 
-		for (i = 0; i < 2; i++) {
-			zc.pages = maxpages;
-			if (ioctl(rc.fd, ZCRECV_IOC_ZONE_CREATE, &zc)) {
-				perror("zcremap-bench: zone");
-				return 1;
-			}
-			z[i] = mmap(NULL, maxpages * page, PROT_READ | PROT_WRITE,
-				    MAP_SHARED, rc.fd, zc.out_offset);
-			if (z[i] == MAP_FAILED) {
-				perror("zcremap-bench: mmap");
-				return 1;
-			}
-			memset(z[i], i + 1, maxpages * page);
+		if (ret) {
+			fprintf(stderr, "zcremap-bench: zones: %s\n",
+				strerror(-ret));
+			return 1;
 		}
-		rc.a = z[0];
-		rc.b = z[1];
 	}
 	hot.src = aligned_alloc(page, maxpages * page);
 	hot.dst = aligned_alloc(page, maxpages * page);

@@ -13,7 +13,8 @@
 SAME(sizeof(struct zcrecv_api), 80);
 SAME(offsetof(struct zcrecv_api, out_features), 8);
 SAME(offsetof(struct zcrecv_api, out_max_zone_pages), 32);
-SAME(offsetof(struct zcrecv_api, reserved), 48);
+SAME(offsetof(struct zcrecv_api, out_huge_unit_size), 48);
+SAME(offsetof(struct zcrecv_api, reserved), 56);
 SAME(sizeof(struct zcrecv_zone_create), 48);
 SAME(offsetof(struct zcrecv_zone_create, out_offset), 16);
 SAME(offsetof(struct zcrecv_zone_create, reserved), 32);
@@ -26,3 +27,5 @@ SAME(offsetof(struct zcrecv_remap, reserved), 32);
 SAME(ZCRECV_IOC_API, 0xc050b900u);
 SAME(ZCRECV_IOC_ZONE_CREATE, 0xc030b901u);
 SAME(ZCRECV_IOC_REMAP, 0xc030b902u);
+SAME(ZCRECV_FEATURE_HUGE, 8);
+SAME(ZCRECV_ZONE_HUGE, 1);

@@ -114,8 +114,8 @@ FIXTURE_VARIANT_ADD(rsv, reserved_first) {
 	.size = 8,
 };
 FIXTURE_VARIANT_ADD(rsv, reserved_last) {
-	.what = "reserved[3]",
-	.off = offsetof(struct zcrecv_api, reserved) + 3 * 8, .size = 8,
+	.what = "reserved[2]",
+	.off = offsetof(struct zcrecv_api, reserved) + 2 * 8, .size = 8,
 };
 
 FIXTURE_SETUP(rsv)
@@ -186,7 +186,9 @@ TEST(uapi_layout_pinned)
 	EXPECT_EQ(28, offsetof(struct zcrecv_api, reserved0));
 	EXPECT_EQ(32, offsetof(struct zcrecv_api, out_max_zone_pages));
 	EXPECT_EQ(40, offsetof(struct zcrecv_api, out_max_process_pages));
-	EXPECT_EQ(48, offsetof(struct zcrecv_api, reserved));
+	EXPECT_EQ(48, offsetof(struct zcrecv_api, out_huge_unit_size));
+	EXPECT_EQ(56, offsetof(struct zcrecv_api, reserved));
+	EXPECT_EQ(3, sizeof(((struct zcrecv_api *)0)->reserved) / 8);
 	EXPECT_EQ(0xB9, ZCRECV_IOC_MAGIC);
 	EXPECT_EQ(_IOWR(0xB9, 0x00, struct zcrecv_api), ZCRECV_IOC_API);
 
@@ -218,8 +220,9 @@ TEST(uapi_layout_pinned)
 	EXPECT_EQ(_IOWR(0xB9, 0x02, struct zcrecv_remap), ZCRECV_IOC_REMAP);
 
 	EXPECT_EQ(1, ZCRECV_REMAP_NO_PREFAULT);
-	EXPECT_EQ(7, ZCRECV_FEATURE_ZONES | ZCRECV_FEATURE_REMAP |
-		     ZCRECV_FEATURE_PINCHECK);
+	EXPECT_EQ(15, ZCRECV_FEATURE_ZONES | ZCRECV_FEATURE_REMAP |
+		     ZCRECV_FEATURE_PINCHECK | ZCRECV_FEATURE_HUGE);
+	EXPECT_EQ(1, ZCRECV_ZONE_HUGE);
 }
 
 TEST(open_close_loop_leaks_nothing)
@@ -259,6 +262,49 @@ TEST(rmmod_and_insmod_again)
 	EXPECT_EQ(0, zcrecv_handshake(fd, &api));
 	EXPECT_EQ(0, zcrecv_counter("open_files") - 1);
 	close(fd);
+}
+
+/*
+ * Limits are checked when set: out-of-range values are refused at load and
+ * through sysfs, and the largest zone the cap allows is created without a
+ * kernel warning (its page array is allocated defensively).
+ */
+TEST(parameters_checked_when_set)
+{
+	struct zcrecv_zone_create zc;
+	long long old = zcrecv_param("max_process_pages");
+	int fd;
+
+	if (!zcrecv_ko())
+		SKIP(return, "ZCRECV_KO not set: cannot reload the module");
+	ASSERT_LE(0, old);
+	EXPECT_EQ(-EINVAL, zcrecv_param_write("max_process_pages", 1LL << 40));
+	EXPECT_EQ(-EINVAL, zcrecv_param_write("max_global_pages", 1LL << 29));
+	EXPECT_EQ(old, zcrecv_param("max_process_pages"));
+
+	ASSERT_EQ(0, system("rmmod zcrecv"));
+	/* 2^28 pages would ask kvmalloc for a 2 GiB page array */
+	EXPECT_NE(0, zcrecv_insmod_args("max_zone_pages=268435456"));
+	EXPECT_NE(0, zcrecv_insmod_args("max_zone_pages=0"));
+	EXPECT_NE(0, zcrecv_insmod_args("max_process_pages=1099511627776"));
+	/* the cap itself: a 4 Mi-page zone (32 MiB array), no warning */
+	ASSERT_EQ(0, zcrecv_insmod_args("max_zone_pages=4194304 "
+					"max_process_pages=4194304 "
+					"max_global_pages=4194304"));
+	fd = open(ZCRECV_DEV, O_RDWR | O_CLOEXEC);
+	EXPECT_LE(0, fd);
+	if (fd >= 0) {
+		memset(&zc, 0, sizeof(zc));
+		zc.pages = 4194304;
+		EXPECT_EQ(0, zcrecv_ioctl(fd, ZCRECV_IOC_ZONE_CREATE, &zc));
+		zc.pages = 4194305;
+		EXPECT_EQ(-EOVERFLOW,
+			  zcrecv_ioctl(fd, ZCRECV_IOC_ZONE_CREATE, &zc));
+		close(fd);
+	}
+	ASSERT_EQ(0, system("rmmod zcrecv"));
+	ASSERT_EQ(0, zcrecv_insmod());
+	EXPECT_EQ(1LL << 18, zcrecv_param("max_zone_pages"));
 }
 
 TEST_HARNESS_MAIN

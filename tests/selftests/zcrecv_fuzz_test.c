@@ -3,8 +3,9 @@
  * zcrecv_fuzz_test - a randomized fuzzer of /dev/zcrecv: several threads
  * issue at least 100,000 ioctls (ZCRECV_FUZZ_OPS to change) with random
  * commands and arguments, valid and invalid mixed, while other threads map,
- * touch and unmap zones under them and files are closed and reopened. It
- * checks that every ioctl answers with a documented errno, that the process
+ * touch and unmap zones under them and files are closed and reopened.
+ * Zones are 4 KiB or huge (2 MiB units; lengths and offsets are often whole
+ * units so that huge exchanges really happen). It checks that every ioctl answers with a documented errno, that the process
  * survives, and that the module's counters balance at the end (the VM runner
  * checks the kernel log). ZCRECV_FUZZ_SEED reproduces a run.
  */
@@ -28,10 +29,12 @@ struct fuzz {
 	pthread_mutex_t lock;		/* pool bookkeeping and touches */
 	struct pool_zone pool[POOL];
 	long page;
+	size_t unit;			/* huge zones' unit, bytes */
 	unsigned long ops_per_thread;
 	unsigned long long seed;
 	unsigned long bad_errno;
 	unsigned long ioctls;
+	unsigned long huge_zones;	/* huge zones created */
 };
 
 struct worker {
@@ -74,6 +77,11 @@ static __u64 pick_addr(struct worker *w)
 	case 1: return 0xffff888000000000ULL + (rnd(w) & ~0xfffULL);
 	case 2: return rnd(w);
 	case 3: return (__u64)(uintptr_t)&z;
+	case 4:
+		if (!base || len < f->unit)
+			return rnd(w) & ~0xfffULL;
+		return (__u64)(uintptr_t)base +
+		       (rnd(w) % (len / f->unit + 1)) * f->unit;
 	default:
 		if (!base || !len)
 			return rnd(w) & ~0xfffULL;
@@ -85,10 +93,11 @@ static __u64 pick_addr(struct worker *w)
 
 static __u64 pick_len(struct worker *w)
 {
-	switch (rnd(w) % 6) {
+	switch (rnd(w) % 7) {
 	case 0: return 0;
 	case 1: return rnd(w);
 	case 2: return (rnd(w) % 4096) + 1;
+	case 3: return ((rnd(w) % 2) + 1) * w->f->unit;
 	default: return ((rnd(w) % 16) + 1) * w->f->page;
 	}
 }
@@ -134,6 +143,11 @@ static void op_zone(struct worker *w)
 
 	memset(&zc, 0, sizeof(zc));
 	zc.pages = rnd(w) % 10 ? (rnd(w) % 32) + 1 : rnd(w) >> (rnd(w) % 64);
+	if (rnd(w) % 4 == 0) {
+		zc.flags = ZCRECV_ZONE_HUGE;
+		zc.pages = ((rnd(w) % 2) + 1) * (f->unit / f->page) +
+			   (rnd(w) % 10 ? 0 : rnd(w) % 8);
+	}
 	if (rnd(w) % 10 == 0)
 		zc.flags = rnd(w);
 	if (rnd(w) % 10 == 0)
@@ -147,6 +161,8 @@ static void op_zone(struct worker *w)
 	}
 	__atomic_add_fetch(&f->ioctls, 1, __ATOMIC_RELAXED);
 	w->done++;
+	if (zc.flags & ZCRECV_ZONE_HUGE)
+		__atomic_add_fetch(&f->huge_zones, 1, __ATOMIC_RELAXED);
 	if (rnd(w) % 8 == 0)
 		return;		/* leave it unmapped: close must free it */
 	p = mmap(NULL, zc.pages * f->page, PROT_READ | PROT_WRITE,
@@ -266,6 +282,7 @@ TEST_F_TIMEOUT(fuzz, random_ioctls_from_threads, 300)
 {
 	struct zcrecv_leak_check before;
 	struct worker w[NTHREADS];
+	struct zcrecv_api api;
 	pthread_t th[NTHREADS];
 	struct fuzz f;
 	const char *s;
@@ -290,6 +307,10 @@ TEST_F_TIMEOUT(fuzz, random_ioctls_from_threads, 300)
 		f.fds[i] = open(ZCRECV_DEV, O_RDWR | O_CLOEXEC);
 		ASSERT_LE(0, f.fds[i]);
 	}
+	ASSERT_EQ(0, zcrecv_handshake(f.fds[0], &api));
+	/* without ZCRECV_FEATURE_HUGE huge creates just fail with EINVAL */
+	f.unit = api.out_huge_unit_size ? api.out_huge_unit_size :
+		 (size_t)f.page * (f.page / 8);
 	for (i = 0; i < NTHREADS; i++) {
 		w[i].f = &f;
 		w[i].rng = f.seed * 0x9e3779b97f4a7c15ULL + i + 1;
@@ -309,7 +330,9 @@ TEST_F_TIMEOUT(fuzz, random_ioctls_from_threads, 300)
 	close(f.fds[0]);
 	close(f.fds[1]);
 
-	TH_LOG("%lu ioctls issued", f.ioctls);
+	TH_LOG("%lu ioctls issued, %lu huge zones", f.ioctls, f.huge_zones);
+	if (api.out_features & ZCRECV_FEATURE_HUGE)
+		EXPECT_LT(0, f.huge_zones);
 	EXPECT_LE(NTHREADS * f.ops_per_thread, f.ioctls);
 	EXPECT_EQ(0, f.bad_errno);
 	/* Partially unmapped zones are gone now too: the books balance. */

@@ -71,9 +71,9 @@ static inline long zcrecv_page_size(void)
 	return sysconf(_SC_PAGESIZE);
 }
 
-/* Create a zone of @pages pages and map it; returns 0 or -errno. */
-static inline int zcrecv_zone_map(int fd, __u64 pages,
-				  struct zcrecv_zone_map *z)
+/* Create a zone of @pages pages with ZCRECV_ZONE_* @flags and map it. */
+static inline int zcrecv_zone_map_flags(int fd, __u64 pages, __u32 flags,
+					struct zcrecv_zone_map *z)
 {
 	struct zcrecv_zone_create zc;
 	void *p;
@@ -82,6 +82,7 @@ static inline int zcrecv_zone_map(int fd, __u64 pages,
 	memset(z, 0, sizeof(*z));
 	memset(&zc, 0, sizeof(zc));
 	zc.pages = pages;
+	zc.flags = flags;
 	ret = zcrecv_ioctl(fd, ZCRECV_IOC_ZONE_CREATE, &zc);
 	if (ret)
 		return ret;
@@ -94,6 +95,13 @@ static inline int zcrecv_zone_map(int fd, __u64 pages,
 	z->id = zc.out_zone_id;
 	z->offset = zc.out_offset;
 	return 0;
+}
+
+/* Create a zone of @pages pages and map it; returns 0 or -errno. */
+static inline int zcrecv_zone_map(int fd, __u64 pages,
+				  struct zcrecv_zone_map *z)
+{
+	return zcrecv_zone_map_flags(fd, pages, 0, z);
 }
 
 static inline void zcrecv_zone_unmap(struct zcrecv_zone_map *z)
@@ -152,6 +160,52 @@ static inline int zcrecv_check(const void *p, size_t len, unsigned int seed)
 	return 1;
 }
 
+/* n pages from base, page i filled (or checked) with seed + i. */
+static inline void zcrecv_fill_pages(char *base, long page, size_t n,
+				     unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		zcrecv_fill(base + i * page, page, seed + i);
+}
+
+static inline int zcrecv_check_pages(const char *base, long page, size_t n,
+				     unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!zcrecv_check(base + i * page, page, seed + i))
+			return 0;
+	return 1;
+}
+
+/*
+ * /proc/self/pagemap entries of @n pages from @addr: bit 63 says present,
+ * bits 0-54 hold the page frame number (readable by root only, else 0).
+ * Reading it does not fault the pages in. Returns 0 or -errno.
+ */
+#define ZCRECV_PM_PRESENT	(1ULL << 63)
+#define ZCRECV_PM_PFN_MASK	((1ULL << 55) - 1)
+
+static inline int zcrecv_pagemap(const void *addr, size_t n, uint64_t *out)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	off_t off = (off_t)((uintptr_t)addr / page) * sizeof(*out);
+	size_t len = n * sizeof(*out);
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	ssize_t r;
+
+	if (fd < 0)
+		return -errno;
+	r = pread(fd, out, len, off);
+	close(fd);
+	if (r < 0)
+		return -errno;
+	return (size_t)r == len ? 0 : -EIO;
+}
+
 /* Zones, allocated pages and freed pages must balance after a test. */
 struct zcrecv_leak_check {
 	long long zones_live;
@@ -183,13 +237,43 @@ static inline const char *zcrecv_ko(void)
 	return getenv("ZCRECV_KO");
 }
 
-/* insmod the module from ZCRECV_KO again; the exit status of insmod. */
-static inline int zcrecv_insmod(void)
+/* insmod the module from ZCRECV_KO with parameters ARGS ("" for none). */
+static inline int zcrecv_insmod_args(const char *args)
 {
 	char cmd[512];
 
-	snprintf(cmd, sizeof(cmd), "insmod %s", zcrecv_ko());
+	snprintf(cmd, sizeof(cmd), "insmod %s %s 2>/dev/null", zcrecv_ko(),
+		 args);
 	return system(cmd);
+}
+
+/* insmod the module from ZCRECV_KO again; the exit status of insmod. */
+static inline int zcrecv_insmod(void)
+{
+	return zcrecv_insmod_args("");
+}
+
+/* A module parameter (sysfs), or -1. */
+static inline long long zcrecv_param(const char *name)
+{
+	return zcrecv_sysfs_read(ZCRECV_PARAM_DIR, name);
+}
+
+/* Write a module parameter; 0 or -errno (EINVAL when out of range). */
+static inline int zcrecv_param_write(const char *name, long long v)
+{
+	char path[256], buf[32];
+	int fd, n, ret = 0;
+
+	snprintf(path, sizeof(path), ZCRECV_PARAM_DIR "%s", name);
+	n = snprintf(buf, sizeof(buf), "%lld\n", v);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, buf, n) != n)
+		ret = -errno;
+	close(fd);
+	return ret;
 }
 
 #endif /* ZCRECV_UTIL_H */

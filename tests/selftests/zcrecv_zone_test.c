@@ -12,24 +12,6 @@
 #include "kselftest_harness.h"
 #include "zcrecv_util.h"
 
-static long read_param(const char *name)
-{
-	return zcrecv_sysfs_read(ZCRECV_PARAM_DIR, name);
-}
-
-static int write_param(const char *name, long v)
-{
-	char path[128];
-	FILE *f;
-
-	snprintf(path, sizeof(path), ZCRECV_PARAM_DIR "%s", name);
-	f = fopen(path, "w");
-	if (!f)
-		return -errno;
-	fprintf(f, "%ld\n", v);
-	return fclose(f) ? -errno : 0;
-}
-
 FIXTURE(zone) {
 	int fd;
 	struct zcrecv_leak_check before;
@@ -279,12 +261,12 @@ TEST_F(zone, exit_with_live_zones_frees_everything)
 
 TEST_F(zone, process_page_limit)
 {
-	long old = read_param("max_process_pages");
+	long old = zcrecv_param("max_process_pages");
 	struct zcrecv_zone_map a, b;
 	struct zcrecv_zone_create zc;
 
 	ASSERT_LT(0, old);
-	ASSERT_EQ(0, write_param("max_process_pages", 64));
+	ASSERT_EQ(0, zcrecv_param_write("max_process_pages", 64));
 	EXPECT_EQ(0, zcrecv_zone_map(self->fd, 48, &a));
 	memset(&zc, 0, sizeof(zc));
 	zc.pages = 17;
@@ -298,23 +280,23 @@ TEST_F(zone, process_page_limit)
 	EXPECT_EQ(0, zcrecv_ioctl(self->fd, ZCRECV_IOC_ZONE_CREATE, &zc));
 	zcrecv_zone_unmap(&b);
 	close(fd2);
-	EXPECT_EQ(0, write_param("max_process_pages", old));
+	EXPECT_EQ(0, zcrecv_param_write("max_process_pages", old));
 }
 
 TEST_F(zone, global_page_limit)
 {
-	long old = read_param("max_global_pages");
+	long old = zcrecv_param("max_global_pages");
 	long long used = zcrecv_counter("pages_reserved");
 	struct zcrecv_zone_create zc;
 
 	ASSERT_LT(0, old);
-	ASSERT_EQ(0, write_param("max_global_pages", used + 10));
+	ASSERT_EQ(0, zcrecv_param_write("max_global_pages", used + 10));
 	memset(&zc, 0, sizeof(zc));
 	zc.pages = 11;
 	EXPECT_EQ(-ENOSPC, zcrecv_ioctl(self->fd, ZCRECV_IOC_ZONE_CREATE, &zc));
 	zc.pages = 10;
 	EXPECT_EQ(0, zcrecv_ioctl(self->fd, ZCRECV_IOC_ZONE_CREATE, &zc));
-	EXPECT_EQ(0, write_param("max_global_pages", old));
+	EXPECT_EQ(0, zcrecv_param_write("max_global_pages", old));
 }
 
 TEST(unload_refused_while_zone_exists)

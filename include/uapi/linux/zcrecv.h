@@ -43,6 +43,7 @@
 #define ZCRECV_FEATURE_ZONES	(1ULL << 0)	/* ZCRECV_IOC_ZONE_CREATE */
 #define ZCRECV_FEATURE_REMAP	(1ULL << 1)	/* ZCRECV_IOC_REMAP */
 #define ZCRECV_FEATURE_PINCHECK	(1ULL << 2)	/* pinned pages give EBUSY */
+#define ZCRECV_FEATURE_HUGE	(1ULL << 3)	/* ZCRECV_ZONE_HUGE zones */
 
 /**
  * struct zcrecv_api - handshake, the first ioctl a user issues
@@ -56,6 +57,8 @@
  * @reserved0: must be 0
  * @out_max_zone_pages: out: largest zone, in pages
  * @out_max_process_pages: out: most zone pages one process may hold
+ * @out_huge_unit_size: out: bytes of one unit of a ZCRECV_ZONE_HUGE zone
+ *	(2 MiB on x86-64), or 0 when ZCRECV_FEATURE_HUGE is not reported
  * @reserved: must be 0
  */
 struct zcrecv_api {
@@ -68,13 +71,15 @@ struct zcrecv_api {
 	__u32 reserved0;
 	__u64 out_max_zone_pages;
 	__u64 out_max_process_pages;
-	__u64 reserved[4];
+	__u64 out_huge_unit_size;
+	__u64 reserved[3];
 };
 
 /**
  * struct zcrecv_zone_create - create a zone of driver-owned pages
- * @pages: in: size of the zone in pages, 1..out_max_zone_pages
- * @flags: in: must be 0
+ * @pages: in: size of the zone in pages, 1..out_max_zone_pages; for a
+ *	ZCRECV_ZONE_HUGE zone a multiple of out_huge_unit_size / page size
+ * @flags: in: ZCRECV_ZONE_* bits
  * @reserved0: must be 0
  * @out_offset: out: pass as the offset to mmap(2), with length
  *	@pages * page size, PROT_READ | PROT_WRITE and MAP_SHARED
@@ -86,6 +91,12 @@ struct zcrecv_api {
  * mapping is not inherited across fork (a child's copy made after
  * MADV_DOFORK is detached: SIGBUS on access) and cannot grow. Unmapping it all
  * frees the zone; a zone never mapped is freed when the file is closed.
+ *
+ * A ZCRECV_ZONE_HUGE zone is made of units of out_huge_unit_size bytes, each
+ * one physically contiguous block allocated (zeroed) when any of its pages is
+ * first touched; if no such block can be had the access gets SIGBUS. mmap
+ * with a NULL address returns a unit-aligned address. ZCRECV_IOC_REMAP on a
+ * huge zone exchanges whole units only.
  */
 struct zcrecv_zone_create {
 	__u64 pages;
@@ -95,6 +106,9 @@ struct zcrecv_zone_create {
 	__u64 out_zone_id;
 	__u64 reserved[2];
 };
+
+/* ZCRECV_IOC_ZONE_CREATE flags */
+#define ZCRECV_ZONE_HUGE	(1U << 0) /* units of out_huge_unit_size */
 
 /**
  * struct zcrecv_remap_entry - one exchange of a ZCRECV_IOC_REMAP batch
@@ -107,7 +121,9 @@ struct zcrecv_zone_create {
  * After the exchange @dst holds the pages that were at @src and @src holds
  * the pages that were at @dst. The ranges must not overlap, and each must be
  * one run of pages of a zone of the calling file (it may span mappings that
- * mprotect, mlock or madvise split, not pieces that mremap reordered).
+ * mprotect, mlock or madvise split, not pieces that mremap reordered). Both
+ * zones must be of the same kind; for ZCRECV_ZONE_HUGE zones both ranges
+ * must start and end on unit boundaries of their zones (EINVAL otherwise).
  */
 struct zcrecv_remap_entry {
 	__u64 src;

@@ -1,0 +1,53 @@
+#!/bin/bash
+# soak.sh - run the whole VM test suite N times in a row per kernel and stop
+# at the first failure, keeping its log.
+#
+# Usage: tools/vm/soak.sh [-n N] [SERIES...]
+#   -n  runs per kernel (default 20)
+#   SERIES  kernel series (default: 6.1 6.12), as for tools/run-tests.sh
+#
+# Each run is `tools/run-tests.sh --vm-only SERIES` (every kselftest and the
+# unit tests of tests/vm.list in one fresh VM). Logs go to build/soak/:
+# SERIES-RUN.log (the runner's output) and SERIES-RUN.console.log (the
+# serial console). Passing runs' logs are removed; a failure leaves its logs,
+# prints the failed lines and exits 1. The last line is a summary with the
+# number of runs and the seconds per run.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+n=20
+while getopts "n:h" opt; do
+	case $opt in
+	n) n=$OPTARG ;;
+	*) sed -n '2,14s/^# \{0,1\}//p' "$0"; [ "$opt" = h ] && exit 0; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+case $n in ''|*[!0-9]*|0) echo "soak.sh: -n wants a positive number" >&2; exit 2 ;; esac
+series=("$@")
+[ ${#series[@]} -gt 0 ] || series=(6.1 6.12)
+
+out=$root/build/soak
+mkdir -p "$out"
+summary=()
+for s in "${series[@]}"; do
+	total=0
+	for i in $(seq 1 "$n"); do
+		log=$out/$s-$i.log
+		t0=$(date +%s)
+		tools/run-tests.sh --vm-only "$s" > "$log" 2>&1
+		rc=$?
+		t=$(($(date +%s) - t0))
+		total=$((total + t))
+		cp build/results/vm-*.log "$out/$s-$i.console.log" 2>/dev/null
+		echo "soak: $s run $i/$n: $(tail -n 1 "$log") (${t}s)"
+		if [ "$rc" != 0 ]; then
+			echo "soak: FAILED on $s run $i: $log, $out/$s-$i.console.log"
+			grep -E '^not ok|^# +FAIL|check-log|^#.*Expected' "$log" | head -n 40
+			exit 1
+		fi
+		rm -f "$log" "$out/$s-$i.console.log"
+	done
+	summary+=("$s: $n runs, $((total / n)) s per run")
+done
+echo "soak: all passed (${summary[*]})"
