@@ -94,6 +94,7 @@ struct zcr_ctx {
 	struct zcr_list posted;		/* struct zcr_req, in posting order */
 	struct zcr_list unexpected;	/* struct zcr_msg, in arrival order */
 	struct zcr_list stalled;	/* struct zcr_arrival, in stall order */
+	unsigned int nunexpected;	/* messages on unexpected */
 	bool drain_pending;		/* staging freed while some stalled */
 	struct zcr_list mems;		/* struct zcr_mem */
 	/* staging pool */

@@ -21,6 +21,13 @@
 #include "match/match.h"
 
 #define PREDICT_SCAN	8
+/*
+ * Past this many queued messages no prediction is asked for: the receive
+ * that far ahead is a guess, and asking costs some predictors O(k) steps,
+ * which an arrival must not (a peer sending 64 Ki empty messages would
+ * freeze the rank in a quadratic walk). Those land at page offset 0.
+ */
+#define PREDICT_HORIZON	128
 
 bool __zcr_match(int want_src, int want_tag, int src, int tag)
 {
@@ -73,13 +80,12 @@ static void land_posted(struct zcr_ctx *ctx, struct zcr_arrival *a,
 static size_t predict_offset(struct zcr_ctx *ctx, int src, int tag,
 			     const void **buf)
 {
-	unsigned int queued = 0, k;
-	struct zcr_list *pos;
+	unsigned int queued = ctx->nunexpected, k;
 	struct zcr_call c;
 
-	for (pos = ctx->unexpected.next; pos != &ctx->unexpected;
-	     pos = pos->next)
-		queued++;
+	*buf = NULL;
+	if (queued >= PREDICT_HORIZON)
+		return 0;
 	for (k = queued + 1; k <= queued + PREDICT_SCAN; k++) {
 		if (!__zcr_pred_predict(ctx->pred, k, &c))
 			break;
@@ -88,7 +94,6 @@ static size_t predict_offset(struct zcr_ctx *ctx, int src, int tag,
 			return (size_t)(c.buf & (ctx->page - 1));
 		}
 	}
-	*buf = NULL;
 	return 0;
 }
 
@@ -139,6 +144,7 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	m->slot = slot;
 	m->off = off;
 	zcr_list_add_tail(&m->link, &ctx->unexpected);
+	ctx->nunexpected++;
 	a->state = ZCR_RX_LANDING;
 	a->msg = m;
 	a->req = NULL;
@@ -159,12 +165,18 @@ int __zcr_match_arrive_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
 	return find_landing(ctx, a);
 }
 
-/* Staging room was freed: stalled arrivals may land at the next drain. */
-static void slot_freed(struct zcr_ctx *ctx, struct zcr_slot *s)
+/*
+ * Take m off the queue and give its slot back. Staging room was freed:
+ * stalled arrivals may land at the next drain.
+ */
+static void msg_free(struct zcr_ctx *ctx, struct zcr_msg *m)
 {
-	__zcr_slot_put_locked(ctx, s);
+	zcr_list_del(&m->link);
+	ctx->nunexpected--;
+	__zcr_slot_put_locked(ctx, m->slot);
 	if (!zcr_list_empty(&ctx->stalled))
 		ctx->drain_pending = true;
+	free(m);
 }
 
 /* Copy or remap a complete staged message into receive r, free it. */
@@ -186,9 +198,7 @@ static void msg_deliver(struct zcr_ctx *ctx, struct zcr_msg *m,
 	r->st.tag = m->tag;
 	r->st.len = m->len;
 	ctx->st.msgs_recv++;
-	zcr_list_del(&m->link);
-	slot_freed(ctx, m->slot);
-	free(m);
+	msg_free(ctx, m);
 	__zcr_req_complete_locked(r, r->st.len > r->size ? -EMSGSIZE : 0);
 }
 
@@ -222,11 +232,9 @@ void __zcr_match_abort_locked(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	if (a->msg) {
 		struct zcr_msg *m = a->msg;
 
-		zcr_list_del(&m->link);
 		if (m->req)
 			__zcr_req_complete_locked(m->req, -ECONNRESET);
-		slot_freed(ctx, m->slot);
-		free(m);
+		msg_free(ctx, m);
 	}
 	a->req = NULL;
 	a->msg = NULL;
@@ -349,8 +357,6 @@ void __zcr_match_fini(struct zcr_ctx *ctx)
 
 		if (m->req && !m->req->done)
 			free(m->req);
-		zcr_list_del(&m->link);
-		__zcr_slot_put_locked(ctx, m->slot);
-		free(m);
+		msg_free(ctx, m);
 	}
 }

@@ -75,3 +75,42 @@ ZT_TEST(fin_on_a_paused_connection)
 	printf("# closed: %s\n", msg);
 	pair_close(&p);
 }
+
+/*
+ * F2: each arrival does O(1) work however many messages are queued: the
+ * CPU time per arrival with 64 Ki messages queued is not much above that
+ * with 8 Ki (a walk of the queue per arrival makes it 8 times as much).
+ * Arrivals are fed to match directly, as a transport does.
+ */
+static double per_arrival(unsigned int n)
+{
+	struct zcr_ctx_attr a = { .staging_bytes = 1ULL << 30, .quiet = 1 };
+	struct zcr_arrival rx;
+	struct timespec t0, t1;
+	struct zcr_ctx *c;
+	unsigned int i;
+
+	ZT_EXPECT_EQ(zcr_ctx_create(&a, &c), 0);
+	pthread_mutex_lock(&c->lock);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+	for (i = 0; i < n; i++) {
+		ZT_EXPECT_EQ(__zcr_match_arrive_locked(c, &rx, 1, 0, 0), 0);
+		__zcr_match_payload_done_locked(c, &rx);
+	}
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+	pthread_mutex_unlock(&c->lock);
+	ZT_EXPECT_EQ(pair_stats(c).early, n);
+	zcr_ctx_destroy(c);
+	return ((double)(t1.tv_sec - t0.tv_sec) +
+		(double)(t1.tv_nsec - t0.tv_nsec) * 1e-9) / n;
+}
+
+ZT_TEST(arrival_work_does_not_grow_with_the_queue)
+{
+	double small = per_arrival(8192), big = per_arrival(65536);
+
+	printf("# per arrival: %.2f us with 8 Ki queued, %.2f us with 64 Ki "
+	       "(ratio %.2f)\n", small * 1e6, big * 1e6, big / small);
+	ZT_ASSERT_MSG(big < 3 * small, "per-arrival work grew %.1f times",
+		      big / small);
+}
