@@ -95,6 +95,8 @@ struct zcr_ctx {
 	struct zcr_list unexpected;	/* struct zcr_msg, in arrival order */
 	struct zcr_list stalled;	/* struct zcr_arrival, in stall order */
 	unsigned int nunexpected;	/* messages on unexpected */
+	struct zcr_list peers;		/* struct zcr_peer: staging shares */
+	unsigned int npeers;
 	bool drain_pending;		/* staging freed while some stalled */
 	struct zcr_list mems;		/* struct zcr_mem */
 	/* staging pool */

@@ -97,10 +97,79 @@ static size_t predict_offset(struct zcr_ctx *ctx, int src, int tag,
 	return 0;
 }
 
+static struct zcr_peer *peer_find(struct zcr_ctx *ctx, int rank, bool make)
+{
+	struct zcr_list *pos;
+	struct zcr_peer *p;
+
+	for (pos = ctx->peers.next; pos != &ctx->peers; pos = pos->next) {
+		p = zcr_container_of(pos, struct zcr_peer, link);
+		if (p->rank == rank)
+			return p;
+	}
+	if (!make)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->rank = rank;
+	zcr_list_add_tail(&p->link, &ctx->peers);
+	ctx->npeers++;
+	return p;
+}
+
+/* A rank neither connected nor holding staging no longer has a share. */
+static void peer_put(struct zcr_ctx *ctx, struct zcr_peer *p)
+{
+	if (p->nopen || p->bytes)
+		return;
+	zcr_list_del(&p->link);
+	free(p);
+	ctx->npeers--;
+	/* The others' shares grew. */
+	if (!zcr_list_empty(&ctx->stalled))
+		ctx->drain_pending = true;
+}
+
+int __zcr_match_peer_open_locked(struct zcr_ctx *ctx, int rank)
+{
+	struct zcr_peer *p = peer_find(ctx, rank, true);
+
+	if (!p)
+		return -ENOMEM;
+	p->nopen++;
+	return 0;
+}
+
+void __zcr_match_peer_closed_locked(struct zcr_ctx *ctx, int rank)
+{
+	struct zcr_peer *p = peer_find(ctx, rank, false);
+
+	if (p && p->nopen) {
+		p->nopen--;
+		peer_put(ctx, p);
+	}
+}
+
+/*
+ * May peer p stage another cap bytes? Each rank connected or holding
+ * staging gets an equal share of the pool; a rank holding nothing may
+ * always try (a message larger than a share is still staged when the
+ * pool has room).
+ */
+static bool within_share(struct zcr_ctx *ctx, struct zcr_peer *p,
+			 uint64_t cap)
+{
+	uint64_t share = ctx->staging_limit / (ctx->npeers ? ctx->npeers : 1);
+
+	return !p || !p->bytes || p->bytes + cap <= share;
+}
+
 /* Find a landing for a: a posted receive, else staging. 0 or -EAGAIN. */
 static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 {
 	const struct zcr_remap_ops *ops;
+	struct zcr_peer *peer;
 	struct zcr_slot *slot;
 	struct zcr_msg *m;
 	const void *pbuf;
@@ -120,7 +189,10 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	 * small slot. It can never be staged; it waits for a receive.
 	 */
 	slot = NULL;
-	if (a->len <= SIZE_MAX - 2 * ctx->page) {
+	peer = peer_find(ctx, a->src, true);
+	if (a->len <= SIZE_MAX - 2 * ctx->page &&
+	    within_share(ctx, peer, (off + a->len + ctx->page - 1) &
+			 ~(uint64_t)(ctx->page - 1))) {
 		slot = __zcr_slot_get_locked(ctx, ops, off + a->len);
 		if (!slot && ops != &__zcr_remap_copy)
 			slot = __zcr_slot_get_locked(ctx, &__zcr_remap_copy,
@@ -130,6 +202,8 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	if (!m) {
 		if (slot)
 			__zcr_slot_put_locked(ctx, slot);
+		if (peer)
+			peer_put(ctx, peer);	/* made here, holds nothing */
 		if (a->state != ZCR_RX_STALLED) {
 			ctx->st.stalls++;
 			a->state = ZCR_RX_STALLED;
@@ -143,6 +217,9 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	m->len = a->len;
 	m->slot = slot;
 	m->off = off;
+	m->peer = peer;
+	if (peer)
+		peer->bytes += slot->cap;
 	zcr_list_add_tail(&m->link, &ctx->unexpected);
 	ctx->nunexpected++;
 	a->state = ZCR_RX_LANDING;
@@ -173,6 +250,10 @@ static void msg_free(struct zcr_ctx *ctx, struct zcr_msg *m)
 {
 	zcr_list_del(&m->link);
 	ctx->nunexpected--;
+	if (m->peer) {
+		m->peer->bytes -= m->slot->cap;
+		peer_put(ctx, m->peer);
+	}
 	__zcr_slot_put_locked(ctx, m->slot);
 	if (!zcr_list_empty(&ctx->stalled))
 		ctx->drain_pending = true;
@@ -359,4 +440,9 @@ void __zcr_match_fini(struct zcr_ctx *ctx)
 			free(m->req);
 		msg_free(ctx, m);
 	}
+	zcr_list_for_each_safe(pos, tmp, &ctx->peers) {
+		zcr_list_del(pos);
+		free(zcr_container_of(pos, struct zcr_peer, link));
+	}
+	ctx->npeers = 0;
 }

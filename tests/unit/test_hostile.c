@@ -114,3 +114,70 @@ ZT_TEST(arrival_work_does_not_grow_with_the_queue)
 	ZT_ASSERT_MSG(big < 3 * small, "per-arrival work grew %.1f times",
 		      big / small);
 }
+
+/*
+ * F3: a peer gets a share of the staging pool, not all of it, and what a
+ * peer that left holds stays bounded: rank 1 floods early messages and
+ * leaves, rank 2's early messages still find staging, and rank 1's
+ * complete messages are still delivered.
+ */
+#define F3_LEN		(64 << 10)
+#define F3_N1		80
+#define F3_N2		16
+ZT_TEST(one_peer_cannot_pin_the_pool)
+{
+	struct zcr_ctx_attr a = { .staging_bytes = 4 << 20 };
+	static char sbuf[F3_N1][F3_LEN], rbuf[F3_LEN];
+	struct zcr_req *s1[F3_N1], *s2[F3_N2], *r;
+	struct zcr_status st;
+	uint64_t early1;
+	struct pair p;
+	int i;
+
+	pair_open(&p, 3, &a);
+	for (i = 0; i < F3_N1; i++) {
+		pattern_fill(sbuf[i], F3_LEN, (uint32_t)i);
+		ZT_EXPECT_EQ(zcr_isend(p.to0[1], sbuf[i], F3_LEN, 1, &s1[i]),
+			     0);
+	}
+	PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).stalls >= 1);
+	early1 = pair_stats(p.c[0]).early;
+	printf("# rank 1 staged %llu of %d messages\n",
+	       (unsigned long long)early1, F3_N1);
+	/*
+	 * Rank 1 leaves (what it sent past the pause waits in the socket
+	 * buffer, read when its staged messages are received).
+	 */
+	zcr_ctx_destroy(p.c[1]);
+	p.c[1] = p.c[2];
+	p.to0[1] = p.to0[2];
+	p.n = 2;
+	for (i = 0; i < F3_N2; i++)
+		ZT_EXPECT_EQ(zcr_isend(p.to0[2], sbuf[i], F3_LEN, 2, &s2[i]),
+			     0);
+	{
+		double t0 = pair_now();
+
+		while (pair_stats(p.c[0]).early < early1 + F3_N2 &&
+		       pair_now() - t0 < 2)
+			pair_pump(&p);
+	}
+	printf("# rank 2 then staged %llu of %d\n",
+	       (unsigned long long)(pair_stats(p.c[0]).early - early1),
+	       F3_N2);
+	ZT_EXPECT_EQ(pair_stats(p.c[0]).early, early1 + F3_N2);
+	/* Rank 1's complete messages are still delivered, in order. */
+	for (i = 0; i < (int)early1; i++) {
+		ZT_EXPECT_EQ(zcr_irecv(p.c[0], rbuf, F3_LEN, 1, 1, &r), 0);
+		ZT_EXPECT_EQ(zcr_test(r, &st), 1);
+		ZT_EXPECT_EQ(st.source, 1);
+		ZT_EXPECT_EQ(pattern_bad(rbuf, F3_LEN, (uint32_t)i), 0);
+	}
+	for (i = 0; i < F3_N2; i++) {
+		ZT_EXPECT_EQ(zcr_irecv(p.c[0], rbuf, F3_LEN, 2, 2, &r), 0);
+		PAIR_PUMP_UNTIL(&p, zcr_test(r, &st) != 0);
+		ZT_EXPECT_EQ(st.error, 0);
+		PAIR_PUMP_UNTIL(&p, zcr_test(s2[i], NULL) != 0);
+	}
+	pair_close(&p);
+}
