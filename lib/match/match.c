@@ -44,6 +44,7 @@ static struct zcr_req *match_posted(struct zcr_ctx *ctx, int src, int tag)
 
 		if (__zcr_match(r->src, r->tag, src, tag)) {
 			zcr_list_del(&r->link);
+			r->posted = false;
 			return r;
 		}
 	}
@@ -305,17 +306,51 @@ void __zcr_match_payload_done_locked(struct zcr_ctx *ctx,
 	a->state = ZCR_RX_IDLE;
 }
 
+static bool take_queued(struct zcr_ctx *ctx, struct zcr_req *r);
+
+/*
+ * The message that claimed receive r was cut short. A receive naming its
+ * source fails; a wildcard one (ZCRECV_ANY_SOURCE) could have taken any
+ * other message, so it goes back to the posted queue in the place it was
+ * posted, and takes a message that arrived meanwhile if one matches.
+ */
+static void claimant_lost(struct zcr_ctx *ctx, struct zcr_req *r)
+{
+	struct zcr_list *pos;
+
+	if (r->src != ZCRECV_ANY_SOURCE) {
+		__zcr_req_complete_locked(r, -ECONNRESET);
+		return;
+	}
+	r->st.source = ZCRECV_ANY_SOURCE;
+	r->st.tag = ZCRECV_ANY_TAG;
+	r->st.len = 0;
+	if (take_queued(ctx, r))
+		return;
+	for (pos = ctx->posted.prev; pos != &ctx->posted; pos = pos->prev)
+		if (zcr_container_of(pos, struct zcr_req, link)->post_seq <
+		    r->post_seq)
+			break;
+	zcr_list_add_tail(&r->link, pos->next);
+	r->posted = true;
+}
+
 void __zcr_match_abort_locked(struct zcr_ctx *ctx, struct zcr_arrival *a)
 {
+	struct zcr_req *r = a->req;
+
 	unstall(a);
-	if (a->req)
-		__zcr_req_complete_locked(a->req, -ECONNRESET);
+	a->req = NULL;
+	if (r)
+		claimant_lost(ctx, r);
 	if (a->msg) {
 		struct zcr_msg *m = a->msg;
 
-		if (m->req)
-			__zcr_req_complete_locked(m->req, -ECONNRESET);
+		r = m->req;
+		a->msg = NULL;
 		msg_free(ctx, m);
+		if (r)
+			claimant_lost(ctx, r);
 	}
 	a->req = NULL;
 	a->msg = NULL;
@@ -373,12 +408,17 @@ void __zcr_match_source_lost_locked(struct zcr_ctx *ctx, int rank, bool gone)
 		if ((gone && r->src == rank) ||
 		    !__zcr_source_possible(ctx, r->src)) {
 			zcr_list_del(&r->link);
+			r->posted = false;
 			__zcr_req_complete_locked(r, -ECONNRESET);
 		}
 	}
 }
 
-int __zcr_post_recv_locked(struct zcr_ctx *ctx, struct zcr_req *r)
+/*
+ * Receive r takes the first queued message it matches, else the first
+ * stalled header. Returns true when it got one.
+ */
+static bool take_queued(struct zcr_ctx *ctx, struct zcr_req *r)
 {
 	struct zcr_list *pos;
 
@@ -392,7 +432,7 @@ int __zcr_post_recv_locked(struct zcr_ctx *ctx, struct zcr_req *r)
 			msg_deliver(ctx, m, r);
 		else
 			m->req = r;	/* delivered when the payload is in */
-		return 0;
+		return true;
 	}
 	for (pos = ctx->stalled.next; pos != &ctx->stalled; pos = pos->next) {
 		struct zcr_arrival *a = zcr_container_of(pos,
@@ -401,12 +441,21 @@ int __zcr_post_recv_locked(struct zcr_ctx *ctx, struct zcr_req *r)
 
 		if (__zcr_match(r->src, r->tag, a->src, a->tag)) {
 			land_posted(ctx, a, r);
-			return 0;
+			return true;
 		}
 	}
+	return false;
+}
+
+int __zcr_post_recv_locked(struct zcr_ctx *ctx, struct zcr_req *r)
+{
+	r->post_seq = ++ctx->post_seq;
+	if (take_queued(ctx, r))
+		return 0;
 	if (!__zcr_source_possible(ctx, r->src))
 		return r->src == ZCRECV_ANY_SOURCE ? -ENOTCONN : -ECONNRESET;
 	zcr_list_add_tail(&r->link, &ctx->posted);
+	r->posted = true;
 	return 0;
 }
 

@@ -181,3 +181,50 @@ ZT_TEST(one_peer_cannot_pin_the_pool)
 	}
 	pair_close(&p);
 }
+
+/*
+ * F4: a wildcard receive claimed by a message whose sender then dies is
+ * not failed: it goes back to the posted queue in its original place and
+ * takes honest messages, in posting order.
+ */
+ZT_TEST(wildcard_receive_survives_its_claimant)
+{
+	char b1[128], b2[128], m1[50], m2[60], junk[10] = { 0 };
+	struct zcr_req *r1, *r2, *s;
+	struct zcr_status st;
+	struct zcr_ep *ep;
+	struct pair p;
+	int fd, ret;
+
+	pair_open(&p, 2, NULL);
+	fd = raw_connect(&p);
+	ep = accept_raw(&p, fd, 2);
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], b1, sizeof(b1), ZCRECV_ANY_SOURCE,
+			       ZCRECV_ANY_TAG, &r1), 0);
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], b2, sizeof(b2), ZCRECV_ANY_SOURCE,
+			       ZCRECV_ANY_TAG, &r2), 0);
+	/* The attacker's header claims r1, its payload stalls. */
+	raw_data(fd, 2, 0, 100, 1);
+	ZT_ASSERT(write(fd, junk, sizeof(junk)) == sizeof(junk));
+	PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).posted == 1);
+	/* An honest message takes r2 meanwhile. */
+	pattern_fill(m1, sizeof(m1), 1);
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], m1, sizeof(m1), 3, &s), 0);
+	PAIR_PUMP_UNTIL(&p, (ret = zcr_test(r2, &st)) != 0);
+	ZT_EXPECT_EQ(ret, 1);
+	ZT_EXPECT_EQ(st.len, sizeof(m1));
+	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+	close(fd);
+	PAIR_PUMP_UNTIL(&p, zcr_ep_error(ep, NULL) != 0);
+	ZT_EXPECT_EQ(zcr_test(r1, &st), 0);	/* back in the queue */
+	pattern_fill(m2, sizeof(m2), 2);
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], m2, sizeof(m2), 4, &s), 0);
+	PAIR_PUMP_UNTIL(&p, (ret = zcr_test(r1, &st)) != 0);
+	ZT_EXPECT_EQ(ret, 1);
+	ZT_EXPECT_EQ(st.source, 1);
+	ZT_EXPECT_EQ(st.tag, 4);
+	ZT_EXPECT_EQ(st.len, sizeof(m2));
+	ZT_EXPECT_EQ(pattern_bad(b1, sizeof(m2), 2), 0);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+	pair_close(&p);
+}
