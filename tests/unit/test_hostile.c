@@ -228,3 +228,28 @@ ZT_TEST(wildcard_receive_survives_its_claimant)
 	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
 	pair_close(&p);
 }
+
+/*
+ * F6: an accepted endpoint the application closes is freed: many
+ * connect/close cycles leave no endpoint behind.
+ */
+ZT_TEST(closed_endpoints_are_freed)
+{
+	struct zcr_ep *ep;
+	struct pair p;
+	int i, fd;
+
+	pair_open(&p, 1, NULL);
+	for (i = 0; i < 300; i++) {
+		fd = raw_connect(&p);
+		ep = accept_raw(&p, fd, 1 + i % 7);
+		close(fd);
+		if (i % 2)
+			PAIR_PUMP_UNTIL(&p, zcr_ep_error(ep, NULL) != 0);
+		zcr_ep_close(ep);
+	}
+	pair_pump(&p);
+	printf("# endpoints left after 300 cycles: %u\n", p.c[0]->nep);
+	ZT_EXPECT_EQ(p.c[0]->nep, 0);
+	pair_close(&p);
+}
