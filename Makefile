@@ -70,7 +70,7 @@ need-cc:
 LIB_CORE      := lib/core/context.c lib/core/endpoint.c lib/core/mem.c \
 		 lib/core/request.c lib/core/version.c
 LIB_TRANSPORT := lib/transport/transport.c lib/transport/wire.c \
-		 lib/transport/tcp/tcp.c
+		 lib/transport/auth.c lib/transport/tcp/tcp.c
 LIB_MATCH     := lib/match/match.c
 LIB_STAGING   := lib/staging/staging.c
 LIB_REMAP     := lib/remap/engine.c lib/remap/copy.c lib/remap/kmod.c \

@@ -118,6 +118,27 @@ enum zcr_backend {
  *			handshake then is closed with -ETIMEDOUT ("handshake
  *			timed out") and no longer counts as a possible source
  *			of receives
+ * @job_secret:		since 0.2: a secret every rank of the job shares
+ *			(a NUL-terminated string of 1 to 256 bytes; use at
+ *			least 16 random bytes), NULL: the environment
+ *			ZCRECV_JOB_SECRET, else none. With a secret, each
+ *			connection's handshake proves both sides know it
+ *			(HMAC-SHA256 over fresh nonces) and a peer that does
+ *			not is refused (-EACCES). Without one, any local
+ *			process can claim a rank, so zcr_ctx_listen() binds
+ *			loopback only
+ * @progress_timeout_ms: since 0.2: a message in flight (header or payload
+ *			partly read) must bring 64 KiB or its end within
+ *			this many ms, or the connection is closed with
+ *			-ETIMEDOUT (0: 30000; negative: -EINVAL); the
+ *			environment ZCRECV_PROGRESS_TIMEOUT_MS overrides it.
+ *			Idle connections between messages never time out,
+ *			nor do those paused because staging is full
+ * @max_conns:		since 0.2: most connections (accepted, connected or
+ *			in their handshake) at once (0: 1024; negative:
+ *			-EINVAL); connections accepted past it are closed at
+ *			once and zcr_ep_connect() fails with -EMFILE. The
+ *			environment ZCRECV_MAX_CONNS overrides it
  */
 struct zcr_ctx_attr {
 	int rank;
@@ -129,6 +150,10 @@ struct zcr_ctx_attr {
 	const char *predictor;
 	int quiet;
 	int handshake_timeout_ms;
+	/* 0.2 */
+	const char *job_secret;
+	int progress_timeout_ms;
+	int max_conns;
 };
 
 /**

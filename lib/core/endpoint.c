@@ -43,6 +43,11 @@ int zcr_ep_connect(struct zcr_ctx *ctx, const char *addr,
 	t = __zcr_transport_find(ctx, addr, &rest);
 	if (!t)
 		return -EPROTONOSUPPORT;
+	pthread_mutex_lock(&ctx->lock);
+	ret = __zcr_ep_live_locked(ctx) >= ctx->max_conns ? -EMFILE : 0;
+	pthread_mutex_unlock(&ctx->lock);
+	if (ret)
+		return ret;
 	ret = t->ops->connect(ctx, t->priv, rest, &priv);
 	if (ret < 0)
 		return ret;

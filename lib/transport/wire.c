@@ -73,7 +73,8 @@ int __zcr_wire_parse(const uint8_t in[ZCR_WIRE_HDR_LEN], uint64_t max_len,
 		*why = "bad header length";
 		return -EBADMSG;
 	}
-	if (h->type != ZCR_WIRE_HELLO && h->type != ZCR_WIRE_DATA) {
+	if (h->type != ZCR_WIRE_HELLO && h->type != ZCR_WIRE_DATA &&
+	    h->type != ZCR_WIRE_AUTH) {
 		*why = "unknown message type";
 		return -EBADMSG;
 	}
@@ -81,11 +82,12 @@ int __zcr_wire_parse(const uint8_t in[ZCR_WIRE_HDR_LEN], uint64_t max_len,
 		*why = "negative rank or tag";
 		return -EBADMSG;
 	}
-	if (h->type == ZCR_WIRE_HELLO && (h->len || h->tag || h->seq)) {
-		*why = "handshake with a payload";
-		return -EMSGSIZE;
+	if ((h->type == ZCR_WIRE_HELLO && (h->tag & ~ZCR_HELLO_FLAGS)) ||
+	    (h->type == ZCR_WIRE_AUTH && h->tag)) {
+		*why = "unknown handshake flags";
+		return -EBADMSG;
 	}
-	if (h->len > max_len) {
+	if (h->type == ZCR_WIRE_DATA && h->len > max_len) {
 		*why = "message larger than the limit";
 		return -EMSGSIZE;
 	}

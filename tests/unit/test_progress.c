@@ -78,7 +78,8 @@ ZT_TEST(wakes_for_connection_beyond_1024)
 		rl.rlim_cur = need;
 		ZT_ASSERT(setrlimit(RLIMIT_NOFILE, &rl) == 0);
 	}
-	pair_open(&p, 1, NULL);
+	/* More connections than the default max_conns (1024). */
+	pair_open(&p, 1, &(struct zcr_ctx_attr){ .max_conns = MANY + 16 });
 	for (i = 0; i < MANY; i++) {
 		fds[i] = raw_connect(&p);
 		raw_hello(fds[i], i + 1);

@@ -549,7 +549,9 @@ ZT_TEST(policy_env_override)
  */
 static int netns_side(const char *ns, int rank, int *port_pipe)
 {
-	struct zcr_ctx_attr a = { .rank = rank, .quiet = 1 };
+	/* Listening on a non-loopback address takes a job secret. */
+	struct zcr_ctx_attr a = { .rank = rank, .quiet = 1,
+				  .job_secret = "netns-veth-test-secret" };
 	size_t len = 1 << 20;
 	char path[128], addr[64], *buf;
 	struct zcr_ctx *c;
@@ -558,7 +560,8 @@ static int netns_side(const char *ns, int rank, int *port_pipe)
 
 	snprintf(path, sizeof(path), "/var/run/netns/%s", ns);
 	fd = open(path, O_RDONLY);
-	if (fd < 0 || setns(fd, CLONE_NEWNET) || zcr_ctx_create(&a, &c))
+	if (fd < 0 || setns(fd, CLONE_NEWNET) ||
+	    zcr_ctx_create_sized(&a, sizeof(a), &c))
 		return 10;
 	buf = malloc(len);
 	if (rank == 0) {

@@ -35,6 +35,7 @@
 
 #include "core/ctx.h"
 #include "match/match.h"
+#include "transport/auth.h"
 #include "transport/transport.h"
 #include "transport/wire.h"
 
@@ -54,7 +55,18 @@ struct tcp_ep {
 	struct zcr_wire_hdr h;
 	uint64_t got;			/* payload bytes read */
 	bool peer_done;			/* paused, and the peer closed */
+	/* handshake */
+	uint64_t nonce, peer_nonce;
+	bool got_hello;			/* the peer's HELLO; AUTH awaited */
+	int hello_src;			/* the rank it claimed */
+	/* progress of a message in flight */
+	uint64_t rx_total;		/* bytes ever read */
+	uint64_t rx_mark;		/* rx_total when rx_deadline was set */
+	uint64_t rx_deadline;		/* 0: nothing in flight */
 };
+
+/* A message in flight must bring this much, or its end, per timeout. */
+#define ZCR_PROGRESS_QUANTUM	(64 << 10)
 
 _Static_assert(ZCR_WIRE_HDR_LEN <= ZCR_TX_SCRATCH, "header in r->tx");
 
@@ -68,12 +80,28 @@ static inline bool is_tcp(const struct zcr_ep *ep)
 	return ep->tp == &__zcr_transport_tcp;
 }
 
+/*
+ * "HOST:PORT", "[IPV6]:PORT" or ":PORT" (empty host) into host and port.
+ */
 static int split_hostport(const char *hostport, char *host, size_t hlen,
 			  const char **port)
 {
 	const char *c = strrchr(hostport, ':');
 	size_t n;
 
+	if (hostport[0] == '[') {
+		const char *e = strchr(hostport, ']');
+
+		if (!e || e[1] != ':')
+			return -EINVAL;
+		c = e + 1;
+		n = (size_t)(e - hostport - 1);
+		if (n >= hlen)
+			return -EINVAL;
+		memcpy(host, hostport + 1, n);
+		host[n] = 0;
+		hostport = NULL;	/* host done */
+	}
 	if (!c || !c[1])
 		return -EINVAL;
 	/* getaddrinfo() takes "99999" and binds port 99999 % 65536. */
@@ -84,11 +112,13 @@ static int split_hostport(const char *hostport, char *host, size_t hlen,
 		if (!*end && v > 65535)
 			return -EINVAL;
 	}
-	n = (size_t)(c - hostport);
-	if (n >= hlen)
-		return -EINVAL;
-	memcpy(host, hostport, n);
-	host[n] = 0;
+	if (hostport) {
+		n = (size_t)(c - hostport);
+		if (n >= hlen)
+			return -EINVAL;
+		memcpy(host, hostport, n);
+		host[n] = 0;
+	}
 	*port = c + 1;
 	return 0;
 }
@@ -108,8 +138,70 @@ static int resolve(const char *hostport, bool passive, struct addrinfo **res)
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = passive ? AI_PASSIVE : 0;
 	ret = getaddrinfo(host[0] ? host : NULL, port, &hints, res);
-	if (ret)
-		return ret == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+	switch (ret) {
+	case 0:
+		return 0;
+	case EAI_SYSTEM:
+		return -errno;
+	case EAI_NONAME:
+	case EAI_NODATA:
+	case EAI_ADDRFAMILY:
+		return -ENXIO;		/* no such host */
+	case EAI_AGAIN:
+		return -EAGAIN;		/* the resolver failed, for now */
+	case EAI_MEMORY:
+		return -ENOMEM;
+	default:
+		return -EHOSTUNREACH;
+	}
+}
+
+static bool is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr)
+			>> 24) == 127;
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a =
+			&((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
+/*
+ * Without a job secret any local process can claim a rank, so the
+ * listener stays on loopback: an empty or wildcard host becomes loopback
+ * (said once), another address is refused.
+ */
+static int loopback_only(struct zcr_ctx *ctx, struct addrinfo *ai)
+{
+	if (ctx->secret_len || is_loopback(ai->ai_addr))
+		return 0;
+	if (ai->ai_family == AF_INET &&
+	    ((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr ==
+	    htonl(INADDR_ANY)) {
+		((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr =
+			htonl(INADDR_LOOPBACK);
+	} else if (ai->ai_family == AF_INET6 &&
+		   IN6_IS_ADDR_UNSPECIFIED(
+			&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr)) {
+		((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr =
+			in6addr_loopback;
+	} else {
+		if (!ctx->quiet)
+			fprintf(stderr, "zcrecv: rank %d: listening on a "
+				"non-loopback address needs a job secret "
+				"(ZCRECV_JOB_SECRET)\n", ctx->rank);
+		return -EACCES;
+	}
+	if (!ctx->quiet && !ctx->loopback_warned)
+		fprintf(stderr, "zcrecv: rank %d: no job secret "
+			"(ZCRECV_JOB_SECRET): listening on loopback only\n",
+			ctx->rank);
+	ctx->loopback_warned = true;
 	return 0;
 }
 
@@ -131,6 +223,11 @@ static int tcp_listen(struct zcr_ctx *ctx, void *priv, const char *hostport)
 	ret = resolve(hostport, true, &res);
 	if (ret)
 		return ret;
+	pthread_mutex_lock(&ctx->lock);
+	ret = loopback_only(ctx, res);
+	pthread_mutex_unlock(&ctx->lock);
+	if (ret)
+		goto out;
 	fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		    0);
 	if (fd < 0) {
@@ -207,21 +304,39 @@ static int tcp_connect(struct zcr_ctx *ctx, void *priv, const char *hostport,
 	return ret;
 }
 
-/* Name the peer, then send our HELLO. */
+/* Send one handshake header; the first bytes on a socket always fit. */
+static bool send_hs(struct zcr_ep *ep, const struct zcr_wire_hdr *h)
+{
+	uint8_t buf[ZCR_WIRE_HDR_LEN];
+
+	__zcr_wire_encode(h, buf);
+	if (send(T(ep)->fd, buf, sizeof(buf), MSG_NOSIGNAL) == sizeof(buf))
+		return true;
+	__zcr_ep_fail_locked(ep, errno ? -errno : -EIO,
+			     "cannot send the handshake");
+	return false;
+}
+
+/*
+ * Name the peer, then send our HELLO: our rank, our max_msg, a fresh
+ * nonce and whether we will prove the job secret (AUTH).
+ */
 static void tcp_start(struct zcr_ep *ep)
 {
+	struct zcr_ctx *ctx = ep->ctx;
 	struct zcr_wire_hdr h = {
 		.magic = ZCR_WIRE_MAGIC,
 		.version = ZCR_WIRE_VERSION,
 		.type = ZCR_WIRE_HELLO,
 		.hdr_len = ZCR_WIRE_HDR_LEN,
-		.src = ep->ctx->rank,
+		.src = ctx->rank,
+		.tag = ctx->secret_len ? ZCR_HELLO_AUTH : 0,
+		.len = ctx->max_msg,
 	};
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	char host[48], serv[16];
-	uint8_t buf[ZCR_WIRE_HDR_LEN];
-	int fd = T(ep)->fd;
+	int fd = T(ep)->fd, ret;
 
 	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0 &&
 	    getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), serv,
@@ -229,11 +344,96 @@ static void tcp_start(struct zcr_ep *ep)
 		snprintf(ep->peer, sizeof(ep->peer), "%s:%s", host, serv);
 	else
 		snprintf(ep->peer, sizeof(ep->peer), "fd %d", fd);
-	__zcr_wire_encode(&h, buf);
-	/* The first bytes on a fresh socket always fit its buffer. */
-	if (send(fd, buf, sizeof(buf), MSG_NOSIGNAL) != sizeof(buf))
-		__zcr_ep_fail_locked(ep, errno ? -errno : -EIO,
-				     "cannot send the handshake");
+	ret = __zcr_auth_nonce(&T(ep)->nonce);
+	if (ret) {
+		__zcr_ep_fail_locked(ep, ret, "no random nonce");
+		return;
+	}
+	h.seq = T(ep)->nonce;
+	send_hs(ep, &h);
+}
+
+/*
+ * The peer's HELLO. Without a job secret the connection opens now. With
+ * one, we send our AUTH and open when the peer's AUTH proves it knows the
+ * secret too; a peer that will not prove it is refused at once.
+ */
+static bool rx_hello(struct zcr_ep *ep)
+{
+	struct zcr_ctx *ctx = ep->ctx;
+	struct tcp_ep *te = T(ep);
+	uint8_t mac[ZCR_AUTH_MAC_LEN];
+	struct zcr_wire_hdr a = {
+		.magic = ZCR_WIRE_MAGIC,
+		.version = ZCR_WIRE_VERSION,
+		.type = ZCR_WIRE_AUTH,
+		.hdr_len = ZCR_WIRE_HDR_LEN,
+		.src = ctx->rank,
+	};
+	int i;
+
+	te->hdr_got = 0;
+	if (ep->state != ZCR_EP_HANDSHAKE || te->got_hello) {
+		__zcr_ep_fail_locked(ep, -EPROTO, "second handshake");
+		return false;
+	}
+	ep->peer_max_msg = te->h.len ? te->h.len : UINT64_MAX;
+	te->peer_nonce = te->h.seq;
+	te->hello_src = te->h.src;
+	if (!ctx->secret_len) {
+		if (te->h.tag & ZCR_HELLO_AUTH) {
+			__zcr_ep_fail_locked(ep, -EACCES, "peer requires a "
+					     "job secret, we have none");
+			return false;
+		}
+		return __zcr_ep_open_locked(ep, te->h.src) == 0;
+	}
+	if (!(te->h.tag & ZCR_HELLO_AUTH)) {
+		__zcr_ep_fail_locked(ep, -EACCES, "peer (claiming rank %d) "
+				     "does not know the job secret",
+				     te->h.src);
+		return false;
+	}
+	te->got_hello = true;
+	__zcr_auth_mac(ctx, ctx->rank, te->h.src, te->peer_nonce, te->nonce,
+		       mac);
+	for (i = 0; i < 8; i++) {
+		a.len |= (uint64_t)mac[i] << (8 * i);
+		a.seq |= (uint64_t)mac[8 + i] << (8 * i);
+	}
+	return send_hs(ep, &a);
+}
+
+/* The peer's AUTH: its MAC must be the one the job secret gives. */
+static bool rx_auth(struct zcr_ep *ep)
+{
+	struct zcr_ctx *ctx = ep->ctx;
+	struct tcp_ep *te = T(ep);
+	uint8_t want[ZCR_AUTH_MAC_LEN], got[ZCR_AUTH_MAC_LEN];
+	int i;
+
+	te->hdr_got = 0;
+	if (!ctx->secret_len || !te->got_hello ||
+	    ep->state != ZCR_EP_HANDSHAKE || te->h.src != te->hello_src) {
+		ctx->st.bad_headers++;
+		__zcr_ep_fail_locked(ep, -EPROTO, "authentication out of "
+				     "protocol");
+		return false;
+	}
+	for (i = 0; i < 8; i++) {
+		got[i] = (uint8_t)(te->h.len >> (8 * i));
+		got[8 + i] = (uint8_t)(te->h.seq >> (8 * i));
+	}
+	__zcr_auth_mac(ctx, te->hello_src, ctx->rank, te->nonce,
+		       te->peer_nonce, want);
+	if (!__zcr_auth_equal(want, got, sizeof(want))) {
+		__zcr_ep_fail_locked(ep, -EACCES, "peer (claiming rank %d) "
+				     "failed authentication: another job "
+				     "secret", te->hello_src);
+		return false;
+	}
+	te->got_hello = false;
+	return __zcr_ep_open_locked(ep, te->hello_src) == 0;
 }
 
 static void tcp_ep_close(struct zcr_ep *ep, void *ep_priv)
@@ -311,12 +511,10 @@ static bool rx_header(struct zcr_ep *ep)
 		__zcr_ep_fail_locked(ep, ret, "malformed header: %s", why);
 		return false;
 	}
-	if (te->h.type == ZCR_WIRE_HELLO) {
-		if (__zcr_ep_open_locked(ep, te->h.src))
-			return false;
-		te->hdr_got = 0;
-		return true;
-	}
+	if (te->h.type == ZCR_WIRE_HELLO)
+		return rx_hello(ep);
+	if (te->h.type == ZCR_WIRE_AUTH)
+		return rx_auth(ep);
 	if (ep->state != ZCR_EP_OPEN || te->h.src != ep->rank ||
 	    te->h.seq != ep->recv_seq + 1) {
 		ep->ctx->st.bad_headers++;
@@ -353,6 +551,7 @@ static bool rx_done(struct zcr_ep *ep, long r)
 		__zcr_ep_fail_locked(ep, (int)r, "receive failed");
 		return false;
 	}
+	te->rx_total += (uint64_t)r;
 	if (!te->have_hdr) {
 		te->hdr_got += (size_t)r;
 		if (te->hdr_got < ZCR_WIRE_HDR_LEN)
@@ -436,13 +635,16 @@ static int read_batch(struct zcr_ctx *ctx, struct io_uring *ring)
 }
 #endif
 
+static void encode_data(struct zcr_ep *ep, struct zcr_req *r);
+
 /* Write what the socket takes of ep's queue; returns messages completed. */
 static int push(struct zcr_ep *ep)
 {
 	struct zcr_ctx *ctx = ep->ctx;
 	int n = 0;
 
-	while (ep->state != ZCR_EP_CLOSED && !zcr_list_empty(&ep->sendq)) {
+	/* Held until the handshake is through (the core renumbers then). */
+	while (ep->state == ZCR_EP_OPEN && !zcr_list_empty(&ep->sendq)) {
 		struct zcr_req *r = zcr_container_of(ep->sendq.next,
 						     struct zcr_req, link);
 		struct iovec iov[2];
@@ -450,6 +652,8 @@ static int push(struct zcr_ep *ep)
 		int niov = 0;
 		ssize_t w;
 
+		if (!r->sent)
+			encode_data(ep, r);
 		if (r->sent < ZCR_WIRE_HDR_LEN) {
 			iov[niov].iov_base = r->tx + r->sent;
 			iov[niov++].iov_len = ZCR_WIRE_HDR_LEN - r->sent;
@@ -484,7 +688,7 @@ static int push(struct zcr_ep *ep)
 	return n;
 }
 
-static int tcp_send(struct zcr_ep *ep, struct zcr_req *r)
+static void encode_data(struct zcr_ep *ep, struct zcr_req *r)
 {
 	struct zcr_wire_hdr h = {
 		.magic = ZCR_WIRE_MAGIC,
@@ -498,6 +702,10 @@ static int tcp_send(struct zcr_ep *ep, struct zcr_req *r)
 	};
 
 	__zcr_wire_encode(&h, r->tx);
+}
+
+static int tcp_send(struct zcr_ep *ep, struct zcr_req *r)
+{
 	zcr_list_add_tail(&r->link, &ep->sendq);
 	/* Start writing now: a small message usually leaves at once. */
 	push(ep);
@@ -557,6 +765,7 @@ static void paused_error(struct zcr_ctx *ctx, int fd)
 
 static int accept_all(struct zcr_ctx *ctx, struct tcp_ctx *tc)
 {
+	unsigned int live = ~0u;
 	int n = 0, fd;
 	void *te;
 
@@ -569,6 +778,20 @@ static int accept_all(struct zcr_ctx *ctx, struct tcp_ctx *tc)
 	}
 	while ((fd = accept4(tc->listen_fd, NULL, NULL,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		if (live == ~0u)
+			live = __zcr_ep_live_locked(ctx);
+		if (live >= ctx->max_conns) {
+			/* Closed at once: the peer sees it, nothing is held. */
+			if (!ctx->quiet && !ctx->conns_warned)
+				fprintf(stderr, "zcrecv: rank %d: %u "
+					"connections (max_conns): closing new "
+					"ones\n", ctx->rank, ctx->max_conns);
+			ctx->conns_warned = true;
+			close(fd);
+			n++;
+			continue;
+		}
+		live++;
 		tune(fd);
 		if (tcp_ep_alloc(fd, &te))
 			close(fd);
@@ -681,8 +904,10 @@ static unsigned int tcp_poll_fill(struct zcr_ctx *ctx, void *priv,
 			pfd[n].events = POLLIN;
 		else
 			pfd[n].events = T(ep)->peer_done ? 0 : POLLRDHUP;
-		if (!zcr_list_empty(&ep->sendq))
+		if (!zcr_list_empty(&ep->sendq) && ep->state == ZCR_EP_OPEN)
 			pfd[n].events |= POLLOUT;
+		if (T(ep)->rx_deadline && T(ep)->rx_deadline < *deadline)
+			*deadline = T(ep)->rx_deadline;
 		n++;
 	}
 	return n;
@@ -701,11 +926,46 @@ static void tcp_poll_done(struct zcr_ctx *ctx, void *priv,
 			paused_error(ctx, pfd[i].fd);
 }
 
+/*
+ * A message in flight on an open connection (a header or a payload partly
+ * read, not paused by us) must bring ZCR_PROGRESS_QUANTUM bytes or its
+ * end within the progress timeout: a peer trickling its payload, or gone
+ * silent mid-message, would otherwise hold its connection, its landing
+ * and a receive for ever. Returns 1 if ep was closed.
+ */
+static int check_progress(struct zcr_ep *ep, uint64_t now)
+{
+	struct zcr_ctx *ctx = ep->ctx;
+	struct tcp_ep *te = T(ep);
+	bool busy;
+
+	busy = ep->state == ZCR_EP_OPEN &&
+	       ((!te->have_hdr && te->hdr_got) ||
+		(te->have_hdr && ep->rx.state == ZCR_RX_LANDING));
+	if (!busy) {
+		te->rx_deadline = 0;
+		return 0;
+	}
+	if (!te->rx_deadline ||
+	    te->rx_total - te->rx_mark >= ZCR_PROGRESS_QUANTUM) {
+		te->rx_deadline = now + ctx->progress_timeout_ns;
+		te->rx_mark = te->rx_total;
+		return 0;
+	}
+	if (now < te->rx_deadline)
+		return 0;
+	__zcr_ep_fail_locked(ep, -ETIMEDOUT, "no progress mid-message for "
+			     "%llu ms", (unsigned long long)
+			     (ctx->progress_timeout_ns / 1000000));
+	return 1;
+}
+
 static int tcp_progress(struct zcr_ctx *ctx, void *priv)
 {
 	struct tcp_ctx *tc = priv;
 	struct zcr_list *pos, *tmp;
 	int n, r = -1;
+	uint64_t now;
 
 	n = accept_all(ctx, tc);
 	zcr_list_for_each_safe(pos, tmp, &ctx->eps) {
@@ -718,10 +978,20 @@ static int tcp_progress(struct zcr_ctx *ctx, void *priv)
 	if (tc->ring)
 		r = read_batch(ctx, tc->ring);
 #endif
-	if (r >= 0)
-		return n + r;
-	zcr_list_for_each_safe(pos, tmp, &ctx->eps)
-		n += read_ep(zcr_container_of(pos, struct zcr_ep, link));
+	if (r >= 0) {
+		n += r;
+	} else {
+		zcr_list_for_each_safe(pos, tmp, &ctx->eps)
+			n += read_ep(zcr_container_of(pos, struct zcr_ep,
+						      link));
+	}
+	now = zcr_now_ns();
+	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
+		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
+
+		if (is_tcp(ep) && ep->state != ZCR_EP_CLOSED)
+			n += check_progress(ep, now);
+	}
 	return n;
 }
 
