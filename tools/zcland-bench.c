@@ -35,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "zcr_internal.h"
+#include "core/ctx.h"
 
 #define MAX_ITERS	64
 
@@ -161,7 +161,7 @@ static double land(struct zcr_ctx *ctx, char *dst, size_t n, int policy,
 	pthread_mutex_lock(&ctx->lock);
 	ctx->policy = policy;
 	ops = __zcr_remap_pick(ctx, dst, n);
-	off = (uintptr_t)dst & (ctx->page - 1);
+	off = __zcr_remap_stage_offset(ctx, ops, dst, n);
 	s = __zcr_slot_get_locked(ctx, ops, off + n);
 	pthread_mutex_unlock(&ctx->lock);
 	if (!s) {
@@ -175,7 +175,7 @@ static double land(struct zcr_ctx *ctx, char *dst, size_t n, int policy,
 	pthread_mutex_lock(&ctx->lock);
 	p0 = ctx->st.pages_remapped;
 	t = now_us();
-	__zcr_remap_deliver_locked(ctx, ops, dst, s->base + off, n, true);
+	__zcr_remap_deliver_locked(ctx, s, off, dst, n, true);
 	t = now_us() - t;
 	*pages = ctx->st.pages_remapped - p0;
 	__zcr_slot_put_locked(ctx, s);
