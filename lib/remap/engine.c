@@ -27,7 +27,7 @@
 
 #define CAL_SMALL	(64UL << 10)
 #define CAL_RUNS	3
-#define LAND_CLAMP	4.0	/* a sample counts at most 4x the average */
+#define LAND_CLAMP	2.0	/* a sample counts at most 2x the average */
 
 /* Every backend, in the order auto tries them; copy is always last. */
 static const struct zcr_remap_ops *const registry[] = {
@@ -121,8 +121,8 @@ void __zcr_land_record(struct zcr_land_class *c, int k, double ns)
 		c->n[k] = 1;
 		return;
 	}
-	/* One preempted landing must not flip the choice on its own. */
-	if (ns > LAND_CLAMP * *avg)
+	/* One preempted landing must not flip an established choice. */
+	if (c->n[k] >= 4 && ns > LAND_CLAMP * *avg)
 		ns = LAND_CLAMP * *avg;
 	/* A running mean at first, then a moving average; rare samples of
 	 * the other kind weigh more, so a change is seen in few of them. */

@@ -276,8 +276,16 @@ static long uffd_remap(struct zcr_ctx *ctx, void *priv, void *dstp,
 		return -ENOMEM;
 	old = sp + off;
 	a = uffd_move(u, old, dst, len);
-	if (a == -EEXIST) {
-		/* Pages left in the spare by an earlier partial exchange. */
+	if (a >= 0 && (size_t)a < len && errno == EEXIST) {
+		/*
+		 * Pages left in the spare outside the range its last exchange
+		 * moved (a slot's head or tail, staged at another offset):
+		 * drop them and go on.
+		 */
+		madvise(old + a, len - (size_t)a, MADV_DONTNEED);
+		b = uffd_move(u, old + a, dst + a, len - (size_t)a);
+		a += b > 0 ? b : 0;
+	} else if (a == -EEXIST) {
 		madvise(old, len, MADV_DONTNEED);
 		a = uffd_move(u, old, dst, len);
 	}
