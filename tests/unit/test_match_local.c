@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -493,4 +494,31 @@ ZT_TEST(handoff_between_transports)
 	}
 	zcr_ctx_destroy(c);
 	ZT_EXPECT_EQ(fb.frees, 1);
+}
+
+/* Addresses choose the transport by scheme; a bare HOST:PORT is TCP. */
+ZT_TEST(address_schemes)
+{
+	struct zcr_ctx *c0 = ctx_new(0, NULL), *c1;
+	struct zcr_ctx_attr a = { .rank = 1, .quiet = 1,
+				  .backend = ZCRECV_BACKEND_COPY };
+	struct zcr_ep *e10, *e01;
+	char addr[64];
+	int port;
+
+	ZT_EXPECT_EQ(zcr_ctx_create(&a, &c1), 0);
+	ZT_EXPECT_EQ(zcr_ctx_listen(c0, "udp://127.0.0.1:0"),
+		     -EPROTONOSUPPORT);
+	ZT_EXPECT_EQ(zcr_ep_connect(c1, "shm://127.0.0.1:1", &e10),
+		     -EPROTONOSUPPORT);
+	port = zcr_ctx_listen(c0, "tcp://127.0.0.1:0");
+	ZT_ASSERT(port > 0);
+	ZT_EXPECT_EQ(zcr_ctx_listen(c0, "127.0.0.1:0"), -EBUSY);
+	snprintf(addr, sizeof(addr), "tcp://127.0.0.1:%d", port);
+	ZT_EXPECT_EQ(zcr_ep_connect(c1, addr, &e10), 0);
+	ZT_EXPECT_EQ(zcr_ep_accept(c0, 10000, &e01), 0);
+	ZT_EXPECT_EQ(zcr_ep_rank(e01), 1);
+	ZT_ASSERT(e01->tp == &__zcr_transport_tcp);
+	zcr_ctx_destroy(c1);
+	zcr_ctx_destroy(c0);
 }
