@@ -400,9 +400,10 @@ int zcr_recv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
 
 /**
  * zcr_mem_alloc() - allocate @size bytes of zero-copy-eligible memory
- * (page aligned): a zone of /dev/zcrecv when the module is loaded,
- * anonymous private memory otherwise (the uffd-move backend can remap
- * into it). As MPI_Alloc_mem.
+ * (page aligned): a zone of /dev/zcrecv when the context uses the kmod
+ * backend, anonymous private memory otherwise (the uffd-move backend can
+ * remap into it; 2 MiB aligned and advised MADV_HUGEPAGE from 2 MiB on).
+ * As MPI_Alloc_mem.
  * Return: 0 with *@ptr set, or -errno. Since 0.1.
  */
 int zcr_mem_alloc(struct zcr_ctx *ctx, size_t size, void **ptr);

@@ -81,7 +81,10 @@ int zcr_mem_alloc(struct zcr_ctx *ctx, size_t size, void **ptr)
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	ret = __zcr_zone_map(ctx, len, &a);
+	/* Zones only serve the kmod backend; uffd-move needs anonymous. */
+	ret = -EOPNOTSUPP;
+	if (ctx->be[0].ops->id == ZCRECV_BACKEND_KMOD)
+		ret = __zcr_zone_map(ctx, len, &a);
 	if (ret == 0) {
 		m->zone = true;
 	} else {
