@@ -322,6 +322,28 @@ static void write_csv(FILE *f)
 		print_row(f, &points[i], true);
 }
 
+/* What the landing policy of rank 0 measured, per size class. */
+static void print_landing(struct zcr_ctx *ctx)
+{
+	struct zcr_landing_class lc[64];
+	int i, n = zcr_ctx_landing_stats(ctx, lc, sizeof(lc[0]), 64);
+
+	if (n <= 0)
+		return;
+	printf("landing costs measured by rank 0 (per size class, all modes "
+	       "of this run):\n%-10s %9s %11s %9s %11s %9s  %s\n", "backend",
+	       "size>=", "copy_us", "copies", "remap_us", "remaps",
+	       "auto picks");
+	for (i = 0; i < n; i++)
+		printf("%-10s %9llu %11.1f %9llu %11.1f %9llu  %s\n",
+		       lc[i].backend, (unsigned long long)lc[i].size_min,
+		       lc[i].copy_ns / 1e3,
+		       (unsigned long long)lc[i].copy_samples,
+		       lc[i].remap_ns / 1e3,
+		       (unsigned long long)lc[i].remap_samples,
+		       zcr_policy_name(lc[i].choice));
+}
+
 static int free_port(void)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
@@ -590,9 +612,9 @@ int main(int argc, char **argv)
 	}
 
 	CHECK(zcr_ctx_stats(ctx, &st));
-	printf("zcbench: libzcrecv %s, backend %s, predictor %s, calibration: "
-	       "copy %.0f ns/page, remap %.0f ns/page, auto remaps from %llu "
-	       "pages%s\n", zcr_version(), st.backend_name, st.predictor,
+	printf("zcbench: libzcrecv %s, backend %s, predictor %s, calibration "
+	       "at 64 KiB: copy %.0f ns/page, remap %.0f ns/page; auto remaps "
+	       "from %llu pages (prior)%s\n", zcr_version(), st.backend_name, st.predictor,
 	       st.copy_ns_per_page, st.remap_ns_per_page,
 	       (unsigned long long)st.min_remap_pages,
 	       emulated ? " (EMULATED timings: compare ratios only)" : "");
@@ -623,6 +645,7 @@ int main(int argc, char **argv)
 
 		CHECK(zcr_send(ep, &c, sizeof(c), TAG_CTRL));
 	}
+	print_landing(ctx);
 	if (child > 0) {
 		int status;
 

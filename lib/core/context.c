@@ -20,6 +20,7 @@
 #define ZCR_DEFAULT_HANDSHAKE_MS	10000
 #define ZCR_MIN_POLL		64
 
+/* Index of var's value in names, dflt when unset, or -EINVAL (said). */
 static int env_choice(const char *var, const char *const *names, int n,
 		      int dflt)
 {
@@ -31,7 +32,23 @@ static int env_choice(const char *var, const char *const *names, int n,
 	for (i = 0; i < n; i++)
 		if (names[i] && !strcmp(v, names[i]))
 			return i;
+	fprintf(stderr, "libzcrecv: %s=%s: unknown value\n", var, v);
 	return -EINVAL;
+}
+
+/* The backend ZCRECV_BACKEND names, dflt when unset, or -EINVAL (said). */
+static int env_backend(int dflt)
+{
+	const char *v = getenv("ZCRECV_BACKEND");
+	int id;
+
+	if (!v || !*v)
+		return dflt;
+	id = __zcr_remap_lookup(v);
+	if (id < 0)
+		fprintf(stderr, "libzcrecv: ZCRECV_BACKEND=%s: unknown backend "
+			"(auto, kmod, uffd-move, copy)\n", v);
+	return id;
 }
 
 /* A positive number of ms from var, dflt when unset, or -EINVAL. */
@@ -84,8 +101,6 @@ static bool all_zero(const void *p, size_t n)
 static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 {
 	static const char *const policies[] = { "auto", "copy", "remap" };
-	static const char *const backends[] = { "auto", "kmod", "uffd",
-						"copy" };
 	struct zcr_ctx *ctx;
 	const char *pred;
 	int ret, policy, backend, hs_ms;
@@ -96,7 +111,7 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	    attr->handshake_timeout_ms < 0)
 		return -EINVAL;
 	policy = env_choice("ZCRECV_POLICY", policies, 3, attr->policy);
-	backend = env_choice("ZCRECV_BACKEND", backends, 4, attr->backend);
+	backend = env_backend(attr->backend);
 	hs_ms = env_ms("ZCRECV_HANDSHAKE_TIMEOUT_MS",
 		       attr->handshake_timeout_ms ?
 		       attr->handshake_timeout_ms : ZCR_DEFAULT_HANDSHAKE_MS);
@@ -116,7 +131,6 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 						   ZCR_DEFAULT_STAGING;
 	ctx->hs_timeout_ns = (uint64_t)hs_ms * 1000000;
 	ctx->page = (size_t)sysconf(_SC_PAGESIZE);
-	ctx->uffd = -1;
 	zcr_list_init(&ctx->eps);
 	zcr_list_init(&ctx->posted);
 	zcr_list_init(&ctx->unexpected);
@@ -249,9 +263,7 @@ int zcr_ctx_stats_sized(struct zcr_ctx *ctx, struct zcr_stats *out,
 	st->staging_limit = ctx->staging_limit;
 	st->policy = ctx->policy;
 	st->backend = ctx->be[0].ops->id;
-	st->min_remap_pages = ctx->policy == ZCRECV_POLICY_REMAP ? 1 :
-			      ctx->policy == ZCRECV_POLICY_COPY ? 0 :
-			      ctx->be[0].min_pages;
+	st->min_remap_pages = __zcr_remap_min_pages(ctx);
 	st->copy_ns_per_page = ctx->be[0].copy_ns;
 	st->remap_ns_per_page = ctx->be[0].remap_ns;
 	snprintf(st->predictor, sizeof(st->predictor), "%s", ctx->pred_name);
