@@ -13,7 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "zcr_internal.h"
+#include "core/core.h"
 
 #define ZCR_DEFAULT_STAGING	(256ULL << 20)
 #define ZCR_DEFAULT_MAX_MSG	(1ULL << 30)
@@ -103,11 +103,11 @@ int zcr_ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 						   ZCR_DEFAULT_STAGING;
 	ctx->hs_timeout_ns = (uint64_t)hs_ms * 1000000;
 	ctx->page = (size_t)sysconf(_SC_PAGESIZE);
-	ctx->listen_fd = -1;
 	ctx->uffd = -1;
 	zcr_list_init(&ctx->eps);
 	zcr_list_init(&ctx->posted);
 	zcr_list_init(&ctx->unexpected);
+	zcr_list_init(&ctx->stalled);
 	zcr_list_init(&ctx->mems);
 	zcr_list_init(&ctx->free_slots);
 
@@ -123,7 +123,9 @@ int zcr_ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	ret = __zcr_remap_setup(ctx, backend);
 	if (ret)
 		goto err_remap;
-	__zcr_tcp_ring_init(ctx);
+	ret = __zcr_transports_init(ctx);
+	if (ret)
+		goto err_remap;
 
 	pred = attr->predictor ? attr->predictor : getenv("ZCRECV_PREDICTOR");
 	if (!pred || !*pred)
@@ -147,7 +149,7 @@ int zcr_ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 err_pred:
 	__zcr_pred_destroy(ctx->pred);
 err_remap:
-	__zcr_tcp_ring_fini(ctx);
+	__zcr_transports_fini(ctx);
 	__zcr_remap_teardown(ctx);
 	if (ctx->kmod_fd >= 0)
 		close(ctx->kmod_fd);
@@ -170,34 +172,10 @@ void zcr_ctx_destroy(struct zcr_ctx *ctx)
 		__zcr_wake(ctx);
 		pthread_join(ctx->thread, NULL);
 	}
-	/*
-	 * Pending requests are abandoned, so they are ours to free: sends
-	 * go with their endpoint's queue, receives are still posted, landing
-	 * (ep->rreq) or matched to a message still arriving (m->req).
-	 * Completed ones are the caller's and on no list.
-	 */
-	zcr_list_for_each_safe(pos, tmp, &ctx->posted) {
-		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
-
-		zcr_list_del(&r->link);
-		free(r);
-	}
-	zcr_list_for_each_safe(pos, tmp, &ctx->eps) {
-		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
-
-		if (ep->rreq && !ep->rreq->done)
-			free(ep->rreq);
-		__zcr_ep_free(ep);
-	}
-	zcr_list_for_each_safe(pos, tmp, &ctx->unexpected) {
-		struct zcr_msg *m = zcr_container_of(pos, struct zcr_msg, link);
-
-		if (m->req && !m->req->done)
-			free(m->req);
-		zcr_list_del(&m->link);
-		__zcr_slot_put_locked(ctx, m->slot);
-		free(m);
-	}
+	/* Pending requests are abandoned, so they are ours to free. */
+	__zcr_match_fini(ctx);
+	zcr_list_for_each_safe(pos, tmp, &ctx->eps)
+		__zcr_ep_free(zcr_container_of(pos, struct zcr_ep, link));
 	while (ctx->pollsets) {
 		struct zcr_pollset *ps = ctx->pollsets;
 
@@ -213,10 +191,8 @@ void zcr_ctx_destroy(struct zcr_ctx *ctx)
 		free(m);
 	}
 	__zcr_remap_teardown(ctx);
-	__zcr_tcp_ring_fini(ctx);
+	__zcr_transports_fini(ctx);
 	__zcr_pred_destroy(ctx->pred);
-	if (ctx->listen_fd >= 0)
-		close(ctx->listen_fd);
 	if (ctx->kmod_fd >= 0)
 		close(ctx->kmod_fd);
 	close(ctx->wake_fd);
@@ -306,46 +282,66 @@ static void pollset_put_locked(struct zcr_ctx *ctx, struct zcr_pollset *ps)
 }
 
 /*
+ * One pass over everything that needs no waiting: stalled arrivals that
+ * got room, every transport, handshake deadlines. Match never calls back
+ * into a transport: a delivery that frees staging only marks the stalled
+ * arrivals for the drain here.
+ */
+static int work_locked(struct zcr_ctx *ctx)
+{
+	int i, r, n;
+
+	__zcr_ep_reap_locked(ctx);
+	n = __zcr_match_drain_locked(ctx);
+	for (i = 0; i < ctx->ntr; i++) {
+		r = ctx->tr[i].ops->progress(ctx, ctx->tr[i].priv);
+		if (r > 0)
+			n += r;
+	}
+	n += __zcr_ep_expire_handshakes_locked(ctx);
+	if (ctx->drain_pending)
+		n += __zcr_match_drain_locked(ctx);
+	return n;
+}
+
+/*
  * Do what can be done without waiting; if nothing was and timeout_ms is
- * not 0, poll every connection (the lock is dropped for poll only) and do
- * it again.
+ * not 0, poll what every transport waits for (the lock is dropped for poll
+ * only) and do it again.
  */
 int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 {
+	unsigned int cnt[ZCR_MAX_TRANSPORTS], max = 1;
 	uint64_t v, now, next = UINT64_MAX;
 	struct zcr_pollset *ps;
-	struct pollfd *pfd;
 	struct zcr_list *pos;
-	int n, nfd = 0, ret;
+	struct pollfd *pfd;
+	int i, n, ret;
+	unsigned int nfd = 0;
 
-	n = __zcr_tcp_work_locked(ctx);
+	n = work_locked(ctx);
 	if (n || !timeout_ms)
 		return n;
-	/* The wake-up eventfd, the listener and every connection. */
-	ps = pollset_get_locked(ctx, ctx->nep + 2);
+	for (i = 0; i < ctx->ntr; i++)
+		max += ctx->tr[i].ops->poll_max(ctx, ctx->tr[i].priv);
+	ps = pollset_get_locked(ctx, max);
 	if (!ps)
 		return -ENOMEM;
 	pfd = ps->fds;
+	/* The wake-up eventfd, then each transport's entries. */
 	pfd[nfd].fd = ctx->wake_fd;
 	pfd[nfd++].events = POLLIN;
-	if (ctx->listen_fd >= 0 && ctx->accept_resume) {
-		next = ctx->accept_resume;	/* backing off accept() */
-	} else if (ctx->listen_fd >= 0) {
-		pfd[nfd].fd = ctx->listen_fd;
-		pfd[nfd++].events = POLLIN;
+	for (i = 0; i < ctx->ntr; i++) {
+		cnt[i] = ctx->tr[i].ops->poll_fill(ctx, ctx->tr[i].priv,
+						   pfd + nfd, max - nfd,
+						   &next);
+		nfd += cnt[i];
 	}
 	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
 		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
 
-		if (ep->state == ZCR_EP_CLOSED)
-			continue;
 		if (ep->state == ZCR_EP_HANDSHAKE && ep->hs_deadline < next)
 			next = ep->hs_deadline;
-		pfd[nfd].fd = ep->fd;
-		pfd[nfd].events = ep->stalled ? 0 : POLLIN;
-		if (!zcr_list_empty(&ep->sendq))
-			pfd[nfd].events |= POLLOUT;
-		nfd++;
 	}
 	/* Wake up for the first deadline, rounded up: not to spin before it. */
 	if (next != UINT64_MAX) {
@@ -364,15 +360,14 @@ int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 		}
 	}
 	pthread_mutex_lock(&ctx->lock);
-	/* Only paused connections are polled without POLLIN. */
-	for (n = 0; ret > 0 && n < nfd; n++)
-		if ((pfd[n].revents & (POLLERR | POLLHUP)) &&
-		    !(pfd[n].events & POLLIN))
-			__zcr_tcp_paused_error_locked(ctx, pfd[n].fd);
+	for (i = 0, nfd = 1; ret > 0 && i < ctx->ntr; nfd += cnt[i++])
+		if (ctx->tr[i].ops->poll_done)
+			ctx->tr[i].ops->poll_done(ctx, ctx->tr[i].priv,
+						  pfd + nfd, cnt[i]);
 	pollset_put_locked(ctx, ps);
 	if (ret < 0 && ret != -EINTR)
 		return ret;
-	return __zcr_tcp_work_locked(ctx);
+	return work_locked(ctx);
 }
 
 int zcr_progress(struct zcr_ctx *ctx, int timeout_ms)

@@ -5,49 +5,52 @@
  */
 #include <errno.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "zcr_internal.h"
+#include "core/core.h"
 
-int zcr_ctx_listen(struct zcr_ctx *ctx, const char *hostport)
+int zcr_ctx_listen(struct zcr_ctx *ctx, const char *addr)
 {
-	int fd, port = 0;
+	struct zcr_transport *t;
+	const char *rest;
+	int ret;
 
-	if (!ctx || !hostport)
+	if (!ctx || !addr)
 		return -EINVAL;
-	fd = __zcr_tcp_listen(hostport, &port);
-	if (fd < 0)
-		return fd;
+	t = __zcr_transport_find(ctx, addr, &rest);
+	if (!t)
+		return -EPROTONOSUPPORT;
+	ret = t->ops->listen(ctx, t->priv, rest);
+	if (ret < 0)
+		return ret;
 	pthread_mutex_lock(&ctx->lock);
-	if (ctx->listen_fd >= 0) {
-		pthread_mutex_unlock(&ctx->lock);
-		close(fd);
-		return -EBUSY;
-	}
-	ctx->listen_fd = fd;
+	ctx->listening = true;
 	pthread_mutex_unlock(&ctx->lock);
 	__zcr_wake(ctx);
-	return port;
+	return ret;
 }
 
-int zcr_ep_connect(struct zcr_ctx *ctx, const char *hostport,
+int zcr_ep_connect(struct zcr_ctx *ctx, const char *addr,
 		   struct zcr_ep **out)
 {
+	struct zcr_transport *t;
 	struct zcr_ep *ep;
-	int fd;
+	const char *rest;
+	void *priv;
+	int ret;
 
-	if (!ctx || !hostport || !out)
+	if (!ctx || !addr || !out)
 		return -EINVAL;
-	fd = __zcr_tcp_connect(hostport);
-	if (fd < 0)
-		return fd;
+	t = __zcr_transport_find(ctx, addr, &rest);
+	if (!t)
+		return -EPROTONOSUPPORT;
+	ret = t->ops->connect(ctx, t->priv, rest, &priv);
+	if (ret < 0)
+		return ret;
 	pthread_mutex_lock(&ctx->lock);
-	ep = __zcr_ep_new_locked(ctx, fd, false);
+	ep = __zcr_ep_new_locked(ctx, t->ops, priv, false);
 	pthread_mutex_unlock(&ctx->lock);
-	if (!ep) {
-		close(fd);
+	if (!ep)
 		return -ENOMEM;
-	}
 	__zcr_wake(ctx);
 	*out = ep;
 	return 0;

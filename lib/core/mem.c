@@ -16,7 +16,7 @@
 
 #include <linux/zcrecv.h>
 
-#include "zcr_internal.h"
+#include "core/ctx.h"
 
 int __zcr_zone_map(struct zcr_ctx *ctx, size_t len, void **p)
 {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "zcr_internal.h"
+#include "core/core.h"
 
 void __zcr_req_complete_locked(struct zcr_req *r, int error)
 {
@@ -23,8 +23,8 @@ int zcr_isend(struct zcr_ep *ep, const void *buf, size_t len, int tag,
 	      struct zcr_req **out)
 {
 	struct zcr_ctx *ctx;
-	struct zcr_wire_hdr h;
 	struct zcr_req *r;
+	int ret;
 
 	if (!ep || !out || (len && !buf) || tag < 0)
 		return -EINVAL;
@@ -43,28 +43,12 @@ int zcr_isend(struct zcr_ep *ep, const void *buf, size_t len, int tag,
 	r->st.len = len;
 	r->st.source = ctx->rank;
 	pthread_mutex_lock(&ctx->lock);
-	if (ep->state == ZCR_EP_CLOSED) {
-		int err = ep->error ? ep->error : -ENOTCONN;
-
-		pthread_mutex_unlock(&ctx->lock);
-		free(r);
-		return err;
-	}
-	h = (struct zcr_wire_hdr){
-		.magic = ZCR_WIRE_MAGIC,
-		.version = ZCR_WIRE_VERSION,
-		.type = ZCR_WIRE_DATA,
-		.hdr_len = ZCR_WIRE_HDR_LEN,
-		.src = ctx->rank,
-		.tag = tag,
-		.len = len,
-		.seq = ++ep->send_seq,
-	};
-	__zcr_wire_encode(&h, r->hdr);
-	zcr_list_add_tail(&r->link, &ep->sendq);
-	/* Start writing now: a small message usually leaves at once. */
-	__zcr_ep_send_locked(ep);
+	ret = __zcr_ep_send_locked(ep, r);
 	pthread_mutex_unlock(&ctx->lock);
+	if (ret) {
+		free(r);
+		return ret;
+	}
 	if (ctx->thread_on && !r->done)
 		__zcr_wake(ctx);
 	*out = r;
@@ -76,6 +60,7 @@ int zcr_irecv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
 {
 	struct zcr_call c = { 0 };
 	struct zcr_req *r;
+	bool wake;
 	int ret;
 
 	if (!ctx || !out || (size && !buf) || src < ZCRECV_ANY_SOURCE ||
@@ -98,12 +83,14 @@ int zcr_irecv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
 	pthread_mutex_lock(&ctx->lock);
 	__zcr_pred_observe(ctx->pred, &c);
 	ret = __zcr_post_recv_locked(ctx, r);
+	/* Staging freed by a delivery: the progress engine drains stalls. */
+	wake = ctx->thread_on && (ctx->drain_pending || !r->done);
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret) {
 		free(r);
 		return ret;
 	}
-	if (ctx->thread_on && !r->done)
+	if (wake)
 		__zcr_wake(ctx);
 	*out = r;
 	return 0;

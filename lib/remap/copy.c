@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <sys/mman.h>
 
-#include "zcr_internal.h"
+#include "core/ctx.h"
 
 static int copy_slot_alloc(struct zcr_ctx *ctx, size_t len, void **p)
 {

@@ -16,7 +16,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "zcr_internal.h"
+#include "core/ctx.h"
 
 #define CAL_N1		8
 #define CAL_N2		64

@@ -14,7 +14,7 @@
 
 #include <linux/zcrecv.h>
 
-#include "zcr_internal.h"
+#include "core/ctx.h"
 
 static int kmod_init(struct zcr_ctx *ctx)
 {

@@ -11,7 +11,7 @@
 #include <linux/zcrecv.h>
 
 #include "zcrecv.h"
-#include "zcr_internal.h"
+#include "remap/remap.h"
 
 int __zcr_kmod_open(struct zcr_kmod_info *info)
 {

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "compat_uffd.h"
-#include "zcr_internal.h"
+#include "core/ctx.h"
 
 #ifndef UFFD_USER_MODE_ONLY
 #define UFFD_USER_MODE_ONLY		1

@@ -11,7 +11,7 @@
  */
 #include <stdlib.h>
 
-#include "zcr_internal.h"
+#include "core/ctx.h"
 
 static void slot_release(struct zcr_ctx *ctx, struct zcr_slot *s)
 {

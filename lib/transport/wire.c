@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "zcr_internal.h"
+#include "transport/wire.h"
 
 static void put_le(uint8_t *p, uint64_t v, int n)
 {

@@ -12,7 +12,7 @@
 #include <malloc.h>
 #include <stdlib.h>
 
-#include "zcr_internal.h"
+#include "transport/wire.h"
 #include "zcr_pair.h"
 
 #define MAXLEN (1ULL << 30)

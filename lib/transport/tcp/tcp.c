@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * tcp.c - the TCP transport: sockets, the per-connection receive
- * state machine (header, then payload straight into its landing place) and
- * the send queue.
+ * state machine (header, then payload straight into the landing place
+ * match gives) and the send queue. It is driven through
+ * struct zcr_transport_ops (transport/transport.h) only.
  *
  * Every socket is nonblocking; all of it runs under ctx->lock. A
  * connection whose next message has no posted receive and no room in the
- * staging pool is "stalled": we stop reading it (and polling it for input),
+ * staging pool is "stalled" (match says so in ep->rx): we stop reading it (and polling it for input),
  * so the kernel's socket buffer fills and TCP flow control holds the sender
  * back. Nothing is dropped and the pool does not grow.
  *
@@ -20,7 +21,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +32,39 @@
 #include <liburing.h>
 #endif
 
-#include "zcr_internal.h"
+#include "core/ctx.h"
+#include "match/match.h"
+#include "transport/transport.h"
+#include "transport/wire.h"
+
+/* Per context. */
+struct tcp_ctx {
+	int listen_fd;
+	uint64_t accept_resume;		/* no accept() before; 0: not paused */
+	struct io_uring *ring;		/* batched receives, or NULL */
+};
+
+/* Per endpoint (ep->tp_priv): the socket and the receive state machine. */
+struct tcp_ep {
+	int fd;
+	uint8_t hdr[ZCR_WIRE_HDR_LEN];
+	size_t hdr_got;
+	bool have_hdr;			/* hdr complete, h parsed */
+	struct zcr_wire_hdr h;
+	uint64_t got;			/* payload bytes read */
+};
+
+_Static_assert(ZCR_WIRE_HDR_LEN <= ZCR_TX_SCRATCH, "header in r->tx");
+
+static inline struct tcp_ep *T(struct zcr_ep *ep)
+{
+	return ep->tp_priv;
+}
+
+static inline bool is_tcp(const struct zcr_ep *ep)
+{
+	return ep->tp == &__zcr_transport_tcp;
+}
 
 static int split_hostport(const char *hostport, char *host, size_t hlen,
 			  const char **port)
@@ -86,8 +118,9 @@ static void tune(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-int __zcr_tcp_listen(const char *hostport, int *port)
+static int tcp_listen(struct zcr_ctx *ctx, void *priv, const char *hostport)
 {
+	struct tcp_ctx *tc = priv;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	struct addrinfo *res;
@@ -110,20 +143,41 @@ int __zcr_tcp_listen(const char *hostport, int *port)
 		close(fd);
 		goto out;
 	}
-	*port = ntohs(ss.ss_family == AF_INET6 ?
-		      ((struct sockaddr_in6 *)&ss)->sin6_port :
-		      ((struct sockaddr_in *)&ss)->sin_port);
-	ret = fd;
+	ret = ntohs(ss.ss_family == AF_INET6 ?
+		    ((struct sockaddr_in6 *)&ss)->sin6_port :
+		    ((struct sockaddr_in *)&ss)->sin_port);
+	pthread_mutex_lock(&ctx->lock);
+	if (tc->listen_fd >= 0) {
+		close(fd);
+		ret = -EBUSY;
+	} else {
+		tc->listen_fd = fd;
+	}
+	pthread_mutex_unlock(&ctx->lock);
 out:
 	freeaddrinfo(res);
 	return ret;
 }
 
-int __zcr_tcp_connect(const char *hostport)
+static int tcp_ep_alloc(int fd, void **ep_priv)
+{
+	struct tcp_ep *te = calloc(1, sizeof(*te));
+
+	if (!te)
+		return -ENOMEM;
+	te->fd = fd;
+	*ep_priv = te;
+	return 0;
+}
+
+static int tcp_connect(struct zcr_ctx *ctx, void *priv, const char *hostport,
+		       void **ep_priv)
 {
 	struct addrinfo *res, *ai;
 	int fd = -1, ret;
 
+	(void)ctx;
+	(void)priv;
 	ret = resolve(hostport, false, &res);
 	if (ret)
 		return ret;
@@ -145,10 +199,14 @@ int __zcr_tcp_connect(const char *hostport)
 		return ret;
 	tune(fd);
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	return fd;
+	ret = tcp_ep_alloc(fd, ep_priv);
+	if (ret)
+		close(fd);
+	return ret;
 }
 
-static void send_hello(struct zcr_ep *ep)
+/* Name the peer, then send our HELLO. */
+static void tcp_start(struct zcr_ep *ep)
 {
 	struct zcr_wire_hdr h = {
 		.magic = ZCR_WIRE_MAGIC,
@@ -157,186 +215,52 @@ static void send_hello(struct zcr_ep *ep)
 		.hdr_len = ZCR_WIRE_HDR_LEN,
 		.src = ep->ctx->rank,
 	};
-	uint8_t buf[ZCR_WIRE_HDR_LEN];
-
-	__zcr_wire_encode(&h, buf);
-	/* The first bytes on a fresh socket always fit its buffer. */
-	if (send(ep->fd, buf, sizeof(buf), MSG_NOSIGNAL) != sizeof(buf))
-		__zcr_ep_fail_locked(ep, errno ? -errno : -EIO,
-				     "cannot send the handshake");
-}
-
-struct zcr_ep *__zcr_ep_new_locked(struct zcr_ctx *ctx, int fd, bool accepted)
-{
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	char host[48], serv[16];
-	struct zcr_ep *ep;
+	uint8_t buf[ZCR_WIRE_HDR_LEN];
+	int fd = T(ep)->fd;
 
-	ep = calloc(1, sizeof(*ep));
-	if (!ep)
-		return NULL;
-	ep->ctx = ctx;
-	ep->fd = fd;
-	ep->rank = -1;
-	ep->accepted = accepted;
-	ep->state = ZCR_EP_HANDSHAKE;
-	ep->hs_deadline = zcr_now_ns() + ctx->hs_timeout_ns;
-	ctx->nhandshake++;
-	zcr_list_init(&ep->sendq);
 	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0 &&
 	    getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), serv,
 			sizeof(serv), NI_NUMERICHOST | NI_NUMERICSERV) == 0)
 		snprintf(ep->peer, sizeof(ep->peer), "%s:%s", host, serv);
 	else
 		snprintf(ep->peer, sizeof(ep->peer), "fd %d", fd);
-	zcr_list_add_tail(&ep->link, &ctx->eps);
-	ctx->nep++;
-	send_hello(ep);
-	return ep;
+	__zcr_wire_encode(&h, buf);
+	/* The first bytes on a fresh socket always fit its buffer. */
+	if (send(fd, buf, sizeof(buf), MSG_NOSIGNAL) != sizeof(buf))
+		__zcr_ep_fail_locked(ep, errno ? -errno : -EIO,
+				     "cannot send the handshake");
 }
 
-void __zcr_ep_free(struct zcr_ep *ep)
+static void tcp_ep_close(struct zcr_ep *ep)
 {
-	struct zcr_list *pos, *tmp;
+	struct tcp_ep *te = T(ep);
 
-	zcr_list_for_each_safe(pos, tmp, &ep->sendq) {
-		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
-
-		zcr_list_del(&r->link);
-		free(r);
+	if (te && te->fd >= 0) {
+		close(te->fd);
+		te->fd = -1;
 	}
-	if (ep->fd >= 0)
-		close(ep->fd);
-	zcr_list_del(&ep->link);
-	ep->ctx->nep--;
-	if (ep->state == ZCR_EP_HANDSHAKE)
-		ep->ctx->nhandshake--;
-	free(ep);
+	if (te)
+		te->have_hdr = false;
 }
 
-static bool rank_has_open_ep(struct zcr_ctx *ctx, int rank)
+static void tcp_ep_free(struct zcr_ep *ep)
 {
-	struct zcr_list *pos;
-
-	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
-		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
-
-		if (ep->state == ZCR_EP_OPEN && ep->rank == rank)
-			return true;
-	}
-	return false;
+	tcp_ep_close(ep);
+	free(ep->tp_priv);
+	ep->tp_priv = NULL;
 }
 
-void __zcr_ep_fail_locked(struct zcr_ep *ep, int err, const char *fmt, ...)
-{
-	struct zcr_ctx *ctx = ep->ctx;
-	struct zcr_list *pos, *tmp;
-	va_list ap;
-	bool gone;
-
-	if (ep->state == ZCR_EP_CLOSED)
-		return;
-	if (ep->state == ZCR_EP_HANDSHAKE)
-		ctx->nhandshake--;
-	ep->state = ZCR_EP_CLOSED;
-	ep->error = err;
-	va_start(ap, fmt);
-	vsnprintf(ep->errmsg, sizeof(ep->errmsg), fmt, ap);
-	va_end(ap);
-	if (!ctx->quiet)
-		fprintf(stderr, "zcrecv: rank %d: connection to %s (rank %d) "
-			"closed: %s (%s)\n", ctx->rank, ep->peer, ep->rank,
-			ep->errmsg, strerror(-err));
-	close(ep->fd);
-	ep->fd = -1;
-	ctx->st.disconnects++;
-
-	zcr_list_for_each_safe(pos, tmp, &ep->sendq) {
-		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
-
-		zcr_list_del(&r->link);
-		__zcr_req_complete_locked(r, -ECONNRESET);
-	}
-	/* A message cut short is never delivered. */
-	if (ep->rreq)
-		__zcr_req_complete_locked(ep->rreq, -ECONNRESET);
-	if (ep->rmsg) {
-		struct zcr_msg *m = ep->rmsg;
-
-		zcr_list_del(&m->link);
-		if (m->req)
-			__zcr_req_complete_locked(m->req, -ECONNRESET);
-		__zcr_slot_put_locked(ctx, m->slot);
-		free(m);
-	}
-	ep->rreq = NULL;
-	ep->rmsg = NULL;
-	ep->have_hdr = ep->stalled = false;
-	/* The slot just freed may be what a stalled connection waits for. */
-	__zcr_retry_stalled_locked(ctx);
-	/*
-	 * Receives that only this peer could satisfy will never complete:
-	 * those naming its rank, and those that no connection left (nor,
-	 * for ANY_SOURCE, the listener) can satisfy, e.g. a source named
-	 * while this connection was still in its handshake.
-	 */
-	gone = ep->rank >= 0 && !rank_has_open_ep(ctx, ep->rank);
-	zcr_list_for_each_safe(pos, tmp, &ctx->posted) {
-		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
-
-		if ((gone && r->src == ep->rank) ||
-		    !__zcr_source_possible(ctx, r->src)) {
-			zcr_list_del(&r->link);
-			__zcr_req_complete_locked(r, -ECONNRESET);
-		}
-	}
-}
-
-static int handle_hello(struct zcr_ep *ep)
-{
-	if (ep->state != ZCR_EP_HANDSHAKE) {
-		__zcr_ep_fail_locked(ep, -EPROTO, "second handshake");
-		return -1;
-	}
-	if (ep->h.src == ep->ctx->rank || rank_has_open_ep(ep->ctx, ep->h.src)) {
-		__zcr_ep_fail_locked(ep, -EADDRINUSE,
-				     "peer claims rank %d, already in use",
-				     ep->h.src);
-		return -1;
-	}
-	ep->rank = ep->h.src;
-	ep->state = ZCR_EP_OPEN;
-	ep->ctx->nhandshake--;
-	ep->have_hdr = false;
-	ep->hdr_got = 0;
-	pthread_cond_broadcast(&ep->ctx->cond);
-	return 0;
-}
-
+/* The payload of the current message is in: tell match, await a header. */
 static void finish_payload(struct zcr_ep *ep)
 {
-	struct zcr_ctx *ctx = ep->ctx;
+	struct tcp_ep *te = T(ep);
 
-	ctx->st.bytes_recv += ep->h.len;
-	if (ep->rreq) {
-		struct zcr_req *r = ep->rreq;
-
-		r->st.len = ep->h.len;
-		ctx->st.msgs_recv++;
-		__zcr_req_complete_locked(r, ep->h.len > r->size ? -EMSGSIZE :
-						 0);
-	} else if (ep->rmsg) {
-		struct zcr_msg *m = ep->rmsg;
-
-		m->complete = true;
-		if (m->req)
-			__zcr_msg_deliver_locked(ctx, m, m->req);
-	}
-	ep->rreq = NULL;
-	ep->rmsg = NULL;
-	ep->have_hdr = false;
-	ep->hdr_got = 0;
+	__zcr_match_payload_done_locked(ep->ctx, &ep->rx);
+	te->have_hdr = false;
+	te->hdr_got = 0;
 }
 
 /*
@@ -349,67 +273,77 @@ static char rx_discard[65536];
 
 static size_t rx_target(struct zcr_ep *ep, char **p)
 {
+	struct tcp_ep *te = T(ep);
 	uint64_t left;
 
-	if (ep->state == ZCR_EP_CLOSED || ep->stalled)
+	if (ep->state == ZCR_EP_CLOSED || !is_tcp(ep))
 		return 0;
+	if (te->have_hdr && ep->rx.state != ZCR_RX_LANDING)
+		return 0;	/* stalled: match finds room first */
 	/* Complete: a message with no payload, or one just unstalled. */
-	if (ep->have_hdr && (ep->rreq || ep->rmsg) && ep->got == ep->h.len)
+	if (te->have_hdr && te->got == te->h.len)
 		finish_payload(ep);
-	if (!ep->have_hdr) {
-		*p = (char *)ep->hdr + ep->hdr_got;
-		return ZCR_WIRE_HDR_LEN - ep->hdr_got;
+	if (!te->have_hdr) {
+		*p = (char *)te->hdr + te->hdr_got;
+		return ZCR_WIRE_HDR_LEN - te->hdr_got;
 	}
-	if (!ep->rreq && !ep->rmsg)
-		return 0;
-	if (ep->got < ep->room) {
-		*p = ep->dst + ep->got;
-		return ep->room - ep->got;
+	if (te->got < ep->rx.room) {
+		*p = ep->rx.dst + te->got;
+		return ep->rx.room - te->got;
 	}
 	/* The part of a truncated message that does not fit the buffer. */
-	left = ep->h.len - ep->got;
+	left = te->h.len - te->got;
 	*p = rx_discard;
 	return left < sizeof(rx_discard) ? left : sizeof(rx_discard);
 }
 
-/* A header is complete: validate it and find where its payload goes. */
+/* A header is complete: validate it and ask match where its payload goes. */
 static bool rx_header(struct zcr_ep *ep)
 {
+	struct tcp_ep *te = T(ep);
 	const char *why;
 	int ret;
 
-	ret = __zcr_wire_parse(ep->hdr, ep->ctx->max_msg, &ep->h, &why);
+	ret = __zcr_wire_parse(te->hdr, ep->ctx->max_msg, &te->h, &why);
 	if (ret) {
 		ep->ctx->st.bad_headers++;
 		__zcr_ep_fail_locked(ep, ret, "malformed header: %s", why);
 		return false;
 	}
-	if (ep->h.type == ZCR_WIRE_HELLO)
-		return handle_hello(ep) == 0;
-	if (ep->state != ZCR_EP_OPEN || ep->h.src != ep->rank ||
-	    ep->h.seq != ep->recv_seq + 1) {
+	if (te->h.type == ZCR_WIRE_HELLO) {
+		if (__zcr_ep_open_locked(ep, te->h.src))
+			return false;
+		te->hdr_got = 0;
+		return true;
+	}
+	if (ep->state != ZCR_EP_OPEN || te->h.src != ep->rank ||
+	    te->h.seq != ep->recv_seq + 1) {
 		ep->ctx->st.bad_headers++;
 		__zcr_ep_fail_locked(ep, -EPROTO,
 				     "header out of protocol (src %d, seq %llu)",
-				     ep->h.src, (unsigned long long)ep->h.seq);
+				     te->h.src, (unsigned long long)te->h.seq);
 		return false;
 	}
-	ep->recv_seq = ep->h.seq;
-	ep->have_hdr = true;
-	ep->got = 0;
-	__zcr_begin_message_locked(ep);
+	ep->recv_seq = te->h.seq;
+	te->have_hdr = true;
+	te->got = 0;
+	/* -EAGAIN: stalled; rx_target() reads nothing until it lands. */
+	__zcr_match_arrive_locked(ep->ctx, &ep->rx, te->h.src, te->h.tag,
+				  te->h.len);
 	return true;
 }
 
 static bool rx_done(struct zcr_ep *ep, long r)
 {
+	struct tcp_ep *te = T(ep);
+
 	if (ep->state == ZCR_EP_CLOSED)
 		return false;
 	if (r == -EAGAIN || r == -EWOULDBLOCK || r == -EINTR)
 		return false;
 	if (r == 0) {
 		__zcr_ep_fail_locked(ep, -ECONNRESET,
-				     ep->have_hdr || ep->hdr_got ?
+				     te->have_hdr || te->hdr_got ?
 				     "peer closed the connection mid-message" :
 				     "peer closed the connection");
 		return false;
@@ -418,14 +352,14 @@ static bool rx_done(struct zcr_ep *ep, long r)
 		__zcr_ep_fail_locked(ep, (int)r, "receive failed");
 		return false;
 	}
-	if (!ep->have_hdr) {
-		ep->hdr_got += (size_t)r;
-		if (ep->hdr_got < ZCR_WIRE_HDR_LEN)
+	if (!te->have_hdr) {
+		te->hdr_got += (size_t)r;
+		if (te->hdr_got < ZCR_WIRE_HDR_LEN)
 			return true;
 		return rx_header(ep);
 	}
-	ep->got += (uint64_t)r;
-	if (ep->got == ep->h.len)
+	te->got += (uint64_t)r;
+	if (te->got == te->h.len)
 		finish_payload(ep);
 	return true;
 }
@@ -438,7 +372,7 @@ static int read_ep(struct zcr_ep *ep)
 	char *p;
 
 	while ((len = rx_target(ep, &p)) > 0) {
-		ssize_t r = recv(ep->fd, p, len, 0);
+		ssize_t r = recv(T(ep)->fd, p, len, 0);
 
 		if (r > 0)
 			n++;
@@ -455,9 +389,8 @@ static int read_ep(struct zcr_ep *ep)
  * with many peers most of them idle, that is one system call rather than
  * many. The connections that got data are then drained with recv(2).
  */
-static int read_batch(struct zcr_ctx *ctx)
+static int read_batch(struct zcr_ctx *ctx, struct io_uring *ring)
 {
-	struct io_uring *ring = ctx->ring;
 	struct zcr_list *pos;
 	struct io_uring_cqe *cqe;
 	unsigned int queued = 0, i;
@@ -477,7 +410,7 @@ static int read_batch(struct zcr_ctx *ctx)
 			n += read_ep(ep);	/* the ring is full */
 			continue;
 		}
-		io_uring_prep_recv(sqe, ep->fd, p, len, MSG_DONTWAIT);
+		io_uring_prep_recv(sqe, T(ep)->fd, p, len, MSG_DONTWAIT);
 		io_uring_sqe_set_data(sqe, ep);
 		queued++;
 	}
@@ -502,9 +435,11 @@ static int read_batch(struct zcr_ctx *ctx)
 }
 #endif
 
-void __zcr_ep_send_locked(struct zcr_ep *ep)
+/* Write what the socket takes of ep's queue; returns messages completed. */
+static int push(struct zcr_ep *ep)
 {
 	struct zcr_ctx *ctx = ep->ctx;
+	int n = 0;
 
 	while (ep->state != ZCR_EP_CLOSED && !zcr_list_empty(&ep->sendq)) {
 		struct zcr_req *r = zcr_container_of(ep->sendq.next,
@@ -515,7 +450,7 @@ void __zcr_ep_send_locked(struct zcr_ep *ep)
 		ssize_t w;
 
 		if (r->sent < ZCR_WIRE_HDR_LEN) {
-			iov[niov].iov_base = r->hdr + r->sent;
+			iov[niov].iov_base = r->tx + r->sent;
 			iov[niov++].iov_len = ZCR_WIRE_HDR_LEN - r->sent;
 			iov[niov].iov_base = (void *)r->sbuf;
 			iov[niov++].iov_len = r->len;
@@ -528,13 +463,13 @@ void __zcr_ep_send_locked(struct zcr_ep *ep)
 		memset(&mh, 0, sizeof(mh));
 		mh.msg_iov = iov;
 		mh.msg_iovlen = (size_t)niov;
-		w = sendmsg(ep->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		w = sendmsg(T(ep)->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK ||
 			    errno == EINTR)
-				return;
+				break;
 			__zcr_ep_fail_locked(ep, -errno, "send failed");
-			return;
+			break;
 		}
 		r->sent += (uint64_t)w;
 		if (r->sent == r->len + ZCR_WIRE_HDR_LEN) {
@@ -542,8 +477,30 @@ void __zcr_ep_send_locked(struct zcr_ep *ep)
 			ctx->st.msgs_sent++;
 			ctx->st.bytes_sent += r->len;
 			__zcr_req_complete_locked(r, 0);
+			n++;
 		}
 	}
+	return n;
+}
+
+static int tcp_send(struct zcr_ep *ep, struct zcr_req *r)
+{
+	struct zcr_wire_hdr h = {
+		.magic = ZCR_WIRE_MAGIC,
+		.version = ZCR_WIRE_VERSION,
+		.type = ZCR_WIRE_DATA,
+		.hdr_len = ZCR_WIRE_HDR_LEN,
+		.src = ep->ctx->rank,
+		.tag = r->st.tag,
+		.len = r->len,
+		.seq = r->seq,
+	};
+
+	__zcr_wire_encode(&h, r->tx);
+	zcr_list_add_tail(&r->link, &ep->sendq);
+	/* Start writing now: a small message usually leaves at once. */
+	push(ep);
+	return 0;
 }
 
 /*
@@ -552,7 +509,7 @@ void __zcr_ep_send_locked(struct zcr_ep *ep)
  * return at once and the caller spin. Poll said so of fd: check again
  * (fd may have been closed and reused meanwhile) and close the connection.
  */
-void __zcr_tcp_paused_error_locked(struct zcr_ctx *ctx, int fd)
+static void paused_error(struct zcr_ctx *ctx, int fd)
 {
 	struct pollfd q = { .fd = fd };
 	socklen_t sl = sizeof(int);
@@ -562,7 +519,9 @@ void __zcr_tcp_paused_error_locked(struct zcr_ctx *ctx, int fd)
 
 	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
 		ep = zcr_container_of(pos, struct zcr_ep, link);
-		if (ep->fd == fd && ep->state != ZCR_EP_CLOSED && ep->stalled)
+		if (is_tcp(ep) && T(ep)->fd == fd &&
+		    ep->state != ZCR_EP_CLOSED &&
+		    ep->rx.state == ZCR_RX_STALLED)
 			break;
 	}
 	if (pos == &ctx->eps || poll(&q, 1, 0) <= 0 ||
@@ -580,27 +539,31 @@ void __zcr_tcp_paused_error_locked(struct zcr_ctx *ctx, int fd)
  */
 #define ZCR_ACCEPT_BACKOFF_NS	(100 * 1000000ULL)
 
-static int accept_all(struct zcr_ctx *ctx)
+static int accept_all(struct zcr_ctx *ctx, struct tcp_ctx *tc)
 {
 	int n = 0, fd;
+	void *te;
 
-	if (ctx->listen_fd < 0)
+	if (tc->listen_fd < 0)
 		return 0;
-	if (ctx->accept_resume) {
-		if (zcr_now_ns() < ctx->accept_resume)
+	if (tc->accept_resume) {
+		if (zcr_now_ns() < tc->accept_resume)
 			return 0;
-		ctx->accept_resume = 0;
+		tc->accept_resume = 0;
 	}
-	while ((fd = accept4(ctx->listen_fd, NULL, NULL,
+	while ((fd = accept4(tc->listen_fd, NULL, NULL,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
 		tune(fd);
-		if (!__zcr_ep_new_locked(ctx, fd, true))
+		if (tcp_ep_alloc(fd, &te))
 			close(fd);
+		else
+			__zcr_ep_new_locked(ctx, &__zcr_transport_tcp, te,
+					    true);
 		n++;
 	}
 	if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
 	    errno == ENOMEM)
-		ctx->accept_resume = zcr_now_ns() + ZCR_ACCEPT_BACKOFF_NS;
+		tc->accept_resume = zcr_now_ns() + ZCR_ACCEPT_BACKOFF_NS;
 	return n;
 }
 
@@ -609,22 +572,21 @@ static int accept_all(struct zcr_ctx *ctx)
  * it supports IORING_OP_RECV (5.6); plain sockets otherwise, or with
  * ZCRECV_NO_URING=1.
  */
-void __zcr_tcp_ring_init(struct zcr_ctx *ctx)
+static struct io_uring *ring_init(void)
 {
 #ifdef ZCR_HAVE_LIBURING
 	struct io_uring_probe *probe;
 	struct io_uring *ring;
 	const char *off = getenv("ZCRECV_NO_URING");
 
-	ctx->ring = NULL;
 	if (off && *off && strcmp(off, "0"))
-		return;
+		return NULL;
 	ring = calloc(1, sizeof(*ring));
 	if (!ring)
-		return;
+		return NULL;
 	if (io_uring_queue_init(128, ring, 0) < 0) {
 		free(ring);
-		return;
+		return NULL;
 	}
 	probe = io_uring_get_probe_ring(ring);
 	if (!probe || !io_uring_opcode_supported(probe, IORING_OP_RECV)) {
@@ -632,98 +594,132 @@ void __zcr_tcp_ring_init(struct zcr_ctx *ctx)
 			io_uring_free_probe(probe);
 		io_uring_queue_exit(ring);
 		free(ring);
-		return;
+		return NULL;
 	}
 	io_uring_free_probe(probe);
-	ctx->ring = ring;
+	return ring;
 #else
-	ctx->ring = NULL;
+	return NULL;
 #endif
 }
 
-void __zcr_tcp_ring_fini(struct zcr_ctx *ctx)
+static int tcp_init(struct zcr_ctx *ctx, void **priv)
 {
+	struct tcp_ctx *tc = calloc(1, sizeof(*tc));
+
+	(void)ctx;
+	if (!tc)
+		return -ENOMEM;
+	tc->listen_fd = -1;
+	tc->ring = ring_init();
+	*priv = tc;
+	return 0;
+}
+
+static void tcp_fini(struct zcr_ctx *ctx, void *priv)
+{
+	struct tcp_ctx *tc = priv;
+
+	(void)ctx;
+	if (!tc)
+		return;
 #ifdef ZCR_HAVE_LIBURING
-	if (ctx->ring) {
-		io_uring_queue_exit(ctx->ring);
-		free(ctx->ring);
-	}
+	if (tc->ring)
+		io_uring_queue_exit(tc->ring);
 #endif
-	ctx->ring = NULL;
+	free(tc->ring);
+	if (tc->listen_fd >= 0)
+		close(tc->listen_fd);
+	free(tc);
 }
 
-/*
- * A connection we accepted that closed before zcr_ep_accept() handed it
- * out is unreachable: the application has no pointer to it and, once
- * closed, nothing dereferences it (its queued messages keep m->ep only as
- * a record). Free it, or a peer that connects and
- * drops in a loop grows the context without bound.
- */
-static void reap_unreturned(struct zcr_ctx *ctx)
+static unsigned int tcp_poll_max(struct zcr_ctx *ctx, void *priv)
 {
-	struct zcr_list *pos, *tmp;
+	(void)priv;
+	return ctx->nep + 1;
+}
 
-	zcr_list_for_each_safe(pos, tmp, &ctx->eps) {
-		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
+static unsigned int tcp_poll_fill(struct zcr_ctx *ctx, void *priv,
+				  struct pollfd *pfd, unsigned int max,
+				  uint64_t *deadline)
+{
+	struct tcp_ctx *tc = priv;
+	struct zcr_list *pos;
+	unsigned int n = 0;
 
-		if (ep->state == ZCR_EP_CLOSED && ep->accepted && !ep->returned)
-			__zcr_ep_free(ep);
+	if (tc->listen_fd >= 0 && tc->accept_resume) {
+		if (tc->accept_resume < *deadline)
+			*deadline = tc->accept_resume;	/* backing off */
+	} else if (tc->listen_fd >= 0 && n < max) {
+		pfd[n].fd = tc->listen_fd;
+		pfd[n++].events = POLLIN;
 	}
-}
-
-/*
- * A peer that connects and never completes its handshake would hold its
- * descriptor forever and, as a connection that might yet turn out to be
- * any rank, keep receives naming absent sources posted. Runs after the
- * reads, so a handshake that did arrive is taken even if we were slow to
- * look. Returns how many connections it closed.
- */
-static int expire_handshakes(struct zcr_ctx *ctx)
-{
-	struct zcr_list *pos, *tmp;
-	uint64_t now;
-	int n = 0;
-
-	if (!ctx->nhandshake)
-		return 0;
-	now = zcr_now_ns();
-	zcr_list_for_each_safe(pos, tmp, &ctx->eps) {
+	for (pos = ctx->eps.next; pos != &ctx->eps && n < max;
+	     pos = pos->next) {
 		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
 
-		if (ep->state == ZCR_EP_HANDSHAKE && now >= ep->hs_deadline) {
-			__zcr_ep_fail_locked(ep, -ETIMEDOUT,
-					     "handshake timed out");
-			n++;
-		}
+		if (!is_tcp(ep) || ep->state == ZCR_EP_CLOSED)
+			continue;
+		pfd[n].fd = T(ep)->fd;
+		pfd[n].events = ep->rx.state == ZCR_RX_STALLED ? 0 : POLLIN;
+		if (!zcr_list_empty(&ep->sendq))
+			pfd[n].events |= POLLOUT;
+		n++;
 	}
 	return n;
 }
 
-int __zcr_tcp_work_locked(struct zcr_ctx *ctx)
+/* Only paused connections are polled without POLLIN. */
+static void tcp_poll_done(struct zcr_ctx *ctx, void *priv,
+			  const struct pollfd *pfd, unsigned int n)
 {
+	unsigned int i;
+
+	(void)priv;
+	for (i = 0; i < n; i++)
+		if ((pfd[i].revents & (POLLERR | POLLHUP)) &&
+		    !(pfd[i].events & POLLIN))
+			paused_error(ctx, pfd[i].fd);
+}
+
+static int tcp_progress(struct zcr_ctx *ctx, void *priv)
+{
+	struct tcp_ctx *tc = priv;
 	struct zcr_list *pos, *tmp;
 	int n, r = -1;
 
-	reap_unreturned(ctx);
-	n = accept_all(ctx);
-
+	n = accept_all(ctx, tc);
 	zcr_list_for_each_safe(pos, tmp, &ctx->eps) {
 		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
-		uint64_t before;
 
-		if (ep->state == ZCR_EP_CLOSED || zcr_list_empty(&ep->sendq))
-			continue;
-		before = ctx->st.msgs_sent;
-		__zcr_ep_send_locked(ep);
-		n += (int)(ctx->st.msgs_sent - before);
+		if (is_tcp(ep) && ep->state != ZCR_EP_CLOSED)
+			n += push(ep);
 	}
 #ifdef ZCR_HAVE_LIBURING
-	if (ctx->ring)
-		r = read_batch(ctx);
+	if (tc->ring)
+		r = read_batch(ctx, tc->ring);
 #endif
 	if (r >= 0)
-		return n + r + expire_handshakes(ctx);
+		return n + r;
 	zcr_list_for_each_safe(pos, tmp, &ctx->eps)
 		n += read_ep(zcr_container_of(pos, struct zcr_ep, link));
-	return n + expire_handshakes(ctx);
+	return n;
 }
+
+const struct zcr_transport_ops __zcr_transport_tcp = {
+	.size = sizeof(struct zcr_transport_ops),
+	.name = "tcp",
+	.scheme = "tcp",
+	.init = tcp_init,
+	.fini = tcp_fini,
+	.listen = tcp_listen,
+	.connect = tcp_connect,
+	.start = tcp_start,
+	.poll_max = tcp_poll_max,
+	.poll_fill = tcp_poll_fill,
+	.poll_done = tcp_poll_done,
+	.progress = tcp_progress,
+	.send = tcp_send,
+	.ep_close = tcp_ep_close,
+	.ep_free = tcp_ep_free,
+};

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * core.h - the top layer: the progress engine (lib/core/context.c) under
+ * the public API (the other files of lib/core). Only lib/core includes it.
+ */
+#ifndef ZCR_CORE_H
+#define ZCR_CORE_H
+
+#include "core/ctx.h"
+#include "transport/transport.h"
+
+/*
+ * The pollfd array of one poll(2) call. poll runs without the lock, so
+ * each poller takes a set of its own from ctx->pollsets and gives it back
+ * afterwards; sets only grow (geometrically), so a steady number of
+ * connections and pollers allocates nothing.
+ */
+struct zcr_pollset {
+	struct zcr_pollset *next;
+	unsigned int cap;
+	struct pollfd *fds;
+};
+
+int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms);
+void __zcr_wake(struct zcr_ctx *ctx);
+
+#endif /* ZCR_CORE_H */

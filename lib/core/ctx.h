@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * ctx.h - the objects of libzcrecv: the context (one rank), its endpoints
+ * and requests. Every layer is handed the context and reaches its own part
+ * of it through this header; it declares data and request completion only,
+ * no calls into any layer (Documentation/design.md, "Layers").
+ *
+ * Locking: one mutex per context (ctx->lock) protects everything the
+ * context owns: endpoints, queues, staging pool, predictor, statistics.
+ * Functions whose name ends in _locked expect it held. Only poll(2) runs
+ * without it, so a progress thread and the application can both progress.
+ */
+#ifndef ZCR_CTX_H
+#define ZCR_CTX_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zcrecv.h"
+#include "core/list.h"
+#include "core/mem.h"
+#include "match/match.h"
+#include "predict/predict.h"
+#include "remap/remap.h"
+#include "staging/staging.h"
+#include "transport/transport.h"
+
+enum zcr_req_kind { ZCR_REQ_SEND = 1, ZCR_REQ_RECV = 2 };
+
+/* Bytes of a send request the transport may use as it likes (a header). */
+#define ZCR_TX_SCRATCH	32
+
+struct zcr_ep;
+
+struct zcr_req {
+	struct zcr_list link;
+	struct zcr_ctx *ctx;
+	int kind;
+	bool done;
+	struct zcr_status st;
+	/* receive */
+	char *buf;
+	size_t size;
+	int src, tag;
+	/* send */
+	struct zcr_ep *ep;
+	const char *sbuf;
+	uint64_t len;
+	uint64_t seq;			/* message number on ep, from 1 */
+	uint64_t sent;			/* transport's progress (bytes) */
+	uint8_t tx[ZCR_TX_SCRATCH];	/* transport's scratch */
+};
+
+enum zcr_ep_state { ZCR_EP_HANDSHAKE, ZCR_EP_OPEN, ZCR_EP_CLOSED };
+
+/*
+ * An endpoint: the connection to one peer, whatever carries it. Its data
+ * path is transport tp with per-endpoint state tp_priv (opaque here); rx
+ * is match's record of the message coming in.
+ */
+struct zcr_ep {
+	struct zcr_list link;
+	struct zcr_ctx *ctx;
+	const struct zcr_transport_ops *tp;
+	void *tp_priv;
+	int state;
+	int rank;
+	bool accepted;			/* came from a listener */
+	bool returned;			/* handed out by zcr_ep_accept */
+	int error;
+	char errmsg[160];
+	char peer[64];
+	uint64_t send_seq, recv_seq;	/* last message numbers */
+	uint64_t hs_deadline;		/* zcr_now_ns() the handshake ends */
+	struct zcr_list sendq;		/* send requests, in order */
+	struct zcr_arrival rx;
+};
+
+struct zcr_ctx {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* a request completed */
+	int rank;
+	int policy;
+	int quiet;
+	uint64_t max_msg;
+	size_t page;
+	bool listening;			/* some transport accepts peers */
+	int wake_fd;			/* eventfd: wake a poller */
+	int kmod_fd;
+	struct zcr_kmod_info kmod;
+	struct zcr_list eps;
+	struct zcr_list posted;		/* struct zcr_req, in posting order */
+	struct zcr_list unexpected;	/* struct zcr_msg, in arrival order */
+	struct zcr_list stalled;	/* struct zcr_arrival, in stall order */
+	bool drain_pending;		/* staging freed while some stalled */
+	struct zcr_list mems;		/* struct zcr_mem */
+	/* staging pool */
+	struct zcr_list free_slots;
+	uint64_t staging_bytes, staging_limit;
+	/* remap engine */
+	struct zcr_backend_state be[ZCR_MAX_BACKENDS];
+	int nbe;
+	int uffd;
+	char *uffd_tmp;
+	size_t uffd_tmp_len;
+	/* transports */
+	struct zcr_transport tr[ZCR_MAX_TRANSPORTS];
+	int ntr;
+	unsigned int nep;		/* endpoints on eps */
+	unsigned int nhandshake;	/* of them in ZCR_EP_HANDSHAKE */
+	uint64_t hs_timeout_ns;
+	/* progress */
+	struct zcr_pollset *pollsets;	/* idle poll sets, for reuse */
+	/* prediction */
+	struct zcr_predictor *pred;
+	char pred_name[32];
+	/* progress thread */
+	pthread_t thread;
+	bool thread_on, thread_stop;
+	struct zcr_stats st;
+};
+
+/* Complete r with error (0 or -errno) and wake its waiters; calls nothing. */
+void __zcr_req_complete_locked(struct zcr_req *r, int error);
+
+#endif /* ZCR_CTX_H */

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * mem.h - zero-copy-eligible memory (lib/core/mem.c): the allocations of
+ * zcr_mem_alloc() and the zones of /dev/zcrecv. A bottom layer: the remap
+ * backends use it, it calls nothing of the library.
+ */
+#ifndef ZCR_MEM_H
+#define ZCR_MEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/list.h"
+
+struct zcr_ctx;
+
+struct zcr_mem {
+	struct zcr_list link;
+	char *addr;
+	size_t len;
+	bool zone;
+};
+
+int __zcr_zone_map(struct zcr_ctx *ctx, size_t len, void **p);
+bool __zcr_mem_in_zone(struct zcr_ctx *ctx, const void *p, size_t len);
+
+#endif /* ZCR_MEM_H */

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * match.h - MPI-style matching (lib/match/match.c) and its upward interface
+ * for transports.
+ *
+ * A transport tells match about each incoming message in three calls:
+ * __zcr_match_arrive_locked() with the header, before any payload byte
+ * moves, which says where the payload goes (a posted receive buffer, a
+ * staging slot at the predicted page offset, or nowhere yet: stalled);
+ * __zcr_match_payload_done_locked() once the payload is in; and
+ * __zcr_match_abort_locked() when the connection is lost mid-message.
+ * Match calls only down (staging, predict, remap, request completion);
+ * completing a request sets its state and signals ctx->cond, nothing more.
+ *
+ * Stalled arrivals (no posted receive, no room in staging) belong to
+ * match: they wait on ctx->stalled and are given room by
+ * __zcr_match_drain_locked(), which the progress engine calls, or by a
+ * matching receive when it is posted.
+ */
+#ifndef ZCR_MATCH_H
+#define ZCR_MATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/list.h"
+
+struct zcr_ctx;
+struct zcr_req;
+struct zcr_slot;
+
+/* A message whose header arrived before a matching receive was posted. */
+struct zcr_msg {
+	struct zcr_list link;		/* on ctx->unexpected */
+	int src, tag;
+	uint64_t len;
+	struct zcr_slot *slot;
+	size_t off;			/* payload at slot->base + off */
+	bool complete;
+	struct zcr_req *req;		/* matched while still arriving */
+};
+
+enum zcr_rx_state {
+	ZCR_RX_IDLE = 0,	/* between messages */
+	ZCR_RX_STALLED,		/* header in, nowhere to land it yet */
+	ZCR_RX_LANDING,		/* payload goes to dst */
+};
+
+/**
+ * struct zcr_arrival - one message coming in on one endpoint
+ * @state:	enum zcr_rx_state; only match changes it
+ * @src:	sender's rank, from the header
+ * @tag:	tag, from the header
+ * @len:	payload length, from the header
+ * @dst:	while ZCR_RX_LANDING: payload bytes [0, @room) go to @dst
+ * @room:	bytes that go to @dst; the transport discards the other
+ *		@len - @room bytes (a truncated receive)
+ * @req:	landing in this posted receive, or NULL
+ * @msg:	landing in this staged message, or NULL
+ * @stall_link:	on ctx->stalled while ZCR_RX_STALLED
+ *
+ * Embedded in each endpoint (ep->rx); zero means idle.
+ */
+struct zcr_arrival {
+	int state;
+	int src, tag;
+	uint64_t len;
+	char *dst;
+	uint64_t room;
+	struct zcr_req *req;
+	struct zcr_msg *msg;
+	struct zcr_list stall_link;
+};
+
+/* ---- upward interface for transports ----------------------------------- */
+
+/*
+ * A header (src, tag, len) arrived in a, which must be idle. Returns 0 with
+ * a landing (a->dst, a->room), or -EAGAIN: stalled, read nothing more from
+ * this endpoint until a->state becomes ZCR_RX_LANDING.
+ */
+int __zcr_match_arrive_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
+			      int src, int tag, uint64_t len);
+/* All len payload bytes of a landing arrival are in: complete it. */
+void __zcr_match_payload_done_locked(struct zcr_ctx *ctx,
+				     struct zcr_arrival *a);
+/*
+ * The connection of a is lost: a message cut short is never delivered;
+ * its receive (if any) fails with -ECONNRESET. a becomes idle.
+ */
+void __zcr_match_abort_locked(struct zcr_ctx *ctx, struct zcr_arrival *a);
+/*
+ * A source went away: fail the posted receives naming rank (when gone)
+ * and those no endpoint can satisfy any more, with -ECONNRESET.
+ */
+void __zcr_match_source_lost_locked(struct zcr_ctx *ctx, int rank, bool gone);
+
+/* ---- for the progress engine and the API ------------------------------- */
+
+/* Give room to stalled arrivals; returns how many got it. */
+int __zcr_match_drain_locked(struct zcr_ctx *ctx);
+/* Match receive r against queued and stalled messages, else post it. */
+int __zcr_post_recv_locked(struct zcr_ctx *ctx, struct zcr_req *r);
+/* Can an endpoint (or the listener, for ANY_SOURCE) still bring src? */
+bool __zcr_source_possible(struct zcr_ctx *ctx, int src);
+/* At context destruction: free queued messages and pending receives. */
+void __zcr_match_fini(struct zcr_ctx *ctx);
+
+bool __zcr_match(int want_src, int want_tag, int src, int tag);
+
+#endif /* ZCR_MATCH_H */

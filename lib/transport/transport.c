@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * transport.c - the transport registry and the part of an endpoint's life
+ * that is the same whatever carries it: creation, the end of the
+ * handshake, failure, sending, hand-off to another transport, freeing.
+ *
+ * A new transport is one folder under lib/transport/ and one line in
+ * registry[] below (Documentation/extending.md).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ctx.h"
+#include "match/match.h"
+#include "transport/transport.h"
+
+/* The first one also takes addresses without a scheme. */
+static const struct zcr_transport_ops *const registry[] = {
+	&__zcr_transport_tcp,
+};
+
+#define NREG	(int)(sizeof(registry) / sizeof(registry[0]))
+
+/* The ops the core calls unconditionally must be within ops->size. */
+#define ZCR_TP_MIN_SIZE \
+	(offsetof(struct zcr_transport_ops, ep_free) + \
+	 sizeof(((struct zcr_transport_ops *)0)->ep_free))
+
+int __zcr_transports_init(struct zcr_ctx *ctx)
+{
+	int i, ret;
+
+	_Static_assert(NREG <= ZCR_MAX_TRANSPORTS, "too many transports");
+	for (i = 0; i < NREG; i++) {
+		const struct zcr_transport_ops *ops = registry[i];
+		struct zcr_transport *t = &ctx->tr[ctx->ntr];
+
+		if (ops->size < ZCR_TP_MIN_SIZE)
+			continue;
+		t->ops = ops;
+		t->priv = NULL;
+		ret = ops->init ? ops->init(ctx, &t->priv) : 0;
+		if (ret) {
+			__zcr_transports_fini(ctx);
+			return ret;
+		}
+		ctx->ntr++;
+	}
+	return ctx->ntr ? 0 : -ENOPROTOOPT;
+}
+
+void __zcr_transports_fini(struct zcr_ctx *ctx)
+{
+	while (ctx->ntr > 0) {
+		struct zcr_transport *t = &ctx->tr[--ctx->ntr];
+
+		if (t->ops->fini)
+			t->ops->fini(ctx, t->priv);
+		t->priv = NULL;
+	}
+}
+
+struct zcr_transport *__zcr_transport_find(struct zcr_ctx *ctx,
+					   const char *addr,
+					   const char **rest)
+{
+	const char *sep = strstr(addr, "://");
+	size_t n;
+	int i;
+
+	if (!sep) {
+		*rest = addr;
+		return ctx->ntr ? &ctx->tr[0] : NULL;
+	}
+	n = (size_t)(sep - addr);
+	for (i = 0; i < ctx->ntr; i++) {
+		const char *s = ctx->tr[i].ops->scheme;
+
+		if (s && strlen(s) == n && !memcmp(s, addr, n)) {
+			*rest = sep + 3;
+			return &ctx->tr[i];
+		}
+	}
+	return NULL;
+}
+
+struct zcr_ep *__zcr_ep_new_locked(struct zcr_ctx *ctx,
+				   const struct zcr_transport_ops *ops,
+				   void *ep_priv, bool accepted)
+{
+	struct zcr_ep *ep;
+
+	ep = calloc(1, sizeof(*ep));
+	if (!ep) {
+		struct zcr_ep tmp = { .ctx = ctx, .tp = ops,
+				      .tp_priv = ep_priv };
+
+		ops->ep_close(&tmp);
+		ops->ep_free(&tmp);
+		return NULL;
+	}
+	ep->ctx = ctx;
+	ep->tp = ops;
+	ep->tp_priv = ep_priv;
+	ep->rank = -1;
+	ep->accepted = accepted;
+	ep->state = ZCR_EP_HANDSHAKE;
+	ep->hs_deadline = zcr_now_ns() + ctx->hs_timeout_ns;
+	ctx->nhandshake++;
+	zcr_list_init(&ep->sendq);
+	zcr_list_init(&ep->rx.stall_link);
+	snprintf(ep->peer, sizeof(ep->peer), "%s peer", ops->name);
+	zcr_list_add_tail(&ep->link, &ctx->eps);
+	ctx->nep++;
+	if (ops->start)
+		ops->start(ep);
+	return ep;
+}
+
+static bool rank_has_open_ep(struct zcr_ctx *ctx, int rank)
+{
+	struct zcr_list *pos;
+
+	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
+		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
+
+		if (ep->state == ZCR_EP_OPEN && ep->rank == rank)
+			return true;
+	}
+	return false;
+}
+
+int __zcr_ep_open_locked(struct zcr_ep *ep, int rank)
+{
+	struct zcr_ctx *ctx = ep->ctx;
+
+	if (ep->state != ZCR_EP_HANDSHAKE) {
+		__zcr_ep_fail_locked(ep, -EPROTO, "second handshake");
+		return -EPROTO;
+	}
+	if (rank < 0 || rank == ctx->rank || rank_has_open_ep(ctx, rank)) {
+		__zcr_ep_fail_locked(ep, -EADDRINUSE,
+				     "peer claims rank %d, already in use",
+				     rank);
+		return -EADDRINUSE;
+	}
+	ep->rank = rank;
+	ep->state = ZCR_EP_OPEN;
+	ctx->nhandshake--;
+	pthread_cond_broadcast(&ctx->cond);
+	return 0;
+}
+
+void __zcr_ep_fail_locked(struct zcr_ep *ep, int err, const char *fmt, ...)
+{
+	struct zcr_ctx *ctx = ep->ctx;
+	struct zcr_list *pos, *tmp;
+	va_list ap;
+
+	if (ep->state == ZCR_EP_CLOSED)
+		return;
+	if (ep->state == ZCR_EP_HANDSHAKE)
+		ctx->nhandshake--;
+	ep->state = ZCR_EP_CLOSED;
+	ep->error = err;
+	va_start(ap, fmt);
+	vsnprintf(ep->errmsg, sizeof(ep->errmsg), fmt, ap);
+	va_end(ap);
+	if (!ctx->quiet)
+		fprintf(stderr, "zcrecv: rank %d: connection to %s (rank %d) "
+			"closed: %s (%s)\n", ctx->rank, ep->peer, ep->rank,
+			ep->errmsg, strerror(-err));
+	ep->tp->ep_close(ep);
+	ctx->st.disconnects++;
+
+	zcr_list_for_each_safe(pos, tmp, &ep->sendq) {
+		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
+
+		zcr_list_del(&r->link);
+		__zcr_req_complete_locked(r, -ECONNRESET);
+	}
+	/* A message cut short is never delivered. */
+	__zcr_match_abort_locked(ctx, &ep->rx);
+	__zcr_match_source_lost_locked(ctx, ep->rank, ep->rank >= 0 &&
+				       !rank_has_open_ep(ctx, ep->rank));
+}
+
+int __zcr_ep_send_locked(struct zcr_ep *ep, struct zcr_req *r)
+{
+	if (ep->state == ZCR_EP_CLOSED)
+		return ep->error ? ep->error : -ENOTCONN;
+	r->seq = ++ep->send_seq;
+	r->sent = 0;
+	return ep->tp->send(ep, r);
+}
+
+void __zcr_ep_free(struct zcr_ep *ep)
+{
+	struct zcr_list *pos, *tmp;
+
+	zcr_list_for_each_safe(pos, tmp, &ep->sendq) {
+		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
+
+		zcr_list_del(&r->link);
+		free(r);
+	}
+	if (ep->rx.state == ZCR_RX_STALLED)
+		zcr_list_del(&ep->rx.stall_link);
+	if (ep->state != ZCR_EP_CLOSED)
+		ep->tp->ep_close(ep);
+	ep->tp->ep_free(ep);
+	zcr_list_del(&ep->link);
+	ep->ctx->nep--;
+	if (ep->state == ZCR_EP_HANDSHAKE)
+		ep->ctx->nhandshake--;
+	free(ep);
+}
+
+int __zcr_ep_handoff_locked(struct zcr_ep *ep,
+			    const struct zcr_transport_ops *to, void *arg)
+{
+	const struct zcr_transport_ops *prev = ep->tp;
+	void *prev_priv = ep->tp_priv;
+	int ret;
+
+	if (!ZCR_TP_HAS(to, adopt))
+		return -EOPNOTSUPP;
+	if (ep->state != ZCR_EP_OPEN)
+		return -ENOTCONN;
+	if (!zcr_list_empty(&ep->sendq) || ep->rx.state != ZCR_RX_IDLE)
+		return -EBUSY;
+	ep->tp = to;
+	ep->tp_priv = NULL;
+	ret = to->adopt(ep, prev, prev_priv, arg);
+	if (ret) {
+		ep->tp = prev;
+		ep->tp_priv = prev_priv;
+	}
+	return ret;
+}
+
+/*
+ * A peer that connects and never completes its handshake would hold its
+ * descriptor forever and, as a connection that might yet turn out to be
+ * any rank, keep receives naming absent sources posted. The progress
+ * engine calls this after the reads, so a handshake that did arrive is
+ * taken even if we were slow to look.
+ */
+int __zcr_ep_expire_handshakes_locked(struct zcr_ctx *ctx)
+{
+	struct zcr_list *pos, *tmp;
+	uint64_t now;
+	int n = 0;
+
+	if (!ctx->nhandshake)
+		return 0;
+	now = zcr_now_ns();
+	zcr_list_for_each_safe(pos, tmp, &ctx->eps) {
+		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
+
+		if (ep->state == ZCR_EP_HANDSHAKE && now >= ep->hs_deadline) {
+			__zcr_ep_fail_locked(ep, -ETIMEDOUT,
+					     "handshake timed out");
+			n++;
+		}
+	}
+	return n;
+}
+
+/*
+ * An endpoint we accepted that closed before zcr_ep_accept() handed it
+ * out is unreachable: the application has no pointer to it and, once
+ * closed, nothing dereferences it. Free it, or a peer that connects and
+ * drops in a loop grows the context without bound.
+ */
+void __zcr_ep_reap_locked(struct zcr_ctx *ctx)
+{
+	struct zcr_list *pos, *tmp;
+
+	zcr_list_for_each_safe(pos, tmp, &ctx->eps) {
+		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
+
+		if (ep->state == ZCR_EP_CLOSED && ep->accepted && !ep->returned)
+			__zcr_ep_free(ep);
+	}
+}

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * transport.h - the transport interface: how the progress engine drives a
+ * transport, and the transport-independent endpoint code every transport
+ * shares (lib/transport/transport.c).
+ *
+ * A transport is one folder under lib/transport/ that defines one const
+ * struct zcr_transport_ops and one line in the registry of
+ * lib/transport/transport.c. The core never looks inside an endpoint's
+ * transport state: it calls the ops. A transport calls down into match
+ * (match/match.h) when a header arrives and when its payload is in; it
+ * never calls the core. See Documentation/design.md and
+ * Documentation/extending.md.
+ *
+ * Everything here runs under ctx->lock except the ops documented as
+ * "unlocked".
+ */
+#ifndef ZCR_TRANSPORT_H
+#define ZCR_TRANSPORT_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct zcr_ctx;
+struct zcr_ep;
+struct zcr_req;
+
+/**
+ * struct zcr_transport_ops - one transport
+ * @size:	sizeof(struct zcr_transport_ops) the transport was built
+ *		with; the registry refuses a transport whose @size is
+ *		smaller than the ops the core needs, and ops past @size are
+ *		treated as absent, so the struct can grow
+ * @name:	short name for messages and statistics ("tcp")
+ * @scheme:	address scheme it serves: "tcp" takes "tcp://HOST:PORT";
+ *		the first transport of the registry also takes addresses
+ *		without a scheme
+ * @init:	per context, at zcr_ctx_create(): set *@priv to the
+ *		transport's context state (may stay NULL). Returns 0 or
+ *		-errno (the context is then not created)
+ * @fini:	per context, at zcr_ctx_destroy(), after every endpoint of
+ *		the transport was freed
+ * @listen:	unlocked; bind and listen on @addr (scheme removed). Returns
+ *		the port or another positive number identifying the
+ *		listener, or -errno; -EBUSY if the transport listens already.
+ *		Accepted connections become endpoints during @progress
+ * @connect:	unlocked; open a connection to @addr (scheme removed) and
+ *		set *@ep_priv to its per-endpoint state. Returns 0 or -errno.
+ *		The core then makes the endpoint and calls @start
+ * @start:	the endpoint @ep (ep->tp_priv set) was just created: begin
+ *		the handshake (send HELLO). Failure is reported with
+ *		__zcr_ep_fail_locked()
+ * @poll_max:	upper bound of the pollfd entries @poll_fill needs now
+ * @poll_fill:	fill up to @max entries of @pfd with what the transport
+ *		waits for (descriptors and events); lower *@deadline to the
+ *		monotonic ns time it must run again at the latest. Returns
+ *		the number of entries used
+ * @poll_done:	after poll(2): the @n entries @poll_fill gave, with revents
+ * @progress:	do what can be done without blocking: accept, handshake,
+ *		read (calling match upward for each header and each payload
+ *		completed), write queued sends. Returns the number of events
+ *		(messages moved, connections accepted or closed) or -errno
+ * @send:	queue send request @r (on ep->sendq, r->sent = 0) and start
+ *		pushing it; the transport completes it with
+ *		__zcr_req_complete_locked() once written, or the endpoint
+ *		fails. Returns 0 or -errno (r not queued)
+ * @ep_close:	the endpoint failed or was closed: stop its I/O and release
+ *		its system resources (descriptors); ep->tp_priv stays until
+ *		@ep_free
+ * @ep_free:	free ep->tp_priv (after @ep_close, or for a never-opened
+ *		endpoint)
+ * @adopt:	optional. The endpoint's data path moves to this transport
+ *		(see __zcr_ep_handoff_locked()): set ep->tp_priv from @arg;
+ *		@prev and @prev_priv are the old transport and its endpoint
+ *		state, now owned by this transport (it may keep the old
+ *		connection as a control channel, and must release it with
+ *		@prev->ep_close and @prev->ep_free). Returns 0 or -errno
+ *
+ * Receive side: for every incoming message a transport calls
+ * __zcr_match_arrive_locked() with the header before it moves payload
+ * bytes, lands the payload where the returned struct zcr_arrival says
+ * (possibly writing it from another process, straight into a staging slot
+ * or a posted buffer), then calls __zcr_match_payload_done_locked(). While
+ * the arrival is stalled (ZCR_RX_STALLED: no room yet) it must not read
+ * more from that endpoint; the progress engine drains stalled arrivals and
+ * the state becomes ZCR_RX_LANDING when room was found.
+ */
+struct zcr_transport_ops {
+	size_t size;
+	const char *name;
+	const char *scheme;
+	int (*init)(struct zcr_ctx *ctx, void **priv);
+	void (*fini)(struct zcr_ctx *ctx, void *priv);
+	int (*listen)(struct zcr_ctx *ctx, void *priv, const char *addr);
+	int (*connect)(struct zcr_ctx *ctx, void *priv, const char *addr,
+		       void **ep_priv);
+	void (*start)(struct zcr_ep *ep);
+	unsigned int (*poll_max)(struct zcr_ctx *ctx, void *priv);
+	unsigned int (*poll_fill)(struct zcr_ctx *ctx, void *priv,
+				  struct pollfd *pfd, unsigned int max,
+				  uint64_t *deadline);
+	void (*poll_done)(struct zcr_ctx *ctx, void *priv,
+			  const struct pollfd *pfd, unsigned int n);
+	int (*progress)(struct zcr_ctx *ctx, void *priv);
+	int (*send)(struct zcr_ep *ep, struct zcr_req *r);
+	void (*ep_close)(struct zcr_ep *ep);
+	void (*ep_free)(struct zcr_ep *ep);
+	int (*adopt)(struct zcr_ep *ep, const struct zcr_transport_ops *prev,
+		     void *prev_priv, void *arg);
+};
+
+/* Has ops (built with ops->size) the member m? */
+#define ZCR_TP_HAS(ops, m) \
+	((ops)->size >= offsetof(struct zcr_transport_ops, m) + \
+			sizeof((ops)->m) && (ops)->m)
+
+#define ZCR_MAX_TRANSPORTS	4
+
+/* One registered transport in a context. */
+struct zcr_transport {
+	const struct zcr_transport_ops *ops;
+	void *priv;
+};
+
+/* The transports, in registry order (lib/transport/transport.c). */
+extern const struct zcr_transport_ops __zcr_transport_tcp;
+
+/* Set up / tear down every registered transport for ctx. */
+int __zcr_transports_init(struct zcr_ctx *ctx);
+void __zcr_transports_fini(struct zcr_ctx *ctx);
+
+/*
+ * The transport for addr ("SCHEME://REST", or REST for the first one);
+ * *rest points past the scheme. NULL for an unknown scheme.
+ */
+struct zcr_transport *__zcr_transport_find(struct zcr_ctx *ctx,
+					   const char *addr,
+					   const char **rest);
+
+/* ---- endpoints: transport-independent part (lib/transport/transport.c) */
+
+/*
+ * A new endpoint carried by ops with state ep_priv, in the handshake;
+ * ops->start is called. NULL when out of memory (ep_priv is then
+ * released with ops->ep_close and ops->ep_free).
+ */
+struct zcr_ep *__zcr_ep_new_locked(struct zcr_ctx *ctx,
+				   const struct zcr_transport_ops *ops,
+				   void *ep_priv, bool accepted);
+/*
+ * The handshake of ep completed: the peer is rank. Fails the endpoint
+ * (and returns -errno) if rank is ours or taken by another open endpoint.
+ */
+int __zcr_ep_open_locked(struct zcr_ep *ep, int rank);
+/*
+ * Close ep for err (-errno), record why, fail its sends, abort its arrival
+ * (match) and the receives no connection can satisfy any more.
+ */
+void __zcr_ep_fail_locked(struct zcr_ep *ep, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Queue a send request on ep's transport. Returns 0 or -errno. */
+int __zcr_ep_send_locked(struct zcr_ep *ep, struct zcr_req *r);
+void __zcr_ep_free(struct zcr_ep *ep);
+/*
+ * Move ep's data path to transport to (to->adopt gets arg). Only between
+ * messages: nothing queued to send and no arrival under way on ep, else
+ * -EBUSY. Sequence numbers go on across the hand-off, so the peer must
+ * switch at the same message boundary.
+ */
+int __zcr_ep_handoff_locked(struct zcr_ep *ep,
+			    const struct zcr_transport_ops *to, void *arg);
+/* Close endpoints whose handshake outlived its deadline; how many. */
+int __zcr_ep_expire_handshakes_locked(struct zcr_ctx *ctx);
+/* Free accepted endpoints that closed before zcr_ep_accept() saw them. */
+void __zcr_ep_reap_locked(struct zcr_ctx *ctx);
+
+#endif /* ZCR_TRANSPORT_H */

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * wire.h - the stream wire header (lib/transport/wire.c), shared by the
+ * stream transports. Format: Documentation/design.md, "Wire format".
+ */
+#ifndef ZCR_WIRE_H
+#define ZCR_WIRE_H
+
+#include <stdint.h>
+
+#define ZCR_WIRE_MAGIC		0x3152435aU	/* "ZCR1" in little endian */
+#define ZCR_WIRE_VERSION	1
+#define ZCR_WIRE_HDR_LEN	32
+
+enum zcr_wire_type {
+	ZCR_WIRE_HELLO = 1,	/* handshake: src = sender's rank, len = 0 */
+	ZCR_WIRE_DATA = 2,	/* one message: src, tag, len, seq */
+};
+
+struct zcr_wire_hdr {
+	uint32_t magic;
+	uint8_t version;
+	uint8_t type;
+	uint16_t hdr_len;
+	int32_t src;
+	int32_t tag;
+	uint64_t len;
+	uint64_t seq;
+};
+
+void __zcr_wire_encode(const struct zcr_wire_hdr *h,
+		       uint8_t out[ZCR_WIRE_HDR_LEN]);
+/*
+ * Parse and validate one header. Returns 0, or -EBADMSG (magic, type, header
+ * length, negative src/tag), -EPROTONOSUPPORT (version), -EMSGSIZE (len
+ * above max_len or a HELLO with a payload); *why says which, for humans.
+ */
+int __zcr_wire_parse(const uint8_t in[ZCR_WIRE_HDR_LEN], uint64_t max_len,
+		     struct zcr_wire_hdr *h, const char **why);
+
+#endif /* ZCR_WIRE_H */
