@@ -20,6 +20,7 @@
 /* The first one also takes addresses without a scheme. */
 static const struct zcr_transport_ops *const registry[] = {
 	&__zcr_transport_tcp,
+	&__zcr_transport_shm,
 };
 
 #define NREG	(int)(sizeof(registry) / sizeof(registry[0]))

@@ -141,4 +141,17 @@ int __zcr_shm_pidfd(pid_t pid);
  */
 int __zcr_shm_pull(pid_t pid, void *dst, uint64_t src, size_t len);
 
+/*
+ * What the handshake hands to the shm transport when it moves an endpoint
+ * there (struct zcr_transport_ops.adopt's arg): both rings, the peer and a
+ * descriptor of the old connection, kept only to notice the peer closing.
+ * adopt takes ownership of all of it, also when it fails.
+ */
+struct zcr_shm_adopt {
+	struct zcr_shm_ring in, out;
+	pid_t peer;
+	int pidfd;
+	int ctl_fd;
+};
+
 #endif /* ZCR_SHM_H */
