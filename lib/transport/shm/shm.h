@@ -154,4 +154,37 @@ struct zcr_shm_adopt {
 	int ctl_fd;
 };
 
+/*
+ * The negotiation the TCP handshake runs for the shm transport
+ * (lib/transport/shm/offer.c). Each side sends an offer (its host, pid
+ * and ring descriptors, or that it declines); on the peer's offer it lets
+ * the peer ptrace-access it and says so (GRANT); on the peer's GRANT it
+ * fetches the peer's ring and says whether that worked (SWITCH). When
+ * both SWITCHes said yes, the endpoint moves to the shm transport.
+ */
+#define ZCR_SHM_OFFER_LEN	128
+
+struct zcr_shm_nego {
+	struct zcr_shm_adopt a;		/* our ring, later the peer's too */
+	bool offered;			/* our offer said yes */
+	pid_t peer;
+	int peer_memfd, peer_evfd;
+	char why[96];			/* why we stay on TCP */
+};
+
+/* Is the shm transport wanted (ZCRECV_SHM=1)? */
+bool __zcr_shm_wanted(void);
+/* Make our ring (when wanted) and encode our offer. Returns 0 or -errno. */
+int __zcr_shm_offer(struct zcr_shm_nego *n, uint8_t out[ZCR_SHM_OFFER_LEN]);
+/*
+ * The peer's offer: 0 when both said yes and share a host (the peer may
+ * now ptrace-access us: send GRANT); else -errno with n->why set.
+ */
+int __zcr_shm_offer_take(struct zcr_shm_nego *n,
+			 const uint8_t in[ZCR_SHM_OFFER_LEN]);
+/* The peer granted access: fetch its ring. 0, or -errno with n->why. */
+int __zcr_shm_attach_peer(struct zcr_shm_nego *n);
+/* Release whatever n holds (the shm transport did not adopt it). */
+void __zcr_shm_nego_release(struct zcr_shm_nego *n);
+
 #endif /* ZCR_SHM_H */

@@ -455,6 +455,7 @@ static int shm_adopt(struct zcr_ep *ep, const struct zcr_transport_ops *prev,
 	se->ctl_fd = a->ctl_fd;
 	se->acked = atomic_load(&se->out.ctl->head);
 	memset(a, 0, sizeof(*a));
+	a->in.memfd = a->in.evfd = a->out.memfd = a->out.evfd = -1;
 	a->pidfd = a->ctl_fd = -1;
 	zcr_list_add_tail(&se->link, &sc->eps);
 	sc->n++;
