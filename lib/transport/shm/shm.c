@@ -79,7 +79,9 @@ bool __zcr_shm_same_host(const struct zcr_shm_hostid *a,
 
 static int map_ring(struct zcr_shm_ring *r, int fd, size_t len)
 {
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	/* Populated now: a fault per fresh cell costs more than the copy. */
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_POPULATE, fd, 0);
 
 	if (p == MAP_FAILED)
 		return -errno;
