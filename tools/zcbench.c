@@ -214,8 +214,6 @@ static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 		for (it = 0; it < total; it++) {
 			void *cur = b[it % 2];
 
-			if (it == WARMUP)
-				CHECK(zcr_ctx_stats(ctx, &s0));
 			if (c.early) {
 				wait_early(ctx, e);
 				CHECK(zcr_recv(ctx, cur, c.size, 0, TAG_DATA,
@@ -227,6 +225,9 @@ static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 							c.size, 0, TAG_DATA,
 							&r));
 			}
+			/* Before the pong that lets the first timed ping go. */
+			if (it + 1 == WARMUP)
+				CHECK(zcr_ctx_stats(ctx, &s0));
 			e = early_count(ctx);
 			CHECK(zcr_send(ep, cur, c.size, TAG_DATA));
 			if (!verify(cur, c.size, it))

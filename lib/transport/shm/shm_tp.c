@@ -21,6 +21,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -78,7 +79,7 @@ static int shm_init(struct zcr_ctx *ctx, void **priv)
 	if (!sc)
 		return -ENOMEM;
 	zcr_list_init(&sc->eps);
-	sc->spin_ns = (v && *v ? strtoull(v, NULL, 10) : 50) * 1000;
+	sc->spin_ns = (v && *v ? strtoull(v, NULL, 10) : 200) * 1000;
 	*priv = sc;
 	return 0;
 }
@@ -315,10 +316,14 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 	(void)ctx;
 	if (!sc->n)
 		return 0;
-	/* A peer on this host usually answers within microseconds. */
+	/*
+	 * A peer on this host usually answers within microseconds: look
+	 * again for a while before sleeping, yielding the processor each
+	 * time, as the peer may be waiting for it (more ranks than cores).
+	 */
 	if (sc->spin_ns)
 		until = zcr_now_ns() + sc->spin_ns;
-	do {
+	for (;;) {
 		for (pos = sc->eps.next; pos != &sc->eps && !work;
 		     pos = pos->next) {
 			struct shm_ep *se = zcr_container_of(pos,
@@ -327,7 +332,10 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 
 			work = se->ep->state == ZCR_EP_OPEN && has_work(se);
 		}
-	} while (!work && until && zcr_now_ns() < until);
+		if (work || !until || zcr_now_ns() >= until)
+			break;
+		sched_yield();
+	}
 	for (pos = sc->eps.next; pos != &sc->eps; pos = pos->next) {
 		struct shm_ep *se = zcr_container_of(pos, struct shm_ep, link);
 
