@@ -6,6 +6,10 @@
  * success and a negative errno value on failure; errno is never the channel.
  * Destroy functions return void. Symbols appear in lib/libzcrecv.map with
  * the version that introduced them.
+ *
+ * Structs that cross this interface can grow: new fields are only ever
+ * appended, and the functions that take one come in a _sized form that
+ * is told the caller's sizeof (Documentation/abi-library.md).
  */
 #ifndef ZCRECV_H
 #define ZCRECV_H
@@ -204,10 +208,26 @@ struct zcr_status {
  * @ctx: the new context on success
  *
  * Opens /dev/zcrecv when present, picks the remap backend and calibrates
- * the copy and remap cost per page (a few milliseconds).
+ * the copy and remap cost per page (a few milliseconds). Reads the fields
+ * of the 0.1 struct only: new code calls zcr_ctx_create_sized().
  * Return: 0 or -errno. Since 0.1.
  */
 int zcr_ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **ctx);
+
+/**
+ * zcr_ctx_create_sized() - zcr_ctx_create() for an attr of @attr_size bytes
+ * @attr: options, or NULL for rank 0 and defaults
+ * @attr_size: sizeof(*@attr) as the caller was compiled
+ * @ctx: the new context on success
+ *
+ * Fields past @attr_size (a caller built against an older header) take
+ * their defaults; bytes past this library's struct (a newer caller) must
+ * be zero. Call it as zcr_ctx_create_sized(&attr, sizeof(attr), &ctx).
+ * Return: 0, -EINVAL (@attr_size below the 0.1 struct), -E2BIG (a field
+ * this library does not know is set), or another -errno. Since 0.2.
+ */
+int zcr_ctx_create_sized(const struct zcr_ctx_attr *attr, size_t attr_size,
+			 struct zcr_ctx **ctx);
 
 /**
  * zcr_ctx_destroy() - close every endpoint, stop the progress thread, free
@@ -216,10 +236,23 @@ int zcr_ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **ctx);
 void zcr_ctx_destroy(struct zcr_ctx *ctx);
 
 /**
- * zcr_ctx_stats() - copy the context's statistics into @st.
+ * zcr_ctx_stats() - copy the context's statistics into @st: the fields of
+ * the 0.1 struct only (new code calls zcr_ctx_stats_sized()).
  * Return: 0 or -EINVAL. Since 0.1.
  */
 int zcr_ctx_stats(struct zcr_ctx *ctx, struct zcr_stats *st);
+
+/**
+ * zcr_ctx_stats_sized() - zcr_ctx_stats() into a struct of @st_size bytes
+ *
+ * Fills at most @st_size bytes (fields a newer library added stay out of
+ * an older caller's struct); bytes of a newer caller's struct past this
+ * library's are zeroed. Call it as zcr_ctx_stats_sized(ctx, &st,
+ * sizeof(st)).
+ * Return: 0 or -EINVAL (@st_size below the 0.1 struct). Since 0.2.
+ */
+int zcr_ctx_stats_sized(struct zcr_ctx *ctx, struct zcr_stats *st,
+			size_t st_size);
 
 /**
  * zcr_ctx_set_policy() - change the remap policy (enum zcr_policy) for the

@@ -61,22 +61,35 @@ static void *progress_thread(void *arg)
 	return NULL;
 }
 
-int zcr_ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
+/*
+ * The structs as 0.1 shipped them end with these fields: what the 0.1
+ * names zcr_ctx_create() and zcr_ctx_stats() read and write. Fields are
+ * only ever appended (Documentation/abi-library.md).
+ */
+#define ZCR_END(type, m)	(offsetof(type, m) + sizeof(((type *)0)->m))
+#define ZCR_ATTR_SIZE_0_1	ZCR_END(struct zcr_ctx_attr, handshake_timeout_ms)
+#define ZCR_STATS_SIZE_0_1	ZCR_END(struct zcr_stats, backend_name)
+
+/* Are the n bytes at p all zero? */
+static bool all_zero(const void *p, size_t n)
+{
+	const unsigned char *c = p;
+
+	while (n--)
+		if (*c++)
+			return false;
+	return true;
+}
+
+static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 {
 	static const char *const policies[] = { "auto", "copy", "remap" };
 	static const char *const backends[] = { "auto", "kmod", "uffd",
 						"copy" };
-	struct zcr_ctx_attr def;
 	struct zcr_ctx *ctx;
 	const char *pred;
 	int ret, policy, backend, hs_ms;
 
-	if (!out)
-		return -EINVAL;
-	if (!attr) {
-		memset(&def, 0, sizeof(def));
-		attr = &def;
-	}
 	if (attr->rank < 0 || attr->policy < 0 ||
 	    attr->policy > ZCRECV_POLICY_REMAP || attr->backend < 0 ||
 	    attr->backend > ZCRECV_BACKEND_COPY ||
@@ -159,6 +172,29 @@ err_free:
 	return ret;
 }
 
+int zcr_ctx_create_sized(const struct zcr_ctx_attr *attr, size_t attr_size,
+			 struct zcr_ctx **out)
+{
+	struct zcr_ctx_attr a;
+
+	if (!out || (attr && attr_size < ZCR_ATTR_SIZE_0_1))
+		return -EINVAL;
+	memset(&a, 0, sizeof(a));
+	if (attr) {
+		if (attr_size > sizeof(a) &&
+		    !all_zero((const char *)attr + sizeof(a),
+			      attr_size - sizeof(a)))
+			return -E2BIG;
+		memcpy(&a, attr, attr_size < sizeof(a) ? attr_size : sizeof(a));
+	}
+	return ctx_create(&a, out);
+}
+
+int zcr_ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
+{
+	return zcr_ctx_create_sized(attr, ZCR_ATTR_SIZE_0_1, out);
+}
+
 void zcr_ctx_destroy(struct zcr_ctx *ctx)
 {
 	struct zcr_list *pos, *tmp;
@@ -201,9 +237,12 @@ void zcr_ctx_destroy(struct zcr_ctx *ctx)
 	free(ctx);
 }
 
-int zcr_ctx_stats(struct zcr_ctx *ctx, struct zcr_stats *st)
+int zcr_ctx_stats_sized(struct zcr_ctx *ctx, struct zcr_stats *out,
+			size_t size)
 {
-	if (!ctx || !st)
+	struct zcr_stats full, *st = &full;
+
+	if (!ctx || !out || size < ZCR_STATS_SIZE_0_1)
 		return -EINVAL;
 	pthread_mutex_lock(&ctx->lock);
 	*st = ctx->st;
@@ -219,7 +258,15 @@ int zcr_ctx_stats(struct zcr_ctx *ctx, struct zcr_stats *st)
 	snprintf(st->backend_name, sizeof(st->backend_name), "%s",
 		 ctx->be[0].ops->name);
 	pthread_mutex_unlock(&ctx->lock);
+	memcpy(out, st, size < sizeof(full) ? size : sizeof(full));
+	if (size > sizeof(full))
+		memset((char *)out + sizeof(full), 0, size - sizeof(full));
 	return 0;
+}
+
+int zcr_ctx_stats(struct zcr_ctx *ctx, struct zcr_stats *st)
+{
+	return zcr_ctx_stats_sized(ctx, st, ZCR_STATS_SIZE_0_1);
 }
 
 int zcr_ctx_set_policy(struct zcr_ctx *ctx, int policy)

@@ -96,11 +96,8 @@ struct zcr_ep *__zcr_ep_new_locked(struct zcr_ctx *ctx,
 
 	ep = calloc(1, sizeof(*ep));
 	if (!ep) {
-		struct zcr_ep tmp = { .ctx = ctx, .tp = ops,
-				      .tp_priv = ep_priv };
-
-		ops->ep_close(&tmp);
-		ops->ep_free(&tmp);
+		ops->ep_close(NULL, ep_priv);
+		ops->ep_free(NULL, ep_priv);
 		return NULL;
 	}
 	ep->ctx = ctx;
@@ -174,7 +171,7 @@ void __zcr_ep_fail_locked(struct zcr_ep *ep, int err, const char *fmt, ...)
 		fprintf(stderr, "zcrecv: rank %d: connection to %s (rank %d) "
 			"closed: %s (%s)\n", ctx->rank, ep->peer, ep->rank,
 			ep->errmsg, strerror(-err));
-	ep->tp->ep_close(ep);
+	ep->tp->ep_close(ep, ep->tp_priv);
 	ctx->st.disconnects++;
 
 	zcr_list_for_each_safe(pos, tmp, &ep->sendq) {
@@ -211,8 +208,9 @@ void __zcr_ep_free(struct zcr_ep *ep)
 	if (ep->rx.state == ZCR_RX_STALLED)
 		zcr_list_del(&ep->rx.stall_link);
 	if (ep->state != ZCR_EP_CLOSED)
-		ep->tp->ep_close(ep);
-	ep->tp->ep_free(ep);
+		ep->tp->ep_close(ep, ep->tp_priv);
+	ep->tp->ep_free(ep, ep->tp_priv);
+	ep->tp_priv = NULL;
 	zcr_list_del(&ep->link);
 	ep->ctx->nep--;
 	if (ep->state == ZCR_EP_HANDSHAKE)

@@ -66,17 +66,19 @@ struct zcr_req;
  *		pushing it; the transport completes it with
  *		__zcr_req_complete_locked() once written, or the endpoint
  *		fails. Returns 0 or -errno (r not queued)
- * @ep_close:	the endpoint failed or was closed: stop its I/O and release
- *		its system resources (descriptors); ep->tp_priv stays until
- *		@ep_free
- * @ep_free:	free ep->tp_priv (after @ep_close, or for a never-opened
- *		endpoint)
+ * @ep_close:	the endpoint failed or was closed: stop the I/O of its state
+ *		@ep_priv and release its system resources (descriptors);
+ *		@ep_priv stays until @ep_free. @ep is NULL for state that
+ *		never became an endpoint
+ * @ep_free:	free @ep_priv (after @ep_close); @ep may be NULL as for
+ *		@ep_close
  * @adopt:	optional. The endpoint's data path moves to this transport
  *		(see __zcr_ep_handoff_locked()): set ep->tp_priv from @arg;
  *		@prev and @prev_priv are the old transport and its endpoint
  *		state, now owned by this transport (it may keep the old
  *		connection as a control channel, and must release it with
- *		@prev->ep_close and @prev->ep_free). Returns 0 or -errno
+ *		@prev->ep_close and @prev->ep_free). Returns 0 or -errno;
+ *		on error the endpoint stays with @prev
  *
  * Receive side: for every incoming message a transport calls
  * __zcr_match_arrive_locked() with the header before it moves payload
@@ -105,8 +107,8 @@ struct zcr_transport_ops {
 			  const struct pollfd *pfd, unsigned int n);
 	int (*progress)(struct zcr_ctx *ctx, void *priv);
 	int (*send)(struct zcr_ep *ep, struct zcr_req *r);
-	void (*ep_close)(struct zcr_ep *ep);
-	void (*ep_free)(struct zcr_ep *ep);
+	void (*ep_close)(struct zcr_ep *ep, void *ep_priv);
+	void (*ep_free)(struct zcr_ep *ep, void *ep_priv);
 	int (*adopt)(struct zcr_ep *ep, const struct zcr_transport_ops *prev,
 		     void *prev_priv, void *arg);
 };

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * trace.h - reader of receive-call traces (ARCHITECTURE.md section 7),
- * internal to libzcrecv; tools/zcpredict and the tests use it.
+ * trace.h - reader of receive-call traces (format: Documentation/design.md,
+ * "Trace format"); tools/zcpredict and the tests use it.
  *
  * A trace is streamed line by line, so files of any size are read in
  * constant memory. Comments (# to the end of a line), blank lines, CRLF

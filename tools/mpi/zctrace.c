@@ -5,7 +5,7 @@
  *   ZCRECV_TRACE_DIR=dir mpirun -x LD_PRELOAD=libzctrace.so -np 4 ./app
  *
  * Writes dir/rank-NNNN.trace (default dir: the current directory) in the
- * format of ARCHITECTURE.md section 7: one line per receive call of
+ * format of Documentation/design.md ("Trace format"): one line per receive call of
  * MPI_Recv, MPI_Irecv, MPI_Sendrecv(_replace), and one per sending rank of
  * the collectives (bcast, scatter(v), gather(v), allgather(v), alltoall(v);
  * reduce and allreduce as one receive from -2). The call site is the return

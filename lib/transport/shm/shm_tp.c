@@ -39,7 +39,8 @@ struct shm_ctx {
 };
 
 struct shm_ep {
-	struct zcr_list link;
+	struct zcr_list link;		/* on sc->eps */
+	struct shm_ctx *sc;
 	struct zcr_ep *ep;
 	struct zcr_shm_ring in, out;
 	pid_t peer;
@@ -391,10 +392,11 @@ static void shm_poll_done(struct zcr_ctx *ctx, void *priv,
 	}
 }
 
-static void shm_ep_close(struct zcr_ep *ep)
+static void shm_ep_close(struct zcr_ep *ep, void *ep_priv)
 {
-	struct shm_ep *se = S(ep);
+	struct shm_ep *se = ep_priv;
 
+	(void)ep;
 	if (!se)
 		return;
 	__zcr_shm_ring_destroy(&se->in);
@@ -407,23 +409,16 @@ static void shm_ep_close(struct zcr_ep *ep)
 	se->cell_open = false;
 }
 
-static void shm_ep_free(struct zcr_ep *ep)
+static void shm_ep_free(struct zcr_ep *ep, void *ep_priv)
 {
-	struct shm_ep *se = S(ep);
-	struct shm_ctx *sc;
-	int i;
+	struct shm_ep *se = ep_priv;
 
 	if (!se)
 		return;
-	shm_ep_close(ep);
-	for (i = 0; i < ep->ctx->ntr; i++)
-		if (ep->ctx->tr[i].ops == &__zcr_transport_shm) {
-			sc = ep->ctx->tr[i].priv;
-			sc->n--;
-		}
+	shm_ep_close(ep, se);
+	se->sc->n--;
 	zcr_list_del(&se->link);
 	free(se);
-	ep->tp_priv = NULL;
 }
 
 static void adopt_release(struct zcr_shm_adopt *a)
@@ -440,8 +435,6 @@ static void adopt_release(struct zcr_shm_adopt *a)
 static int shm_adopt(struct zcr_ep *ep, const struct zcr_transport_ops *prev,
 		     void *prev_priv, void *arg)
 {
-	struct zcr_ep old = { .ctx = ep->ctx, .tp = prev,
-			      .tp_priv = prev_priv };
 	struct zcr_shm_adopt *a = arg;
 	struct shm_ctx *sc = NULL;
 	struct shm_ep *se;
@@ -456,6 +449,7 @@ static int shm_adopt(struct zcr_ep *ep, const struct zcr_transport_ops *prev,
 		return sc ? -ENOMEM : -ENOPROTOOPT;
 	}
 	se->ep = ep;
+	se->sc = sc;
 	se->in = a->in;
 	se->out = a->out;
 	se->peer = a->peer;
@@ -469,8 +463,8 @@ static int shm_adopt(struct zcr_ep *ep, const struct zcr_transport_ops *prev,
 	sc->n++;
 	ep->tp_priv = se;
 	/* The old connection's state is ours to release. */
-	prev->ep_close(&old);
-	prev->ep_free(&old);
+	prev->ep_close(ep, prev_priv);
+	prev->ep_free(ep, prev_priv);
 	return 0;
 }
 

@@ -306,25 +306,23 @@ static void nego_end(struct tcp_ep *te)
 	te->hold = false;
 }
 
-static void tcp_ep_close(struct zcr_ep *ep)
+static void tcp_ep_close(struct zcr_ep *ep, void *ep_priv)
 {
-	struct tcp_ep *te = T(ep);
+	struct tcp_ep *te = ep_priv;
 
-	if (te)
-		nego_end(te);
-	if (te && te->fd >= 0) {
+	(void)ep;
+	nego_end(te);
+	if (te->fd >= 0) {
 		close(te->fd);
 		te->fd = -1;
 	}
-	if (te)
-		te->have_hdr = false;
+	te->have_hdr = false;
 }
 
-static void tcp_ep_free(struct zcr_ep *ep)
+static void tcp_ep_free(struct zcr_ep *ep, void *ep_priv)
 {
-	tcp_ep_close(ep);
-	free(ep->tp_priv);
-	ep->tp_priv = NULL;
+	tcp_ep_close(ep, ep_priv);
+	free(ep_priv);
 }
 
 /* The payload of the current message is in: tell match, await a header. */

@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * zcrecv-0.1.h - FIXTURE: the public header of libzcrecv exactly as release
+ * 0.1 shipped it (only this comment differs). tests/abi/check-lib-abi.sh
+ * builds tests/abi/app-0.1.c against it and runs that binary with the
+ * current libzcrecv.so: what 0.1 binaries do must keep working. Never
+ * edit the declarations below.
+ *
+ * zcrecv.h - the public API of libzcrecv.
+ *
+ * Conventions (Documentation/library.md): every function returns >= 0 on
+ * success and a negative errno value on failure; errno is never the channel.
+ * Destroy functions return void. Symbols appear in lib/libzcrecv.map with
+ * the version that introduced them.
+ */
+#ifndef ZCRECV_H
+#define ZCRECV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ZCRECV_VERSION_MAJOR	0
+#define ZCRECV_VERSION_MINOR	1
+#define ZCRECV_VERSION_PATCH	0
+
+/**
+ * zcr_version() - the library's version string, "MAJOR.MINOR.PATCH".
+ * Since 0.1.
+ */
+const char *zcr_version(void);
+
+/**
+ * struct zcr_kmod_info - what the zcrecv.ko handshake reported
+ * @abi_version:	ABI version the module speaks
+ * @page_size:		the kernel's page size in bytes
+ * @max_batch:		most entries in one remap call
+ * @features:		ZCRECV_FEATURE_* bits (<linux/zcrecv.h>)
+ * @max_zone_pages:	largest zone, in pages
+ * @max_process_pages:	most zone pages one process may hold
+ */
+struct zcr_kmod_info {
+	uint32_t abi_version;
+	uint32_t page_size;
+	uint32_t max_batch;
+	uint64_t features;
+	uint64_t max_zone_pages;
+	uint64_t max_process_pages;
+};
+
+/**
+ * zcr_kmod_probe() - open /dev/zcrecv and run the handshake ioctl
+ * @info: filled on success (may be NULL)
+ *
+ * Return: 0 when the module is present and speaks this library's ABI;
+ * -ENOENT when there is no device; -EOPNOTSUPP on an ABI mismatch; another
+ * negative errno from open or ioctl otherwise. Since 0.1.
+ */
+int zcr_kmod_probe(struct zcr_kmod_info *info);
+
+/*
+ * ---- Receive path over TCP (since 0.1) -----------------------------------
+ *
+ * A context (struct zcr_ctx) is one rank of a job: it owns the endpoints to
+ * its peers, the staging pool, the predictor and the remap engine. Messages
+ * are matched MPI-style on (source rank, tag): messages between one pair
+ * with one tag are received in the order they were sent (non-overtaking);
+ * ZCRECV_ANY_SOURCE and ZCRECV_ANY_TAG are wildcards; a message larger than
+ * the receive buffer fills the buffer and completes with -EMSGSIZE. See
+ * Documentation/library.md for the data path, calibration and policy.
+ */
+
+#define ZCRECV_ANY_SOURCE	(-1)
+#define ZCRECV_ANY_TAG		(-1)
+#define ZCRECV_TAG_MAX		0x7fffffff
+
+struct zcr_ctx;
+struct zcr_ep;
+struct zcr_req;
+
+/* Remap policy, see struct zcr_ctx_attr::policy and ZCRECV_POLICY. */
+enum zcr_policy {
+	ZCRECV_POLICY_AUTO = 0,	/* remap when calibration says it is faster */
+	ZCRECV_POLICY_COPY = 1,	/* never remap */
+	ZCRECV_POLICY_REMAP = 2,	/* remap every hit with a full page */
+};
+
+/* Remap backends, see struct zcr_ctx_attr::backend and ZCRECV_BACKEND. */
+enum zcr_backend {
+	ZCRECV_BACKEND_AUTO = 0,	/* kmod, else uffd-move, else copy */
+	ZCRECV_BACKEND_KMOD = 1,	/* zcrecv.ko zones and ZCRECV_IOC_REMAP */
+	ZCRECV_BACKEND_UFFD = 2,	/* UFFDIO_MOVE (Linux >= 6.8) */
+	ZCRECV_BACKEND_COPY = 3,	/* memcpy only */
+};
+
+/**
+ * struct zcr_ctx_attr - how to create a context (zero it, then set fields)
+ * @rank:		this process's rank, >= 0, unique among its peers
+ * @policy:		enum zcr_policy; the environment ZCRECV_POLICY
+ *			(copy|remap|auto) overrides it
+ * @backend:		enum zcr_backend; ZCRECV_BACKEND (kmod|uffd|copy)
+ *			overrides it
+ * @progress_thread:	nonzero: a thread drives progress in the background
+ * @staging_bytes:	most bytes the staging pool holds (0: 256 MiB); when
+ *			full, the library stops reading from the peers whose
+ *			next message does not fit, and TCP flow control makes
+ *			their senders wait: nothing is dropped
+ * @max_msg:		largest message accepted from a peer (0: 1 GiB); a
+ *			header announcing more closes that connection
+ * @predictor:		predictor name (NULL: ZCRECV_PREDICTOR or "select")
+ * @quiet:		nonzero: do not print connection errors on stderr
+ * @handshake_timeout_ms: how long a new connection (accepted or
+ *			connected) may take to complete its handshake (0:
+ *			10000 ms, negative: -EINVAL); the environment
+ *			ZCRECV_HANDSHAKE_TIMEOUT_MS (a positive number of
+ *			ms) overrides it. A connection still in its
+ *			handshake then is closed with -ETIMEDOUT ("handshake
+ *			timed out") and no longer counts as a possible source
+ *			of receives
+ */
+struct zcr_ctx_attr {
+	int rank;
+	int policy;
+	int backend;
+	int progress_thread;
+	uint64_t staging_bytes;
+	uint64_t max_msg;
+	const char *predictor;
+	int quiet;
+	int handshake_timeout_ms;
+};
+
+/**
+ * struct zcr_stats - per-context statistics
+ * @msgs_sent:		messages whose send completed
+ * @msgs_recv:		messages delivered to receives
+ * @bytes_sent:		payload bytes sent
+ * @bytes_recv:		payload bytes delivered
+ * @posted:		messages landed directly in a posted receive buffer
+ * @early:		messages that arrived before their receive (staged)
+ * @hits:		early messages staged at the page offset of the buffer
+ *			that received them
+ * @misses:		early messages staged at another offset
+ * @remaps:		receives completed by the remap engine
+ * @pages_remapped:	full pages moved into user buffers
+ * @bytes_copied:	bytes copied from staging into user buffers
+ * @remap_fallbacks:	remaps refused by the backend (then copied)
+ * @bad_headers:	connections closed for a malformed header
+ * @disconnects:	connections lost (closed by the peer or on error)
+ * @stalls:		times a peer was paused because staging was full
+ * @staging_peak:	most bytes the staging pool held at once
+ * @staging_limit:	the pool's limit in bytes
+ * @min_remap_pages:	calibrated least number of full pages worth
+ *			remapping (0: remapping never pays off)
+ * @copy_ns_per_page:	calibrated cost of copying a page, ns
+ * @remap_ns_per_page:	calibrated cost of remapping a page, ns
+ * @policy:		enum zcr_policy in use
+ * @backend:		enum zcr_backend in use
+ * @predictor:		name of the predictor in use
+ * @backend_name:	name of the backend in use
+ */
+struct zcr_stats {
+	uint64_t msgs_sent;
+	uint64_t msgs_recv;
+	uint64_t bytes_sent;
+	uint64_t bytes_recv;
+	uint64_t posted;
+	uint64_t early;
+	uint64_t hits;
+	uint64_t misses;
+	uint64_t remaps;
+	uint64_t pages_remapped;
+	uint64_t bytes_copied;
+	uint64_t remap_fallbacks;
+	uint64_t bad_headers;
+	uint64_t disconnects;
+	uint64_t stalls;
+	uint64_t staging_peak;
+	uint64_t staging_limit;
+	uint64_t min_remap_pages;
+	double copy_ns_per_page;
+	double remap_ns_per_page;
+	int policy;
+	int backend;
+	char predictor[32];
+	char backend_name[16];
+};
+
+/**
+ * struct zcr_status - what a completed receive got
+ * @source:	rank of the sender
+ * @tag:	tag of the message
+ * @len:	length of the message as sent (may exceed the buffer: then
+ *		the receive returned -EMSGSIZE)
+ * @error:	0 or the negative errno the operation completed with
+ */
+struct zcr_status {
+	int source;
+	int tag;
+	uint64_t len;
+	int error;
+};
+
+/**
+ * zcr_ctx_create() - create a context (one rank)
+ * @attr: options, or NULL for rank 0 and defaults
+ * @ctx: the new context on success
+ *
+ * Opens /dev/zcrecv when present, picks the remap backend and calibrates
+ * the copy and remap cost per page (a few milliseconds).
+ * Return: 0 or -errno. Since 0.1.
+ */
+int zcr_ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **ctx);
+
+/**
+ * zcr_ctx_destroy() - close every endpoint, stop the progress thread, free
+ * all staging memory. Pending requests are abandoned. Since 0.1.
+ */
+void zcr_ctx_destroy(struct zcr_ctx *ctx);
+
+/**
+ * zcr_ctx_stats() - copy the context's statistics into @st.
+ * Return: 0 or -EINVAL. Since 0.1.
+ */
+int zcr_ctx_stats(struct zcr_ctx *ctx, struct zcr_stats *st);
+
+/**
+ * zcr_ctx_set_policy() - change the remap policy (enum zcr_policy) for the
+ * receives that complete from now on; the calibration is kept.
+ * Return: 0 or -EINVAL. Since 0.1.
+ */
+int zcr_ctx_set_policy(struct zcr_ctx *ctx, int policy);
+
+/**
+ * zcr_ctx_listen() - accept peers on @hostport ("HOST:PORT"; port 0 picks
+ * an ephemeral port). Connections are accepted during progress.
+ * Return: the bound port (> 0) or -errno. Since 0.1.
+ */
+int zcr_ctx_listen(struct zcr_ctx *ctx, const char *hostport);
+
+/**
+ * zcr_progress() - make progress on every connection: accept, read, land,
+ * write. Waits up to @timeout_ms (0: do not wait, -1: until something
+ * happens).
+ * Return: number of events handled (>= 0) or -errno. Since 0.1.
+ */
+int zcr_progress(struct zcr_ctx *ctx, int timeout_ms);
+
+/**
+ * zcr_ep_connect() - connect to the listening context at @hostport and
+ * start the handshake (our rank goes first; the peer's rank is known once
+ * its answer arrives, see zcr_ep_rank()).
+ * Return: 0 or -errno. Since 0.1.
+ */
+int zcr_ep_connect(struct zcr_ctx *ctx, const char *hostport,
+		   struct zcr_ep **ep);
+
+/**
+ * zcr_ep_accept() - wait up to @timeout_ms (-1: forever) for a peer that
+ * connected to zcr_ctx_listen() to complete its handshake.
+ * Return: 0 with *@ep set, -ETIMEDOUT, or -errno. Since 0.1.
+ */
+int zcr_ep_accept(struct zcr_ctx *ctx, int timeout_ms, struct zcr_ep **ep);
+
+/**
+ * zcr_ep_rank() - the peer's rank, -EAGAIN while the handshake is under
+ * way, -ENOTCONN once the connection is lost before it completed. Since 0.1.
+ */
+int zcr_ep_rank(struct zcr_ep *ep);
+
+/**
+ * zcr_ep_error() - why the connection was closed: 0 while it works, else
+ * a negative errno; @msg (if not NULL) gets a description. Since 0.1.
+ */
+int zcr_ep_error(struct zcr_ep *ep, const char **msg);
+
+/**
+ * zcr_ep_close() - close the connection to this peer; the endpoint stays
+ * valid (in the closed state) until the context is destroyed. Since 0.1.
+ */
+void zcr_ep_close(struct zcr_ep *ep);
+
+/**
+ * zcr_isend() - start sending @len bytes of @buf with @tag (0..ZCRECV_TAG_MAX)
+ * to the peer of @ep. @buf must not change until the request completes.
+ * Return: 0 with *@req set, or -errno. Since 0.1.
+ */
+int zcr_isend(struct zcr_ep *ep, const void *buf, size_t len, int tag,
+	      struct zcr_req **req);
+
+/**
+ * zcr_irecv() - post a receive of at most @size bytes into @buf from rank
+ * @src (or ZCRECV_ANY_SOURCE) with @tag (or ZCRECV_ANY_TAG). @buf must stay
+ * valid (not freed, not unmapped) until the request completes, as in MPI:
+ * the data may land in it, or its pages be exchanged, at any progress call.
+ * Return: 0 with *@req set, or -errno. Since 0.1.
+ */
+int zcr_irecv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
+	      struct zcr_req **req);
+
+/**
+ * zcr_test() - has @req completed? On completion the request is freed and
+ * *@st (if not NULL) filled.
+ * Return: 1 when complete and successful, 0 when still pending, or the
+ * negative errno it failed with (it is then freed too). Since 0.1.
+ */
+int zcr_test(struct zcr_req *req, struct zcr_status *st);
+
+/**
+ * zcr_wait() - progress until @req completes, then free it.
+ * Return: 0 or the negative errno it failed with (-EMSGSIZE: truncated,
+ * -ECONNRESET: the peer went away). Since 0.1.
+ */
+int zcr_wait(struct zcr_req *req, struct zcr_status *st);
+
+/**
+ * zcr_send() - blocking send: zcr_isend() then zcr_wait(). Since 0.1.
+ */
+int zcr_send(struct zcr_ep *ep, const void *buf, size_t len, int tag);
+
+/**
+ * zcr_recv() - blocking receive: zcr_irecv() then zcr_wait(). Since 0.1.
+ */
+int zcr_recv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
+	     struct zcr_status *st);
+
+/**
+ * zcr_mem_alloc() - allocate @size bytes of zero-copy-eligible memory
+ * (page aligned): a zone of /dev/zcrecv when the module is loaded,
+ * anonymous private memory otherwise (the uffd-move backend can remap
+ * into it). As MPI_Alloc_mem.
+ * Return: 0 with *@ptr set, or -errno. Since 0.1.
+ */
+int zcr_mem_alloc(struct zcr_ctx *ctx, size_t size, void **ptr);
+
+/**
+ * zcr_mem_free() - free memory from zcr_mem_alloc(). Since 0.1.
+ */
+void zcr_mem_free(struct zcr_ctx *ctx, void *ptr);
+
+/**
+ * zcr_policy_name() / zcr_backend_name() - printable names. Since 0.1.
+ */
+const char *zcr_policy_name(int policy);
+const char *zcr_backend_name(int backend);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZCRECV_H */

@@ -1,0 +1,83 @@
+#!/bin/bash
+# check-layers.sh - the dependency rule of lib/ (Documentation/design.md,
+# "Layers"): a folder uses only itself and the folders below it,
+#
+#   core -> transport -> match -> staging -> remap
+#                              -> predict
+#
+# plus the base every layer may use: core/list.h, core/ctx.h, core/mem.h
+# (data: the context and its objects) and the request completion and
+# memory functions they declare. Two checks:
+#   1. #include "X/..." lines of lib/FOLDER/**: X must be allowed for FOLDER;
+#   2. the __zcr_* symbols each object of build/lib/FOLDER/ leaves
+#      undefined must be defined by an allowed folder. Calls through ops
+#      pointers (the core driving a transport, the engine a backend) are
+#      not seen here: they are how an upper layer drives a lower one.
+# Prints every violation; exit 1 if any.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root" || exit 1
+
+declare -A allow=(
+	[core]="core transport match staging remap predict"
+	[transport]="transport match staging remap predict"
+	[match]="match staging remap predict"
+	[staging]="staging remap"
+	[remap]="remap"
+	[predict]="predict"
+)
+base_hdr=" core/list.h core/ctx.h core/mem.h "
+base_sym=" __zcr_req_complete_locked __zcr_zone_map __zcr_mem_in_zone "
+bad=0
+
+allowed() {	# folder target
+	case " ${allow[$1]} " in *" $2 "*) return 0 ;; esac
+	return 1
+}
+
+# 1. includes
+while IFS= read -r f; do
+	folder=${f#lib/}
+	folder=${folder%%/*}
+	[ -n "${allow[$folder]+x}" ] || continue
+	while IFS= read -r inc; do
+		case "$base_hdr" in *" $inc "*) continue ;; esac
+		tgt=${inc%%/*}
+		[ "$tgt" = "$inc" ] && continue		# same-folder file
+		[ -n "${allow[$tgt]+x}" ] || continue	# not a layer
+		if ! allowed "$folder" "$tgt"; then
+			echo "check-layers: $f includes \"$inc\": $folder may not use $tgt"
+			bad=1
+		fi
+	done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f")
+done < <(find lib -name '*.[ch]' | sort)
+
+# 2. symbols
+if ls build/lib/*/*.o >/dev/null 2>&1; then
+	declare -A owner
+	while read -r o; do
+		folder=${o#build/lib/}
+		folder=${folder%%/*}
+		for s in $(nm --defined-only -g "$o" | awk '$3 ~ /^__zcr_/ {print $3}'); do
+			owner[$s]=$folder
+		done
+	done < <(find build/lib -name '*.o' | sort)
+	while read -r o; do
+		folder=${o#build/lib/}
+		folder=${folder%%/*}
+		for s in $(nm -u "$o" | awk '$2 ~ /^__zcr_/ {print $2}'); do
+			case "$base_sym" in *" $s "*) continue ;; esac
+			tgt=${owner[$s]:-}
+			[ -n "$tgt" ] || continue
+			if ! allowed "$folder" "$tgt"; then
+				echo "check-layers: ${o#build/} calls $s ($tgt): $folder may not use $tgt"
+				bad=1
+			fi
+		done
+	done < <(find build/lib -name '*.o' | sort)
+else
+	echo "check-layers: no build/lib objects, symbol check skipped" >&2
+	bad=1
+fi
+[ $bad = 0 ] && echo "lib/ layers: includes and calls point downward only"
+exit $bad
