@@ -471,7 +471,7 @@ static int shm_adopt(struct zcr_ep *ep, const struct zcr_transport_ops *prev,
 const struct zcr_transport_ops __zcr_transport_shm = {
 	.size = sizeof(struct zcr_transport_ops),
 	.name = "shm",
-	.scheme = "shm",
+	.scheme = NULL,		/* endpoints only by hand-off */
 	.init = shm_init,
 	.fini = shm_fini,
 	.listen = shm_listen,
