@@ -227,8 +227,8 @@ static int land(struct zcr_ep *ep)
 	}
 	se->cell_open = false;
 	__zcr_shm_ring_consume(&se->in);
-	if (h->type == ZCR_SHM_RTS)
-		kick_peer(se);	/* its send completes now */
+	/* An RTS's send completes now; a full ring has room again. */
+	kick_peer(se);
 	__zcr_match_payload_done_locked(ep->ctx, &ep->rx);
 	return 1;
 }
@@ -304,6 +304,34 @@ static bool has_work(struct shm_ep *se)
 	       atomic_load(&se->out.ctl->head) != se->acked;
 }
 
+/*
+ * A send announced to a peer completes when the peer has pulled it, which
+ * takes time in proportion to its length: keep looking for as long as the
+ * pulls of our announced sends should take (at 2 bytes/ns, the slow end of
+ * process_vm_readv), at most 20 ms, rather than sleep and be woken.
+ */
+static uint64_t pull_wait_ns(struct shm_ctx *sc)
+{
+	struct zcr_list *pos, *q;
+	uint64_t bytes = 0;
+
+	for (pos = sc->eps.next; pos != &sc->eps; pos = pos->next) {
+		struct shm_ep *se = zcr_container_of(pos, struct shm_ep, link);
+
+		if (se->ep->state != ZCR_EP_OPEN)
+			continue;
+		for (q = se->ep->sendq.next; q != &se->ep->sendq; q = q->next) {
+			struct zcr_req *r = zcr_container_of(q, struct zcr_req,
+							     link);
+
+			if (r->sent)
+				bytes += r->len;
+		}
+	}
+	bytes /= 2;
+	return bytes < 20000000 ? bytes : 20000000;
+}
+
 static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 				  struct pollfd *pfd, unsigned int max,
 				  uint64_t *deadline)
@@ -323,7 +351,7 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 	 * time, as the peer may be waiting for it (more ranks than cores).
 	 */
 	if (sc->spin_ns)
-		until = zcr_now_ns() + sc->spin_ns;
+		until = zcr_now_ns() + sc->spin_ns + pull_wait_ns(sc);
 	for (;;) {
 		for (pos = sc->eps.next; pos != &sc->eps && !work;
 		     pos = pos->next) {
