@@ -344,7 +344,10 @@ int zcr_ep_rank(struct zcr_ep *ep);
 
 /**
  * zcr_ep_error() - why the connection was closed: 0 while it works, else
- * a negative errno; @msg (if not NULL) gets a description. Since 0.1.
+ * a negative errno; @msg (if not NULL) gets a description: while the
+ * connection works, which transport carries it ("shm", or "tcp (shm: why
+ * not)" when shared memory was offered and not used; "" for plain TCP).
+ * Since 0.1.
  */
 int zcr_ep_error(struct zcr_ep *ep, const char **msg);
 

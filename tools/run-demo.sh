@@ -14,6 +14,9 @@
 #      build/zcbench-host.png;
 #   3. runs zcland-bench on this host: the landing step alone, copy against
 #      remap, 4 KiB to 64 MiB (build/zcland-host.csv, build/zcland-host.png).
+#   4. runs zcbench over the shm transport (--transport shm) with NPopenmpi
+#      (Open MPI's shared-memory path) and NPtcp beside it:
+#      build/zcbench-shm.csv and build/zcbench-shm.png.
 # ZCRECV_RUN_KERNEL=6.1 picks the other kernel; ZCRECV_DEMO_MAX=BYTES changes
 # the largest size in the VM.
 # Usage: tools/run-demo.sh [-h|--help]   (no options: run `make run`)
@@ -27,14 +30,27 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bench=build/tools/zcbench
 out=build
-land=build/tools/zcland-bench
+
+# Ranks on one host: zcbench over the shm transport, same run as NPopenmpi.
+run_shm() {
+	echo
+	echo "run-demo: ranks on one host: the shm transport beside Open MPI's"
+	echo "run-demo: shared-memory path (NPopenmpi, vader BTL, CMA) and NPtcp"
+	uptime
+	"$bench" --transport shm --min 4096 --max $((16 << 20)) --iters 20 \
+		--csv "$out/zcbench-shm.csv" --png "$out/zcbench-shm.png" \
+		--nptcp --nptcp-file "$out/nptcp-shm.out" \
+		--npopenmpi --npompi-file "$out/npopenmpi-shm.out"
+}
 if [ -e /dev/zcrecv ]; then
 	"$bench" --min 4096 --max $((16 << 20)) --csv "$out/zcbench.csv" \
 		--png "$out/zcbench.png" --nptcp
+	run_shm
 	echo
 	echo "run-demo: the landing step alone (zcland-bench)"
-	exec "$land" --max $((64 << 20)) --iters 7 --csv "$out/zcland.csv" \
-		--png "$out/zcland.png"
+	build/tools/zcland-bench --max $((64 << 20)) --iters 7 \
+		--csv "$out/zcland.csv" --png "$out/zcland.png"
+	exit
 fi
 
 echo "run-demo: /dev/zcrecv is not on this machine: running zcbench in a VM"
@@ -67,3 +83,4 @@ echo
 echo "run-demo: the landing step alone on this host (zcland-bench)"
 build/tools/zcland-bench --max $((64 << 20)) --iters 7 \
 	--csv "$out/zcland-host.csv" --png "$out/zcland-host.png"
+run_shm

@@ -55,7 +55,7 @@ static int parse_mod(void (*mod)(struct zcr_wire_hdr *h), uint64_t max)
 }
 
 static void m_magic(struct zcr_wire_hdr *h) { h->magic ^= 1; }
-static void m_version(struct zcr_wire_hdr *h) { h->version = 2; }
+static void m_version(struct zcr_wire_hdr *h) { h->version = 3; }
 static void m_hlen(struct zcr_wire_hdr *h) { h->hdr_len = 33; }
 static void m_type(struct zcr_wire_hdr *h) { h->type = 9; }
 static void m_src(struct zcr_wire_hdr *h) { h->src = -1; }
@@ -79,13 +79,20 @@ ZT_TEST(invalid_fields)
 static void check_accepted(const struct zcr_wire_hdr *g)
 {
 	ZT_EXPECT_EQ(g->magic, ZCR_WIRE_MAGIC);
-	ZT_EXPECT_EQ(g->version, ZCR_WIRE_VERSION);
+	ZT_ASSERT(g->version >= ZCR_WIRE_VERSION &&
+		  g->version <= ZCR_WIRE_VERSION_MAX);
 	ZT_EXPECT_EQ(g->hdr_len, ZCR_WIRE_HDR_LEN);
-	ZT_ASSERT(g->type == ZCR_WIRE_HELLO || g->type == ZCR_WIRE_DATA);
+	ZT_ASSERT(g->type >= ZCR_WIRE_HELLO && g->type <= ZCR_WIRE_SHM_SWITCH);
+	/* The shm negotiation exists in version 2 only. */
+	ZT_ASSERT(g->type <= ZCR_WIRE_DATA || g->version == 2);
 	ZT_ASSERT(g->src >= 0 && g->tag >= 0);
-	ZT_ASSERT(g->len <= MAXLEN);
+	if (g->type != ZCR_WIRE_SHM_OFFER)
+		ZT_ASSERT(g->len <= MAXLEN);
 	if (g->type == ZCR_WIRE_HELLO)
 		ZT_ASSERT(!g->len && !g->tag && !g->seq);
+	if (g->type > ZCR_WIRE_DATA)
+		ZT_ASSERT(!g->seq && g->len == (g->type == ZCR_WIRE_SHM_OFFER ?
+						ZCR_WIRE_OFFER_LEN : 0));
 }
 
 static unsigned int iters(void)

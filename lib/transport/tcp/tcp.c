@@ -34,6 +34,7 @@
 
 #include "core/ctx.h"
 #include "match/match.h"
+#include "transport/shm/shm.h"
 #include "transport/transport.h"
 #include "transport/wire.h"
 
@@ -52,7 +53,22 @@ struct tcp_ep {
 	bool have_hdr;			/* hdr complete, h parsed */
 	struct zcr_wire_hdr h;
 	uint64_t got;			/* payload bytes read */
+	/* Wire version 2: the shm negotiation (Documentation/shm.md). */
+	int ver;			/* wire version of this connection */
+	bool hold;			/* sends wait: negotiating */
+	bool ctl_rx;			/* reading an offer into offer[] */
+	bool take_ok;			/* the peer's offer suits us */
+	unsigned int nego;		/* NEGO_* */
+	int my_switch, peer_switch;	/* 0: moving to shm, else errno */
+	char *redial;			/* where we dialled, to retry in v1 */
+	struct zcr_shm_nego *sn;
+	uint8_t offer[ZCR_WIRE_OFFER_LEN];
 };
+
+static int push(struct zcr_ep *ep);
+
+#define NEGO_SENT_SWITCH	1u
+#define NEGO_GOT_SWITCH		2u
 
 _Static_assert(ZCR_WIRE_HDR_LEN <= ZCR_TX_SCRATCH, "header in r->tx");
 
@@ -170,14 +186,11 @@ static int tcp_ep_alloc(int fd, void **ep_priv)
 	return 0;
 }
 
-static int tcp_connect(struct zcr_ctx *ctx, void *priv, const char *hostport,
-		       void **ep_priv)
+static int dial(const char *hostport)
 {
 	struct addrinfo *res, *ai;
 	int fd = -1, ret;
 
-	(void)ctx;
-	(void)priv;
 	ret = resolve(hostport, false, &res);
 	if (ret)
 		return ret;
@@ -199,26 +212,68 @@ static int tcp_connect(struct zcr_ctx *ctx, void *priv, const char *hostport,
 		return ret;
 	tune(fd);
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	ret = tcp_ep_alloc(fd, ep_priv);
-	if (ret)
-		close(fd);
-	return ret;
+	return fd;
 }
 
-/* Name the peer, then send our HELLO. */
-static void tcp_start(struct zcr_ep *ep)
+static int tcp_connect(struct zcr_ctx *ctx, void *priv, const char *hostport,
+		       void **ep_priv)
+{
+	int fd, ret;
+
+	(void)ctx;
+	(void)priv;
+	fd = dial(hostport);
+	if (fd < 0)
+		return fd;
+	ret = tcp_ep_alloc(fd, ep_priv);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	/* Offering shm: wire version 2, and v1 again for an old peer. */
+	if (__zcr_shm_wanted()) {
+		struct tcp_ep *te = *ep_priv;
+
+		te->redial = strdup(hostport);
+		te->ver = te->redial ? 2 : 1;
+	}
+	return 0;
+}
+
+/* Send one header (and body) of the handshake on a fresh socket. */
+static int send_ctl(struct zcr_ep *ep, int type, int tag, const void *body,
+		    size_t len)
 {
 	struct zcr_wire_hdr h = {
 		.magic = ZCR_WIRE_MAGIC,
-		.version = ZCR_WIRE_VERSION,
-		.type = ZCR_WIRE_HELLO,
+		.version = (uint8_t)T(ep)->ver,
+		.type = (uint8_t)type,
 		.hdr_len = ZCR_WIRE_HDR_LEN,
-		.src = ep->ctx->rank,
+		.src = type == ZCR_WIRE_HELLO ? ep->ctx->rank : 0,
+		.tag = tag,
+		.len = len,
 	};
+	uint8_t buf[ZCR_WIRE_HDR_LEN + ZCR_WIRE_OFFER_LEN];
+	ssize_t w;
+
+	__zcr_wire_encode(&h, buf);
+	if (len)
+		memcpy(buf + ZCR_WIRE_HDR_LEN, body, len);
+	/* Nothing else is queued yet: these always fit the socket buffer. */
+	w = send(T(ep)->fd, buf, ZCR_WIRE_HDR_LEN + len, MSG_NOSIGNAL);
+	if (w == (ssize_t)(ZCR_WIRE_HDR_LEN + len))
+		return 0;
+	__zcr_ep_fail_locked(ep, w < 0 ? -errno : -EIO,
+			     "cannot send the handshake");
+	return -1;
+}
+
+/* Name the peer, then send our HELLO (or await the peer's). */
+static void tcp_start(struct zcr_ep *ep)
+{
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	char host[48], serv[16];
-	uint8_t buf[ZCR_WIRE_HDR_LEN];
 	int fd = T(ep)->fd;
 
 	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0 &&
@@ -227,11 +282,28 @@ static void tcp_start(struct zcr_ep *ep)
 		snprintf(ep->peer, sizeof(ep->peer), "%s:%s", host, serv);
 	else
 		snprintf(ep->peer, sizeof(ep->peer), "fd %d", fd);
-	__zcr_wire_encode(&h, buf);
-	/* The first bytes on a fresh socket always fit its buffer. */
-	if (send(fd, buf, sizeof(buf), MSG_NOSIGNAL) != sizeof(buf))
-		__zcr_ep_fail_locked(ep, errno ? -errno : -EIO,
-				     "cannot send the handshake");
+	/*
+	 * The side that accepted answers the HELLO in the version it came
+	 * in: an old peer is never sent version 2.
+	 */
+	if (ep->accepted)
+		return;
+	if (!T(ep)->ver)
+		T(ep)->ver = ZCR_WIRE_VERSION;
+	T(ep)->hold = T(ep)->ver > ZCR_WIRE_VERSION;
+	send_ctl(ep, ZCR_WIRE_HELLO, 0, NULL, 0);
+}
+
+static void nego_end(struct tcp_ep *te)
+{
+	if (te->sn) {
+		__zcr_shm_nego_release(te->sn);
+		free(te->sn);
+		te->sn = NULL;
+	}
+	free(te->redial);
+	te->redial = NULL;
+	te->hold = false;
 }
 
 static void tcp_ep_close(struct zcr_ep *ep, void *ep_priv)
@@ -239,6 +311,7 @@ static void tcp_ep_close(struct zcr_ep *ep, void *ep_priv)
 	struct tcp_ep *te = ep_priv;
 
 	(void)ep;
+	nego_end(te);
 	if (te->fd >= 0) {
 		close(te->fd);
 		te->fd = -1;
@@ -277,6 +350,10 @@ static size_t rx_target(struct zcr_ep *ep, char **p)
 
 	if (ep->state == ZCR_EP_CLOSED || !is_tcp(ep))
 		return 0;
+	if (te->ctl_rx) {
+		*p = (char *)te->offer + te->got;
+		return ZCR_WIRE_OFFER_LEN - te->got;
+	}
 	if (te->have_hdr && ep->rx.state != ZCR_RX_LANDING)
 		return 0;	/* stalled: match finds room first */
 	/* Complete: a message with no payload, or one just unstalled. */
@@ -296,6 +373,147 @@ static size_t rx_target(struct zcr_ep *ep, char **p)
 	return left < sizeof(rx_discard) ? left : sizeof(rx_discard);
 }
 
+/*
+ * The peer's HELLO. The side that accepted answers in the same version;
+ * the side that dialled in version 2 and hears version 1 talks to an old
+ * peer, which is closing on our HELLO: dial again in version 1.
+ */
+static bool rx_hello(struct zcr_ep *ep)
+{
+	struct tcp_ep *te = T(ep);
+	int fd;
+
+	te->hdr_got = 0;
+	if (ep->state == ZCR_EP_HANDSHAKE && ep->accepted) {
+		te->ver = te->h.version;
+		if (send_ctl(ep, ZCR_WIRE_HELLO, 0, NULL, 0))
+			return false;
+	} else if (ep->state == ZCR_EP_HANDSHAKE && te->ver == 2 &&
+		   te->h.version == 1 && te->redial) {
+		fd = dial(te->redial);
+		if (fd < 0) {
+			__zcr_ep_fail_locked(ep, fd, "cannot dial again in "
+					     "wire version 1");
+			return false;
+		}
+		close(te->fd);
+		te->fd = fd;
+		te->ver = 1;
+		nego_end(te);
+		snprintf(ep->errmsg, sizeof(ep->errmsg),
+			 "tcp (shm: peer speaks wire version 1 only)");
+		return send_ctl(ep, ZCR_WIRE_HELLO, 0, NULL, 0) == 0;
+	} else if (te->h.version != te->ver) {
+		__zcr_ep_fail_locked(ep, -EPROTO, "peer answered in wire "
+				     "version %d", te->h.version);
+		return false;
+	}
+	if (__zcr_ep_open_locked(ep, te->h.src))
+		return false;
+	if (te->ver < 2)
+		return true;
+	/* Version 2: offer shm (or say why not) before any message. */
+	te->sn = calloc(1, sizeof(*te->sn));
+	if (!te->sn) {
+		__zcr_ep_fail_locked(ep, -ENOMEM, "out of memory");
+		return false;
+	}
+	te->hold = true;
+	__zcr_shm_offer(te->sn, te->offer);
+	return send_ctl(ep, ZCR_WIRE_SHM_OFFER, 0, te->offer,
+			ZCR_WIRE_OFFER_LEN) == 0;
+}
+
+/*
+ * Both SWITCHes are through: move to shm if both said yes, else stay
+ * here and let the held sends go. Returns false once ep is no longer ours.
+ */
+static bool nego_resolve(struct zcr_ep *ep)
+{
+	struct tcp_ep *te = T(ep);
+	struct zcr_shm_nego *sn = te->sn;
+	int ret = -EPROTO;
+
+	if ((te->nego & (NEGO_SENT_SWITCH | NEGO_GOT_SWITCH)) !=
+	    (NEGO_SENT_SWITCH | NEGO_GOT_SWITCH))
+		return true;
+	if (!te->my_switch && !te->peer_switch) {
+		sn->a.ctl_fd = fcntl(te->fd, F_DUPFD_CLOEXEC, 0);
+		te->sn = NULL;
+		te->hold = false;
+		snprintf(ep->errmsg, sizeof(ep->errmsg), "shm");
+		if (sn->a.ctl_fd >= 0)
+			ret = __zcr_ep_handoff_locked(ep, &__zcr_transport_shm,
+						      &sn->a);
+		if (!ret) {
+			free(sn);
+			return false;	/* te is gone with the old path */
+		}
+		__zcr_shm_nego_release(sn);
+		free(sn);
+		snprintf(ep->errmsg, sizeof(ep->errmsg),
+			 "tcp (shm: hand-off failed: %s)", strerror(-ret));
+	} else if (te->my_switch) {
+		snprintf(ep->errmsg, sizeof(ep->errmsg), "tcp (shm: %s)",
+			 sn->why);
+	} else {
+		snprintf(ep->errmsg, sizeof(ep->errmsg),
+			 "tcp (shm: the peer could not attach: %s)",
+			 strerror(te->peer_switch));
+	}
+	nego_end(te);
+	push(ep);
+	return true;
+}
+
+/* OFFER (its body follows), GRANT or SWITCH from the peer. */
+static bool rx_nego(struct zcr_ep *ep)
+{
+	struct tcp_ep *te = T(ep);
+	int ret;
+
+	te->hdr_got = 0;
+	if (te->ver < 2 || ep->state != ZCR_EP_OPEN || !te->sn) {
+		ep->ctx->st.bad_headers++;
+		__zcr_ep_fail_locked(ep, -EPROTO, "shm negotiation out of "
+				     "protocol (type %d)", te->h.type);
+		return false;
+	}
+	switch (te->h.type) {
+	case ZCR_WIRE_SHM_OFFER:
+		te->have_hdr = true;
+		te->ctl_rx = true;
+		te->got = 0;
+		return true;
+	case ZCR_WIRE_SHM_GRANT:
+		ret = -EOPNOTSUPP;
+		if (!te->h.tag && te->take_ok)
+			ret = __zcr_shm_attach_peer(te->sn);
+		te->my_switch = -ret;
+		te->nego |= NEGO_SENT_SWITCH;
+		if (send_ctl(ep, ZCR_WIRE_SHM_SWITCH, -ret, NULL, 0))
+			return false;
+		return nego_resolve(ep);
+	default:
+		te->peer_switch = te->h.tag;
+		te->nego |= NEGO_GOT_SWITCH;
+		return nego_resolve(ep);
+	}
+}
+
+/* The body of the peer's OFFER is in: say whether it may attach. */
+static bool rx_offer(struct zcr_ep *ep)
+{
+	struct tcp_ep *te = T(ep);
+	int ret;
+
+	te->ctl_rx = false;
+	te->have_hdr = false;
+	ret = __zcr_shm_offer_take(te->sn, te->offer);
+	te->take_ok = !ret;
+	return send_ctl(ep, ZCR_WIRE_SHM_GRANT, -ret, NULL, 0) == 0;
+}
+
 /* A header is complete: validate it and ask match where its payload goes. */
 static bool rx_header(struct zcr_ep *ep)
 {
@@ -309,12 +527,10 @@ static bool rx_header(struct zcr_ep *ep)
 		__zcr_ep_fail_locked(ep, ret, "malformed header: %s", why);
 		return false;
 	}
-	if (te->h.type == ZCR_WIRE_HELLO) {
-		if (__zcr_ep_open_locked(ep, te->h.src))
-			return false;
-		te->hdr_got = 0;
-		return true;
-	}
+	if (te->h.type == ZCR_WIRE_HELLO)
+		return rx_hello(ep);
+	if (te->h.type != ZCR_WIRE_DATA)
+		return rx_nego(ep);
 	if (ep->state != ZCR_EP_OPEN || te->h.src != ep->rank ||
 	    te->h.seq != ep->recv_seq + 1) {
 		ep->ctx->st.bad_headers++;
@@ -358,6 +574,8 @@ static bool rx_done(struct zcr_ep *ep, long r)
 		return rx_header(ep);
 	}
 	te->got += (uint64_t)r;
+	if (te->ctl_rx)
+		return te->got < ZCR_WIRE_OFFER_LEN || rx_offer(ep);
 	if (te->got == te->h.len)
 		finish_payload(ep);
 	return true;
@@ -440,6 +658,8 @@ static int push(struct zcr_ep *ep)
 	struct zcr_ctx *ctx = ep->ctx;
 	int n = 0;
 
+	if (T(ep)->hold)
+		return 0;	/* negotiating: the path is not chosen yet */
 	while (ep->state != ZCR_EP_CLOSED && !zcr_list_empty(&ep->sendq)) {
 		struct zcr_req *r = zcr_container_of(ep->sendq.next,
 						     struct zcr_req, link);
@@ -661,7 +881,7 @@ static unsigned int tcp_poll_fill(struct zcr_ctx *ctx, void *priv,
 			continue;
 		pfd[n].fd = T(ep)->fd;
 		pfd[n].events = ep->rx.state == ZCR_RX_STALLED ? 0 : POLLIN;
-		if (!zcr_list_empty(&ep->sendq))
+		if (!zcr_list_empty(&ep->sendq) && !T(ep)->hold)
 			pfd[n].events |= POLLOUT;
 		n++;
 	}
