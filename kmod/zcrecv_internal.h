@@ -9,6 +9,7 @@
 #include <linux/list.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
+#include <linux/rcupdate.h>
 #include <linux/sysfs.h>
 #include <linux/types.h>
 #include <linux/zcrecv.h>
@@ -19,6 +20,7 @@
 extern unsigned long zcrecv_max_zone_pages;
 extern unsigned long zcrecv_max_process_pages;
 extern unsigned long zcrecv_max_global_pages;
+extern unsigned long zcrecv_max_process_zones;
 
 struct zcrecv_owner;
 
@@ -35,9 +37,12 @@ struct zcrecv_file {
 struct zcrecv_zone {
 	struct zcrecv_file *zf;
 	struct address_space *mapping;	/* zf->mapping */
-	struct list_head node;		/* in zf->zones */
+	struct list_head node;		/* in zf->zones once created */
+	struct rcu_head rcu;		/* freed after an RCU grace period */
 	u64 id;
 	pgoff_t pgoff;			/* first page's offset in the device */
+	unsigned int order;		/* the window: 2^order offsets, */
+	unsigned int slot;		/* slot of that order, see zcrecv_zone.c */
 	unsigned long nr_pages;
 	unsigned int nr_vmas;		/* under zf->lock */
 	bool mapped;			/* under zf->lock: mmap()ed once */
@@ -45,6 +50,8 @@ struct zcrecv_zone {
 	struct page **pages;		/* NULL until first touch */
 };
 
+void zcrecv_zones_init(void);
+void zcrecv_zones_exit(void);
 int zcrecv_file_init(struct file *file);
 void zcrecv_file_release(struct zcrecv_file *zf);
 int zcrecv_mmap(struct file *file, struct vm_area_struct *vma);

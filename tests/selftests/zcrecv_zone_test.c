@@ -2,8 +2,8 @@
 /*
  * zcrecv_zone_test - kselftests of zones: creation, mapping rules, first
  * touch allocation, teardown by munmap/close/exit without leaking a page,
- * fork isolation, mremap growth refused, page limits, and unload refused
- * while a zone exists. Run inside a VM with zcrecv.ko loaded (make test).
+ * fork isolation, mremap growth refused, page and zone limits, offsets
+ * reused after a zone is freed, and unload refused while a zone exists. Run inside a VM with zcrecv.ko loaded (make test).
  */
 #include <signal.h>
 #include <sys/mman.h>
@@ -297,6 +297,108 @@ TEST_F(zone, global_page_limit)
 	zc.pages = 10;
 	EXPECT_EQ(0, zcrecv_ioctl(self->fd, ZCRECV_IOC_ZONE_CREATE, &zc));
 	EXPECT_EQ(0, zcrecv_param_write("max_global_pages", old));
+}
+
+/* Create a zone of @pages pages on a fresh file, close it: its offset. */
+static __u64 offset_of_a_short_lived_zone(__u64 pages)
+{
+	struct zcrecv_zone_create zc;
+	int fd = open(ZCRECV_DEV, O_RDWR | O_CLOEXEC);
+	__u64 off = 0;
+
+	memset(&zc, 0, sizeof(zc));
+	zc.pages = pages;
+	if (fd >= 0 && !zcrecv_ioctl(fd, ZCRECV_IOC_ZONE_CREATE, &zc))
+		off = zc.out_offset;
+	if (fd >= 0)
+		close(fd);
+	return off;
+}
+
+/*
+ * Offsets are reused once a zone is gone, also after a create that failed
+ * writing its answer back (EFAULT), so a process that creates and drops
+ * zones forever cannot use up the offsets 32-bit mmap2 can reach.
+ */
+TEST_F(zone, offsets_reused_after_free)
+{
+	long pages = zcrecv_param("max_zone_pages");
+	struct zcrecv_zone_create *ro;
+	__u64 first, off;
+	int i;
+
+	ASSERT_LT(0, pages);
+	if (pages > 1L << 18)
+		pages = 1L << 18;
+	first = offset_of_a_short_lived_zone(pages);
+	ASSERT_NE(0, first);
+	for (i = 0; i < 64; i++) {
+		off = offset_of_a_short_lived_zone(pages);
+		ASSERT_EQ(first, off);
+	}
+	/* readable, not writable: the create succeeds up to copy_to_user */
+	ro = mmap(NULL, self->page, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ro);
+	ro->pages = pages;
+	ASSERT_EQ(0, mprotect(ro, self->page, PROT_READ));
+	for (i = 0; i < 16; i++)
+		EXPECT_EQ(-EFAULT,
+			  zcrecv_ioctl(self->fd, ZCRECV_IOC_ZONE_CREATE, ro));
+	munmap(ro, self->page);
+	EXPECT_EQ(first, offset_of_a_short_lived_zone(pages));
+	/* within what a 32-bit process can pass to mmap2 */
+	EXPECT_GT(1ULL << 32, first / self->page + pages);
+}
+
+/* The number of zones per process is bounded too (slab per zone). */
+TEST_F(zone, process_zone_limit)
+{
+	long old = zcrecv_param("max_process_zones");
+	struct zcrecv_zone_create zc;
+	int i, fd2;
+
+	ASSERT_LT(0, old);
+	ASSERT_EQ(0, zcrecv_param_write("max_process_zones", 8));
+	memset(&zc, 0, sizeof(zc));
+	zc.pages = 1;
+	for (i = 0; i < 8; i++)
+		EXPECT_EQ(0, zcrecv_ioctl(self->fd, ZCRECV_IOC_ZONE_CREATE,
+					  &zc));
+	EXPECT_EQ(-ENOSPC, zcrecv_ioctl(self->fd, ZCRECV_IOC_ZONE_CREATE, &zc));
+	/* per process: a second file shares the count */
+	fd2 = open(ZCRECV_DEV, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd2);
+	EXPECT_EQ(-ENOSPC, zcrecv_ioctl(fd2, ZCRECV_IOC_ZONE_CREATE, &zc));
+	close(self->fd);	/* frees the eight in one pass */
+	self->fd = fd2;
+	EXPECT_EQ(0, zcrecv_ioctl(fd2, ZCRECV_IOC_ZONE_CREATE, &zc));
+	EXPECT_EQ(-EINVAL, zcrecv_param_write("max_process_zones", 1L << 21));
+	EXPECT_EQ(0, zcrecv_param_write("max_process_zones", old));
+}
+
+/* Many unmapped zones of one file go at close, counters balanced. */
+TEST_F(zone, close_frees_many_zones)
+{
+	long long live = zcrecv_counter("zones_live");
+	struct zcrecv_zone_create zc;
+	struct zcrecv_zone_map z;
+	int i, fd2 = open(ZCRECV_DEV, O_RDWR | O_CLOEXEC);
+
+	ASSERT_LE(0, fd2);
+	memset(&zc, 0, sizeof(zc));
+	zc.pages = 1;
+	for (i = 0; i < 4000; i++)
+		ASSERT_EQ(0, zcrecv_ioctl(fd2, ZCRECV_IOC_ZONE_CREATE, &zc));
+	/* mmap finds its zone among them */
+	ASSERT_EQ(0, zcrecv_zone_map(fd2, 2, &z));
+	memset(z.addr, 9, z.len);
+	EXPECT_EQ(live + 4001, zcrecv_counter("zones_live"));
+	EXPECT_EQ(9, z.addr[z.len - 1]);
+	zcrecv_zone_unmap(&z);	/* a mapping holds the file: unmap first */
+	EXPECT_EQ(live + 4000, zcrecv_counter("zones_live"));
+	close(fd2);
+	EXPECT_EQ(live, zcrecv_counter("zones_live"));
 }
 
 TEST(unload_refused_while_zone_exists)

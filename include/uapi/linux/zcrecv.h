@@ -33,7 +33,8 @@
  * - EFAULT: a user pointer (the argument or an array it points to) is bad.
  * - EOVERFLOW: a size or address computation would overflow.
  * - ENOMEM: the kernel could not allocate memory.
- * - ENOSPC: a page limit (per process or global) would be exceeded.
+ * - ENOSPC: a page limit (per process or global) or the per-process zone
+ *   limit would be exceeded.
  * - EBUSY: a page is pinned (pin_user_pages/get_user_pages) or the object is
  *   in use; the caller should copy instead.
  * - EPERM: the file or zone belongs to another process.
