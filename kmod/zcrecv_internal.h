@@ -22,6 +22,7 @@ extern unsigned long zcrecv_max_process_pages;
 extern unsigned long zcrecv_max_global_pages;
 extern unsigned long zcrecv_max_process_zones;
 
+struct mem_cgroup;
 struct zcrecv_owner;
 
 /* One open file of /dev/zcrecv: bound to the mm that opened it. */
@@ -48,6 +49,7 @@ struct zcrecv_zone {
 	bool mapped;			/* under zf->lock: mmap()ed once */
 	struct mutex lock;		/* pages[] and page-table inserts */
 	struct page **pages;		/* NULL until first touch */
+	struct mem_cgroup *memcg;	/* the creator's: pays for the pages */
 };
 
 void zcrecv_zones_init(void);

@@ -29,6 +29,7 @@
 #include <linux/list.h>
 #include <linux/idr.h>
 #include <linux/log2.h>
+#include <linux/memcontrol.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/rcupdate.h>
@@ -233,6 +234,7 @@ static unsigned long zcrecv_zone_destroy(struct zcrecv_zone *zone)
 	}
 	pr_debug("zone %llu freed (%lu pages, %lu allocated)\n", zone->id,
 		 zone->nr_pages, freed);
+	mem_cgroup_put(zone->memcg);
 	kvfree(zone->pages);
 	kfree_rcu(zone, rcu);
 	return freed;
@@ -319,6 +321,8 @@ long zcrecv_ioctl_zone_create(struct zcrecv_file *zf, void __user *uarg)
 	zone->mapping = zf->mapping;
 	zone->nr_pages = req.pages;
 	zone->id = atomic64_inc_return(&zcrecv_next_zone_id) - 1;
+	/* NULL without memory cgroups; a reference otherwise */
+	zone->memcg = get_mem_cgroup_from_mm(zf->mm);
 
 	/*
 	 * The lowest free window of its order. mmap finds the zone only once
@@ -362,6 +366,7 @@ err_erase:
 err_free_slot:
 	ida_free(&zcrecv_slots[zone->order], zone->slot);
 err_free_pages:
+	mem_cgroup_put(zone->memcg);
 	kvfree(zone->pages);
 err_free_zone:
 	kfree_rcu(zone, rcu);
@@ -431,7 +436,16 @@ static vm_fault_t zcrecv_vm_fault(struct vm_fault *vmf)
 	mutex_lock(&zone->lock);
 	page = zone->pages[idx];
 	if (!page) {
+		struct mem_cgroup *old;
+
+		/*
+		 * Charged to the zone creator's memory cgroup, not to whoever
+		 * touches the page first (get_user_pages from another
+		 * process, e.g. process_vm_readv, faults here too).
+		 */
+		old = set_active_memcg(zone->memcg);
 		page = alloc_page(GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT);
+		set_active_memcg(old);
 		if (!page) {
 			mutex_unlock(&zone->lock);
 			return VM_FAULT_OOM;

@@ -6,6 +6,9 @@
  * reused after a zone is freed, and unload refused while a zone exists. Run inside a VM with zcrecv.ko loaded (make test).
  */
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
@@ -399,6 +402,129 @@ TEST_F(zone, close_frees_many_zones)
 	EXPECT_EQ(live + 4000, zcrecv_counter("zones_live"));
 	close(fd2);
 	EXPECT_EQ(live, zcrecv_counter("zones_live"));
+}
+
+#define CG_ROOT "/sys/fs/cgroup/"
+
+static int cg_write(const char *cg, const char *file, const char *val)
+{
+	char path[256];
+	int fd, n = strlen(val), ret = 0;
+
+	snprintf(path, sizeof(path), CG_ROOT "%s%s%s", cg, *cg ? "/" : "",
+		 file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, n) != n)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static long long cg_read(const char *cg, const char *file)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), CG_ROOT "%.64s/", cg);
+	return zcrecv_sysfs_read(path, file);
+}
+
+/* Move the calling process into cgroup @cg. */
+static int cg_enter(const char *cg)
+{
+	char pid[32];
+
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	return cg_write(cg, "cgroup.procs", pid);
+}
+
+/*
+ * A zone's pages are charged to the memory cgroup of the process that
+ * created the zone, not to the first toucher: a process in a small cgroup
+ * that reads another process's untouched zone with process_vm_readv is not
+ * charged for it (and not OOM-killed).
+ */
+TEST(foreign_reader_charges_the_owner)
+{
+	const size_t zone_len = 32 << 20, chunk = 1 << 20;
+	int to_parent[2], to_owner[2], status;
+	unsigned long long addr = 0;
+	long long owner_mem, reader_mem;
+	pid_t owner, reader;
+	char c;
+
+	if (access(CG_ROOT "cgroup.controllers", F_OK))
+		mount("none", CG_ROOT, "cgroup2", 0, NULL);
+	if (cg_write("", "cgroup.subtree_control", "+memory"))
+		SKIP(return, "no cgroup v2 memory controller");
+	rmdir(CG_ROOT "zcr_owner");
+	rmdir(CG_ROOT "zcr_reader");
+	ASSERT_EQ(0, mkdir(CG_ROOT "zcr_owner", 0755));
+	ASSERT_EQ(0, mkdir(CG_ROOT "zcr_reader", 0755));
+	ASSERT_EQ(0, cg_write("zcr_reader", "memory.max", "16M"));
+	ASSERT_EQ(0, pipe(to_parent));
+	ASSERT_EQ(0, pipe(to_owner));
+
+	owner = fork();
+	ASSERT_LE(0, owner);
+	if (owner == 0) {
+		struct zcrecv_zone_map z;
+		int fd;
+
+		if (cg_enter("zcr_owner"))
+			_exit(2);
+		fd = open(ZCRECV_DEV, O_RDWR | O_CLOEXEC);
+		if (fd < 0 || zcrecv_zone_map(fd, zone_len / getpagesize(), &z))
+			_exit(3);
+		addr = (uintptr_t)z.addr;	/* never touched here */
+		if (write(to_parent[1], &addr, sizeof(addr)) != sizeof(addr))
+			_exit(4);
+		if (read(to_owner[0], &c, 1) != 1)
+			_exit(5);
+		_exit(0);
+	}
+	ASSERT_EQ(sizeof(addr), read(to_parent[0], &addr, sizeof(addr)));
+
+	reader = fork();
+	ASSERT_LE(0, reader);
+	if (reader == 0) {
+		char *buf = malloc(chunk);
+		size_t off;
+
+		if (!buf || cg_enter("zcr_reader"))
+			_exit(2);
+		for (off = 0; off < zone_len; off += chunk) {
+			struct iovec l = { buf, chunk };
+			struct iovec r = { (void *)(uintptr_t)(addr + off), chunk };
+
+			if (process_vm_readv(owner, &l, 1, &r, 1, 0) != (ssize_t)chunk)
+				_exit(3);
+			if (buf[0] || buf[chunk - 1])
+				_exit(4);
+		}
+		_exit(0);
+	}
+	ASSERT_EQ(reader, waitpid(reader, &status, 0));
+	reader_mem = cg_read("zcr_reader", "memory.current");
+	owner_mem = cg_read("zcr_owner", "memory.current");
+	EXPECT_TRUE(WIFEXITED(status));
+	if (WIFEXITED(status)) {
+		EXPECT_EQ(0, WEXITSTATUS(status));
+	} else {
+		TH_LOG("reader killed by signal %d", WTERMSIG(status));
+	}
+	TH_LOG("after reading the zone: reader cgroup %lld kB, owner cgroup %lld kB",
+	       reader_mem >> 10, owner_mem >> 10);
+	/* the reader paid for its own few pages, the owner for the zone */
+	EXPECT_GT(8LL << 20, reader_mem);
+	EXPECT_LE((long long)zone_len, owner_mem);
+
+	ASSERT_EQ(1, write(to_owner[1], "x", 1));
+	ASSERT_EQ(owner, waitpid(owner, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	EXPECT_EQ(0, rmdir(CG_ROOT "zcr_reader"));
+	EXPECT_EQ(0, rmdir(CG_ROOT "zcr_owner"));
 }
 
 TEST(unload_refused_while_zone_exists)
