@@ -5,10 +5,11 @@
  * For each entry: resolve both user ranges to (zone, first page) under the
  * mmap read lock, lock the zone(s), refuse pinned pages, unmap both ranges
  * from every page table (unmap_mapping_range on the zones' unique offset
- * windows), swap the page-array entries, and map the new pages at dst again
- * (vm_insert_pages) so the next access does not fault. The mmap lock is
- * taken per entry so a concurrent munmap can proceed between entries; the
- * entries after it then fail cleanly.
+ * windows), swap the page-array entries, and map the new pages at dst and
+ * src again (vm_insert_pages) so the next access does not fault and the
+ * pages stay in the process's RSS. The mmap lock is taken per entry so a
+ * concurrent munmap can proceed between entries; the entries after it then
+ * fail cleanly.
  *
  * Why exchange and not move: the source slot needs pages again for the next
  * message; taking dst's old pages means nothing is allocated, zeroed or freed
@@ -114,7 +115,7 @@ static void zcrecv_prefault_vma(struct vm_area_struct *vma, unsigned long addr,
 	}
 }
 
-/* Map dst's new pages at once, VMA by VMA, so the next access does not fault. */
+/* Map a range's new pages at once, VMA by VMA: no fault on the next access. */
 static void zcrecv_prefault(struct zcrecv_file *zf, struct zcrecv_range *r,
 			    unsigned long addr, unsigned long n)
 {
@@ -198,8 +199,15 @@ static int zcrecv_remap_one(struct zcrecv_file *zf,
 		if (!(i & 1023))
 			cond_resched();
 	}
-	if (prefault)
+	/*
+	 * Both sides: dst so that its first access does not fault, src so
+	 * that the pages it got stay mapped, i.e. in the process's RSS where
+	 * the OOM killer sees them (an unmapped zone page counts nowhere).
+	 */
+	if (prefault) {
 		zcrecv_prefault(zf, &dst, e->dst, n);
+		zcrecv_prefault(zf, &src, e->src, n);
+	}
 	*pages_done += n;
 	ret = 0;
 	pr_debug("exchanged %lu pages: zone %llu+%lu <-> zone %llu+%lu\n", n,

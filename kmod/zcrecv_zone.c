@@ -14,7 +14,7 @@
  * zone is freed when its last VMA closes (munmap, exit) or, if it was never
  * mapped, when the file is released. A child that inherits a mapping (only
  * possible after madvise(MADV_DOFORK)) gets a detached copy: no zone, no
- * pages, SIGBUS on access.
+ * pages, SIGBUS on access (see zcrecv_vm_open).
  *
  * Locking. zf->lock protects zf->zones, every zone's nr_vmas/mapped and the
  * removal of the file's zones from zcrecv_zones_by_pgoff.
@@ -384,13 +384,24 @@ static void zcrecv_vm_open(struct vm_area_struct *vma)
 
 	/*
 	 * A fork after madvise(MADV_DOFORK) cleared VM_DONTCOPY: the child's
-	 * copy must not share the zone. Detach it (its faults get SIGBUS, it
-	 * holds no zone reference) and zap the page-table entries fork just
-	 * copied; the owner's own entries simply fault back in.
+	 * copy must not share the zone. Detach it: its faults get SIGBUS and
+	 * it holds no zone reference. Its page tables must not hold the
+	 * zone's pages either:
+	 * - VM_WIPEONFORK, set at mmap and inherited by the copy before
+	 *   ->open, makes fork skip copy_page_range for it: nothing to undo,
+	 *   and the owner's entries stay (its zone memory stays in its RSS).
+	 * - If user space cleared that with MADV_KEEPONFORK, zap the zone's
+	 *   window. On kernels that call ->open before copy_page_range and
+	 *   before putting the copy in the file's i_mmap tree (6.12), this
+	 *   zaps the owner's entries (its mmap lock is held for write, so
+	 *   none come back), and copy_page_range then finds nothing to copy;
+	 *   on kernels that copy first, the copy is in i_mmap already and
+	 *   loses the entries it just got. The owner's refault.
 	 */
 	if (vma->vm_mm != zone->zf->mm) {
 		vma->vm_private_data = NULL;
-		zcrecv_zap_zone(zone);
+		if (!(vma->vm_flags & VM_WIPEONFORK))
+			zcrecv_zap_zone(zone);
 		return;
 	}
 
@@ -517,9 +528,12 @@ int zcrecv_mmap(struct file *file, struct vm_area_struct *vma)
 	/*
 	 * MIXEDMAP: struct pages inserted with vm_insert_page, so GUP works
 	 * (RDMA, O_DIRECT) and such pins can be detected. DONTCOPY: fork does
-	 * not share the zone. DONTEXPAND: mremap cannot grow it.
+	 * not share the zone. WIPEONFORK: if MADV_DOFORK makes fork copy the
+	 * VMA anyway, no page-table entry is copied (see zcrecv_vm_open).
+	 * DONTEXPAND: mremap cannot grow it.
 	 */
-	zcrecv_vm_flags_set(vma, VM_MIXEDMAP | VM_DONTCOPY | VM_DONTEXPAND);
+	zcrecv_vm_flags_set(vma, VM_MIXEDMAP | VM_DONTCOPY | VM_WIPEONFORK |
+			    VM_DONTEXPAND);
 	vma->vm_ops = &zcrecv_vm_ops;
 	vma->vm_private_data = found;
 	pr_debug("zone %llu mapped at %#lx\n", found->id, vma->vm_start);
