@@ -31,9 +31,10 @@ struct zcrecv_range {
 };
 
 /*
- * A range may cover several VMAs of one zone (mprotect, mlock or madvise
- * split the mapping) as long as they follow each other in both address and
- * file offset, i.e. the range is one run of the zone's pages.
+ * A range may cover several VMAs of one zone (mprotect or a flag-changing
+ * madvise split the mapping; mlock does not, a zone mapping is special) as
+ * long as they follow each other in both address and file offset, i.e. the
+ * range is one run of the zone's pages.
  */
 static int zcrecv_resolve(struct zcrecv_file *zf, unsigned long addr,
 			  unsigned long len, struct zcrecv_range *r)

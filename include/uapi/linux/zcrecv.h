@@ -108,7 +108,8 @@ struct zcrecv_zone_create {
  * After the exchange @dst holds the pages that were at @src and @src holds
  * the pages that were at @dst. The ranges must not overlap, and each must be
  * one run of pages of a zone of the calling file (it may span mappings that
- * mprotect, mlock or madvise split, not pieces that mremap reordered).
+ * mprotect or madvise split, not pieces that mremap reordered; mlock does
+ * not split a zone's mapping, it only faults its pages in).
  */
 struct zcrecv_remap_entry {
 	__u64 src;
