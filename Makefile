@@ -199,10 +199,10 @@ lib: $(LIBS_BUILT)
 progs: $(PROGS)
 modules: $(MODULES)
 
-test: all
+test: all tsan
 	tools/run-tests.sh $(KERNELS)
 
-test-unit: lib progs
+test-unit: lib progs tsan
 	tools/run-tests.sh --unit-only
 
 test-vm: all

@@ -352,8 +352,17 @@ int zcr_ep_rank(struct zcr_ep *ep);
 int zcr_ep_error(struct zcr_ep *ep, const char **msg);
 
 /**
- * zcr_ep_close() - close the connection to this peer; the endpoint stays
- * valid (in the closed state) until the context is destroyed. Since 0.1.
+ * zcr_ep_close() - close the connection to this peer (if still open) and
+ * free the endpoint
+ * @ep: an endpoint from zcr_ep_connect() or zcr_ep_accept(), open or
+ *	closed by the peer; NULL is ignored
+ *
+ * Sends queued on it fail, and so do the receives only that peer could
+ * satisfy. @ep must not be used afterwards: call it once on every
+ * endpoint, also on one the peer closed, or a rank that accepts peers for
+ * a long time keeps every endpoint it was given. Since 0.1; freeing
+ * since 0.2 (programs linked against 0.1, zcr_ep_close@ZCRECV_0.1, keep
+ * the closed endpoint until zcr_ctx_destroy()).
  */
 void zcr_ep_close(struct zcr_ep *ep);
 

@@ -3,3 +3,20 @@
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(UNIT_SRCS))
 $(foreach t,$(UNIT_SRCS),$(eval $(call zcr_prog,$(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(t)),$(t) tests/unit/zt.c,tests/unit/zt.h,-Itests/unit,)))
+
+# The receive-path tests again, with the library, under ThreadSanitizer
+# (-fsanitize=thread): `make tsan` builds build/tests/tsan/test_*, and
+# tools/run-tests.sh runs them as a host check that fails on any report.
+TSAN_TESTS := $(patsubst %,$(B)/tests/tsan/%,test_recv test_match test_progress)
+TSAN_FLAGS := -fsanitize=thread -O1 -g
+TSAN_OBJS  := $(patsubst lib/%.c,$(B)/tsan/lib/%.o,$(LIB_SRCS))
+$(B)/tsan/lib/%.o: lib/%.c $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ZCR_CFLAGS) $(TSAN_FLAGS) -c -o $@ $<
+$(B)/tests/tsan/%: tests/unit/%.c tests/unit/zt.c tests/unit/zt.h \
+		tests/unit/zcr_pair.h $(TSAN_OBJS) $(ZCT_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ZCR_CFLAGS) $(TSAN_FLAGS) -Itools/lib -Itests/unit -o $@ $< \
+		tests/unit/zt.c $(TSAN_OBJS) $(ZCT_A) $(LDLIBS)
+.PHONY: tsan
+tsan: $(TSAN_TESTS)

@@ -56,6 +56,7 @@ if [ "$mode" != vm ]; then
 	host_check "manual pages: every call and tool, no man warning" tests/man/check.sh
 	host_check "--help and a bad option on every tool and script" tests/tools/check-help.sh
 	host_check "plain make, lib, install never install packages" tests/deps/check-no-install.sh
+	host_check "receive-path tests under ThreadSanitizer" tests/unit/check-tsan.sh
 	echo "== host unit tests"
 	for t in build/tests/unit/test_*; do
 		[ -x "$t" ] || continue

@@ -135,6 +135,7 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	zcr_list_init(&ctx->posted);
 	zcr_list_init(&ctx->unexpected);
 	zcr_list_init(&ctx->stalled);
+	zcr_list_init(&ctx->peers);
 	zcr_list_init(&ctx->mems);
 	zcr_list_init(&ctx->free_slots);
 

@@ -44,6 +44,8 @@ struct zcr_req {
 	char *buf;
 	size_t size;
 	int src, tag;
+	bool posted;			/* on ctx->posted (match's) */
+	uint64_t post_seq;		/* posting order, from 1 */
 	/* send */
 	struct zcr_ep *ep;
 	const char *sbuf;
@@ -94,6 +96,10 @@ struct zcr_ctx {
 	struct zcr_list posted;		/* struct zcr_req, in posting order */
 	struct zcr_list unexpected;	/* struct zcr_msg, in arrival order */
 	struct zcr_list stalled;	/* struct zcr_arrival, in stall order */
+	unsigned int nunexpected;	/* messages on unexpected */
+	uint64_t post_seq;		/* receives posted so far */
+	struct zcr_list peers;		/* struct zcr_peer: staging shares */
+	unsigned int npeers;
 	bool drain_pending;		/* staging freed while some stalled */
 	struct zcr_list mems;		/* struct zcr_mem */
 	/* staging pool */

@@ -142,18 +142,46 @@ int zcr_ep_error(struct zcr_ep *ep, const char **msg)
 	return ret;
 }
 
-void zcr_ep_close(struct zcr_ep *ep)
+/* Close ep (if open); release: and free it, the caller drops its pointer. */
+static void ep_close(struct zcr_ep *ep, bool release)
 {
+	struct zcr_ctx *ctx;
+
 	if (!ep)
 		return;
-	pthread_mutex_lock(&ep->ctx->lock);
+	ctx = ep->ctx;
+	pthread_mutex_lock(&ctx->lock);
 	if (ep->state != ZCR_EP_CLOSED) {
-		int q = ep->ctx->quiet;
+		int q = ctx->quiet;
 
-		ep->ctx->quiet = 1;
+		ctx->quiet = 1;
 		__zcr_ep_fail_locked(ep, -ESHUTDOWN, "closed locally");
-		ep->ctx->quiet = q;
-		ep->ctx->st.disconnects--;
+		ctx->quiet = q;
+		ctx->st.disconnects--;
 	}
-	pthread_mutex_unlock(&ep->ctx->lock);
+	if (release)
+		__zcr_ep_free(ep);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/*
+ * zcr_ep_close@ZCRECV_0.1 kept the closed endpoint until the context was
+ * destroyed, and 0.1 programs may still read it (zcr_ep_error) after
+ * closing it; from 0.2 on it is freed, or a long-running rank that
+ * accepts and closes peers grows without bound. Binaries linked against
+ * 0.1 keep the 0.1 behaviour.
+ */
+void __zcr_ep_close_0_1(struct zcr_ep *ep);
+void __zcr_ep_close_0_2(struct zcr_ep *ep);
+__asm__(".symver __zcr_ep_close_0_1, zcr_ep_close@ZCRECV_0.1");
+__asm__(".symver __zcr_ep_close_0_2, zcr_ep_close@@ZCRECV_0.2");
+
+void __zcr_ep_close_0_1(struct zcr_ep *ep)
+{
+	ep_close(ep, false);
+}
+
+void __zcr_ep_close_0_2(struct zcr_ep *ep)
+{
+	ep_close(ep, true);
 }

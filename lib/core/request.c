@@ -24,6 +24,7 @@ int zcr_isend(struct zcr_ep *ep, const void *buf, size_t len, int tag,
 {
 	struct zcr_ctx *ctx;
 	struct zcr_req *r;
+	bool wake;
 	int ret;
 
 	if (!ep || !out || (len && !buf) || tag < 0)
@@ -44,12 +45,17 @@ int zcr_isend(struct zcr_ep *ep, const void *buf, size_t len, int tag,
 	r->st.source = ctx->rank;
 	pthread_mutex_lock(&ctx->lock);
 	ret = __zcr_ep_send_locked(ep, r);
+	/*
+	 * Read under the lock: once it is dropped the progress thread may
+	 * complete r (and write r->done) at any time.
+	 */
+	wake = !ret && ctx->thread_on && !r->done;
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret) {
 		free(r);
 		return ret;
 	}
-	if (ctx->thread_on && !r->done)
+	if (wake)
 		__zcr_wake(ctx);
 	*out = r;
 	return 0;
@@ -83,8 +89,11 @@ int zcr_irecv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
 	pthread_mutex_lock(&ctx->lock);
 	__zcr_pred_observe(ctx->pred, &c);
 	ret = __zcr_post_recv_locked(ctx, r);
-	/* Staging freed by a delivery: the progress engine drains stalls. */
-	wake = ctx->thread_on && (ctx->drain_pending || !r->done);
+	/*
+	 * Staging freed by a delivery: the progress engine drains stalls.
+	 * r->done is read here, under the lock, never after it is dropped.
+	 */
+	wake = !ret && ctx->thread_on && (ctx->drain_pending || !r->done);
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret) {
 		free(r);
@@ -129,6 +138,7 @@ int zcr_test(struct zcr_req *r, struct zcr_status *st)
 int zcr_wait(struct zcr_req *r, struct zcr_status *st)
 {
 	struct zcr_ctx *ctx;
+	bool done;
 	int ret = 0;
 
 	if (!r)
@@ -148,8 +158,9 @@ int zcr_wait(struct zcr_req *r, struct zcr_status *st)
 		if (ret < 0)
 			break;
 	}
+	done = r->done;
 	pthread_mutex_unlock(&ctx->lock);
-	if (ret < 0 && !r->done)
+	if (ret < 0 && !done)
 		return ret;	/* the request stays pending */
 	return finish(r, st);
 }

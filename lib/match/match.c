@@ -21,6 +21,13 @@
 #include "match/match.h"
 
 #define PREDICT_SCAN	8
+/*
+ * Past this many queued messages no prediction is asked for: the receive
+ * that far ahead is a guess, and asking costs some predictors O(k) steps,
+ * which an arrival must not (a peer sending 64 Ki empty messages would
+ * freeze the rank in a quadratic walk). Those land at page offset 0.
+ */
+#define PREDICT_HORIZON	128
 
 bool __zcr_match(int want_src, int want_tag, int src, int tag)
 {
@@ -37,6 +44,7 @@ static struct zcr_req *match_posted(struct zcr_ctx *ctx, int src, int tag)
 
 		if (__zcr_match(r->src, r->tag, src, tag)) {
 			zcr_list_del(&r->link);
+			r->posted = false;
 			return r;
 		}
 	}
@@ -73,13 +81,12 @@ static void land_posted(struct zcr_ctx *ctx, struct zcr_arrival *a,
 static size_t predict_offset(struct zcr_ctx *ctx, int src, int tag,
 			     const void **buf)
 {
-	unsigned int queued = 0, k;
-	struct zcr_list *pos;
+	unsigned int queued = ctx->nunexpected, k;
 	struct zcr_call c;
 
-	for (pos = ctx->unexpected.next; pos != &ctx->unexpected;
-	     pos = pos->next)
-		queued++;
+	*buf = NULL;
+	if (queued >= PREDICT_HORIZON)
+		return 0;
 	for (k = queued + 1; k <= queued + PREDICT_SCAN; k++) {
 		if (!__zcr_pred_predict(ctx->pred, k, &c))
 			break;
@@ -88,14 +95,82 @@ static size_t predict_offset(struct zcr_ctx *ctx, int src, int tag,
 			return (size_t)(c.buf & (ctx->page - 1));
 		}
 	}
-	*buf = NULL;
 	return 0;
+}
+
+static struct zcr_peer *peer_find(struct zcr_ctx *ctx, int rank, bool make)
+{
+	struct zcr_list *pos;
+	struct zcr_peer *p;
+
+	for (pos = ctx->peers.next; pos != &ctx->peers; pos = pos->next) {
+		p = zcr_container_of(pos, struct zcr_peer, link);
+		if (p->rank == rank)
+			return p;
+	}
+	if (!make)
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->rank = rank;
+	zcr_list_add_tail(&p->link, &ctx->peers);
+	ctx->npeers++;
+	return p;
+}
+
+/* A rank neither connected nor holding staging no longer has a share. */
+static void peer_put(struct zcr_ctx *ctx, struct zcr_peer *p)
+{
+	if (p->nopen || p->bytes)
+		return;
+	zcr_list_del(&p->link);
+	free(p);
+	ctx->npeers--;
+	/* The others' shares grew. */
+	if (!zcr_list_empty(&ctx->stalled))
+		ctx->drain_pending = true;
+}
+
+int __zcr_match_peer_open_locked(struct zcr_ctx *ctx, int rank)
+{
+	struct zcr_peer *p = peer_find(ctx, rank, true);
+
+	if (!p)
+		return -ENOMEM;
+	p->nopen++;
+	return 0;
+}
+
+void __zcr_match_peer_closed_locked(struct zcr_ctx *ctx, int rank)
+{
+	struct zcr_peer *p = peer_find(ctx, rank, false);
+
+	if (p && p->nopen) {
+		p->nopen--;
+		peer_put(ctx, p);
+	}
+}
+
+/*
+ * May peer p stage another cap bytes? Each rank connected or holding
+ * staging gets an equal share of the pool; a rank holding nothing may
+ * always try (a message larger than a share is still staged when the
+ * pool has room).
+ */
+static bool within_share(struct zcr_ctx *ctx, struct zcr_peer *p,
+			 uint64_t cap)
+{
+	uint64_t share = ctx->staging_limit / (ctx->npeers ? ctx->npeers : 1);
+
+	return !p || !p->bytes || p->bytes + cap <= share;
 }
 
 /* Find a landing for a: a posted receive, else staging. 0 or -EAGAIN. */
 static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 {
 	const struct zcr_remap_ops *ops;
+	struct zcr_peer *peer;
 	struct zcr_slot *slot;
 	struct zcr_msg *m;
 	const void *pbuf;
@@ -117,7 +192,10 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	 * small slot. It can never be staged; it waits for a receive.
 	 */
 	slot = NULL;
-	if (a->len <= SIZE_MAX - 2 * ctx->page) {
+	peer = peer_find(ctx, a->src, true);
+	if (a->len <= SIZE_MAX - 2 * ctx->page &&
+	    within_share(ctx, peer, (off + a->len + ctx->page - 1) &
+			 ~(uint64_t)(ctx->page - 1))) {
 		slot = __zcr_slot_get_locked(ctx, ops, off + a->len);
 		if (!slot && ops != &__zcr_remap_copy)
 			slot = __zcr_slot_get_locked(ctx, &__zcr_remap_copy,
@@ -127,6 +205,8 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	if (!m) {
 		if (slot)
 			__zcr_slot_put_locked(ctx, slot);
+		if (peer)
+			peer_put(ctx, peer);	/* made here, holds nothing */
 		if (a->state != ZCR_RX_STALLED) {
 			ctx->st.stalls++;
 			a->state = ZCR_RX_STALLED;
@@ -140,7 +220,11 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	m->len = a->len;
 	m->slot = slot;
 	m->off = off;
+	m->peer = peer;
+	if (peer)
+		peer->bytes += slot->cap;
 	zcr_list_add_tail(&m->link, &ctx->unexpected);
+	ctx->nunexpected++;
 	a->state = ZCR_RX_LANDING;
 	a->msg = m;
 	a->req = NULL;
@@ -161,12 +245,22 @@ int __zcr_match_arrive_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
 	return find_landing(ctx, a);
 }
 
-/* Staging room was freed: stalled arrivals may land at the next drain. */
-static void slot_freed(struct zcr_ctx *ctx, struct zcr_slot *s)
+/*
+ * Take m off the queue and give its slot back. Staging room was freed:
+ * stalled arrivals may land at the next drain.
+ */
+static void msg_free(struct zcr_ctx *ctx, struct zcr_msg *m)
 {
-	__zcr_slot_put_locked(ctx, s);
+	zcr_list_del(&m->link);
+	ctx->nunexpected--;
+	if (m->peer) {
+		m->peer->bytes -= m->slot->cap;
+		peer_put(ctx, m->peer);
+	}
+	__zcr_slot_put_locked(ctx, m->slot);
 	if (!zcr_list_empty(&ctx->stalled))
 		ctx->drain_pending = true;
+	free(m);
 }
 
 /* Copy or remap a complete staged message into receive r, free it. */
@@ -188,9 +282,7 @@ static void msg_deliver(struct zcr_ctx *ctx, struct zcr_msg *m,
 	r->st.tag = m->tag;
 	r->st.len = m->len;
 	ctx->st.msgs_recv++;
-	zcr_list_del(&m->link);
-	slot_freed(ctx, m->slot);
-	free(m);
+	msg_free(ctx, m);
 	__zcr_req_complete_locked(r, r->st.len > r->size ? -EMSGSIZE : 0);
 }
 
@@ -216,19 +308,51 @@ void __zcr_match_payload_done_locked(struct zcr_ctx *ctx,
 	a->state = ZCR_RX_IDLE;
 }
 
+static bool take_queued(struct zcr_ctx *ctx, struct zcr_req *r);
+
+/*
+ * The message that claimed receive r was cut short. A receive naming its
+ * source fails; a wildcard one (ZCRECV_ANY_SOURCE) could have taken any
+ * other message, so it goes back to the posted queue in the place it was
+ * posted, and takes a message that arrived meanwhile if one matches.
+ */
+static void claimant_lost(struct zcr_ctx *ctx, struct zcr_req *r)
+{
+	struct zcr_list *pos;
+
+	if (r->src != ZCRECV_ANY_SOURCE) {
+		__zcr_req_complete_locked(r, -ECONNRESET);
+		return;
+	}
+	r->st.source = ZCRECV_ANY_SOURCE;
+	r->st.tag = ZCRECV_ANY_TAG;
+	r->st.len = 0;
+	if (take_queued(ctx, r))
+		return;
+	for (pos = ctx->posted.prev; pos != &ctx->posted; pos = pos->prev)
+		if (zcr_container_of(pos, struct zcr_req, link)->post_seq <
+		    r->post_seq)
+			break;
+	zcr_list_add_tail(&r->link, pos->next);
+	r->posted = true;
+}
+
 void __zcr_match_abort_locked(struct zcr_ctx *ctx, struct zcr_arrival *a)
 {
+	struct zcr_req *r = a->req;
+
 	unstall(a);
-	if (a->req)
-		__zcr_req_complete_locked(a->req, -ECONNRESET);
+	a->req = NULL;
+	if (r)
+		claimant_lost(ctx, r);
 	if (a->msg) {
 		struct zcr_msg *m = a->msg;
 
-		zcr_list_del(&m->link);
-		if (m->req)
-			__zcr_req_complete_locked(m->req, -ECONNRESET);
-		slot_freed(ctx, m->slot);
-		free(m);
+		r = m->req;
+		a->msg = NULL;
+		msg_free(ctx, m);
+		if (r)
+			claimant_lost(ctx, r);
 	}
 	a->req = NULL;
 	a->msg = NULL;
@@ -286,12 +410,17 @@ void __zcr_match_source_lost_locked(struct zcr_ctx *ctx, int rank, bool gone)
 		if ((gone && r->src == rank) ||
 		    !__zcr_source_possible(ctx, r->src)) {
 			zcr_list_del(&r->link);
+			r->posted = false;
 			__zcr_req_complete_locked(r, -ECONNRESET);
 		}
 	}
 }
 
-int __zcr_post_recv_locked(struct zcr_ctx *ctx, struct zcr_req *r)
+/*
+ * Receive r takes the first queued message it matches, else the first
+ * stalled header. Returns true when it got one.
+ */
+static bool take_queued(struct zcr_ctx *ctx, struct zcr_req *r)
 {
 	struct zcr_list *pos;
 
@@ -305,7 +434,7 @@ int __zcr_post_recv_locked(struct zcr_ctx *ctx, struct zcr_req *r)
 			msg_deliver(ctx, m, r);
 		else
 			m->req = r;	/* delivered when the payload is in */
-		return 0;
+		return true;
 	}
 	for (pos = ctx->stalled.next; pos != &ctx->stalled; pos = pos->next) {
 		struct zcr_arrival *a = zcr_container_of(pos,
@@ -314,12 +443,21 @@ int __zcr_post_recv_locked(struct zcr_ctx *ctx, struct zcr_req *r)
 
 		if (__zcr_match(r->src, r->tag, a->src, a->tag)) {
 			land_posted(ctx, a, r);
-			return 0;
+			return true;
 		}
 	}
+	return false;
+}
+
+int __zcr_post_recv_locked(struct zcr_ctx *ctx, struct zcr_req *r)
+{
+	r->post_seq = ++ctx->post_seq;
+	if (take_queued(ctx, r))
+		return 0;
 	if (!__zcr_source_possible(ctx, r->src))
 		return r->src == ZCRECV_ANY_SOURCE ? -ENOTCONN : -ECONNRESET;
 	zcr_list_add_tail(&r->link, &ctx->posted);
+	r->posted = true;
 	return 0;
 }
 
@@ -351,8 +489,11 @@ void __zcr_match_fini(struct zcr_ctx *ctx)
 
 		if (m->req && !m->req->done)
 			free(m->req);
-		zcr_list_del(&m->link);
-		__zcr_slot_put_locked(ctx, m->slot);
-		free(m);
+		msg_free(ctx, m);
 	}
+	zcr_list_for_each_safe(pos, tmp, &ctx->peers) {
+		zcr_list_del(pos);
+		free(zcr_container_of(pos, struct zcr_peer, link));
+	}
+	ctx->npeers = 0;
 }

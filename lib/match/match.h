@@ -30,6 +30,19 @@ struct zcr_ctx;
 struct zcr_req;
 struct zcr_slot;
 
+/*
+ * A source rank's account of staging: the pool is shared out between the
+ * ranks that are connected or still hold staged messages, so one peer
+ * (one that left included) cannot pin the whole pool
+ * (Documentation/library.md, "Staging pool").
+ */
+struct zcr_peer {
+	struct zcr_list link;		/* on ctx->peers */
+	int rank;
+	unsigned int nopen;		/* open endpoints with this rank */
+	uint64_t bytes;			/* staging its queued messages hold */
+};
+
 /* A message whose header arrived before a matching receive was posted. */
 struct zcr_msg {
 	struct zcr_list link;		/* on ctx->unexpected */
@@ -39,6 +52,7 @@ struct zcr_msg {
 	size_t off;			/* payload at slot->base + off */
 	bool complete;
 	struct zcr_req *req;		/* matched while still arriving */
+	struct zcr_peer *peer;		/* charged slot->cap, or NULL */
 };
 
 enum zcr_rx_state {
@@ -95,6 +109,13 @@ void __zcr_match_abort_locked(struct zcr_ctx *ctx, struct zcr_arrival *a);
  * and those no endpoint can satisfy any more, with -ECONNRESET.
  */
 void __zcr_match_source_lost_locked(struct zcr_ctx *ctx, int rank, bool gone);
+
+/*
+ * An endpoint of rank opened (0 or -ENOMEM) or closed: the ranks connected
+ * share the staging pool.
+ */
+int __zcr_match_peer_open_locked(struct zcr_ctx *ctx, int rank);
+void __zcr_match_peer_closed_locked(struct zcr_ctx *ctx, int rank);
 
 /* ---- for the progress engine and the API ------------------------------- */
 

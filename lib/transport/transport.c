@@ -145,6 +145,10 @@ int __zcr_ep_open_locked(struct zcr_ep *ep, int rank)
 				     rank);
 		return -EADDRINUSE;
 	}
+	if (__zcr_match_peer_open_locked(ctx, rank)) {
+		__zcr_ep_fail_locked(ep, -ENOMEM, "out of memory");
+		return -ENOMEM;
+	}
 	ep->rank = rank;
 	ep->state = ZCR_EP_OPEN;
 	ctx->nhandshake--;
@@ -162,6 +166,8 @@ void __zcr_ep_fail_locked(struct zcr_ep *ep, int err, const char *fmt, ...)
 		return;
 	if (ep->state == ZCR_EP_HANDSHAKE)
 		ctx->nhandshake--;
+	else
+		__zcr_match_peer_closed_locked(ctx, ep->rank);
 	ep->state = ZCR_EP_CLOSED;
 	ep->error = err;
 	va_start(ap, fmt);

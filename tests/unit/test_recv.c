@@ -397,6 +397,7 @@ struct pt_arg {
 	struct zcr_ep *ep;
 	char *buf;
 	size_t len;
+	int n;
 };
 
 static void *pt_sender(void *arg)
@@ -404,7 +405,7 @@ static void *pt_sender(void *arg)
 	struct pt_arg *a = arg;
 	int i;
 
-	for (i = 0; i < 20; i++) {
+	for (i = 0; i < a->n; i++) {
 		pattern_fill(a->buf, a->len, (uint32_t)i);
 		if (zcr_send(a->ep, a->buf, a->len, 6))
 			return (void *)1;
@@ -412,10 +413,14 @@ static void *pt_sender(void *arg)
 	return NULL;
 }
 
-ZT_TEST(progress_thread)
+/*
+ * Both contexts with a progress thread; n messages of len bytes from a
+ * thread of the application. Messages larger than the socket buffers
+ * complete in the progress thread, while the application's calls run.
+ */
+static void progress_thread_run(size_t len, int n)
 {
 	struct zcr_ctx_attr a = { .progress_thread = 1 };
-	size_t len = 300000;
 	struct zcr_status st;
 	struct pt_arg arg;
 	pthread_t th;
@@ -439,10 +444,11 @@ ZT_TEST(progress_thread)
 	ZT_EXPECT_EQ(zcr_ep_rank(e01), 1);
 	arg.ep = e10;
 	arg.len = len;
+	arg.n = n;
 	arg.buf = malloc(len);
 	rb = malloc(len);
 	ZT_EXPECT_EQ(pthread_create(&th, NULL, pt_sender, &arg), 0);
-	for (i = 0; i < 20; i++) {
+	for (i = 0; i < n; i++) {
 		ZT_EXPECT_EQ(zcr_recv(c0, rb, len, 1, 6, &st), 0);
 		ZT_EXPECT_EQ(pattern_bad(rb, len, (uint32_t)i), 0);
 	}
@@ -452,6 +458,57 @@ ZT_TEST(progress_thread)
 	zcr_ctx_destroy(c0);
 	free(rb);
 	free(arg.buf);
+}
+
+ZT_TEST(progress_thread)
+{
+	progress_thread_run(300000, 20);
+}
+
+ZT_TEST(progress_thread_large)
+{
+	progress_thread_run(16 << 20, 4);
+}
+
+/*
+ * A send and a receive the progress threads complete while the
+ * application does not touch the library: under ThreadSanitizer (make
+ * tsan) any read of the request's state after zcr_isend() or zcr_irecv()
+ * dropped the lock is a reported race.
+ */
+ZT_TEST(requests_completed_by_the_progress_thread)
+{
+	struct zcr_ctx_attr a = { .progress_thread = 1, .quiet = 1 };
+	size_t len = 32 << 20;
+	struct zcr_ctx *c0, *c1;
+	struct zcr_ep *e01, *e10;
+	struct zcr_req *r, *s;
+	struct zcr_status st;
+	char addr[32], *sb, *rb;
+	int port;
+
+	ZT_EXPECT_EQ(zcr_ctx_create(&a, &c0), 0);
+	a.rank = 1;
+	ZT_EXPECT_EQ(zcr_ctx_create(&a, &c1), 0);
+	port = zcr_ctx_listen(c0, "127.0.0.1:0");
+	ZT_ASSERT(port > 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	ZT_EXPECT_EQ(zcr_ep_connect(c1, addr, &e10), 0);
+	ZT_EXPECT_EQ(zcr_ep_accept(c0, 10000, &e01), 0);
+	sb = malloc(len);
+	rb = malloc(len);
+	ZT_ASSERT(sb && rb);
+	pattern_fill(sb, len, 3);
+	ZT_EXPECT_EQ(zcr_irecv(c0, rb, len, 1, 2, &r), 0);
+	ZT_EXPECT_EQ(zcr_isend(e10, sb, len, 2, &s), 0);
+	usleep(500000);
+	ZT_EXPECT_EQ(zcr_wait(s, NULL), 0);
+	ZT_EXPECT_EQ(zcr_wait(r, &st), 0);
+	ZT_EXPECT_EQ(pattern_bad(rb, len, 3), 0);
+	zcr_ctx_destroy(c1);
+	zcr_ctx_destroy(c0);
+	free(sb);
+	free(rb);
 }
 
 /* Forced policies: copy never remaps; auto follows the calibration. */

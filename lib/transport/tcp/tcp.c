@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -63,6 +64,7 @@ struct tcp_ep {
 	char *redial;			/* where we dialled, to retry in v1 */
 	struct zcr_shm_nego *sn;
 	uint8_t offer[ZCR_WIRE_OFFER_LEN];
+	bool peer_done;			/* paused, and the peer closed */
 };
 
 static int push(struct zcr_ep *ep);
@@ -723,18 +725,22 @@ static int tcp_send(struct zcr_ep *ep, struct zcr_req *r)
 }
 
 /*
- * A paused connection is polled for no event, but poll reports errors and
- * hang-ups whatever it is asked: once the peer reset it, every poll would
- * return at once and the caller spin. Poll said so of fd: check again
- * (fd may have been closed and reused meanwhile) and close the connection.
+ * A paused connection is polled for POLLRDHUP only (errors and hang-ups
+ * are reported whatever poll is asked): once the peer reset or closed it,
+ * the connection must not sit paused for ever holding its descriptor.
+ * Poll said so of fd: check again (fd may have been closed and reused
+ * meanwhile). A reset closes the connection. After a clean close, the
+ * paused message can still complete only if all of it is in the socket's
+ * buffer: then keep it (a receive may take it) and stop polling; else
+ * close the connection now.
  */
 static void paused_error(struct zcr_ctx *ctx, int fd)
 {
-	struct pollfd q = { .fd = fd };
+	struct pollfd q = { .fd = fd, .events = POLLRDHUP };
 	socklen_t sl = sizeof(int);
 	struct zcr_list *pos;
 	struct zcr_ep *ep;
-	int err = 0;
+	int err = 0, avail = 0;
 
 	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
 		ep = zcr_container_of(pos, struct zcr_ep, link);
@@ -743,9 +749,20 @@ static void paused_error(struct zcr_ctx *ctx, int fd)
 		    ep->rx.state == ZCR_RX_STALLED)
 			break;
 	}
-	if (pos == &ctx->eps || poll(&q, 1, 0) <= 0 ||
-	    !(q.revents & (POLLERR | POLLHUP)))
+	if (pos == &ctx->eps || poll(&q, 1, 0) <= 0)
 		return;
+	if (!(q.revents & (POLLERR | POLLHUP))) {
+		if (!(q.revents & POLLRDHUP))
+			return;
+		if (ioctl(fd, FIONREAD, &avail) == 0 && avail >= 0 &&
+		    (uint64_t)avail >= T(ep)->h.len - T(ep)->got) {
+			T(ep)->peer_done = true;
+			return;
+		}
+		__zcr_ep_fail_locked(ep, -ECONNRESET, "peer closed the "
+				     "connection mid-message (paused)");
+		return;
+	}
 	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &sl) < 0 || !err)
 		err = ECONNRESET;
 	__zcr_ep_fail_locked(ep, -err, "connection reset while paused");
@@ -880,7 +897,10 @@ static unsigned int tcp_poll_fill(struct zcr_ctx *ctx, void *priv,
 		if (!is_tcp(ep) || ep->state == ZCR_EP_CLOSED)
 			continue;
 		pfd[n].fd = T(ep)->fd;
-		pfd[n].events = ep->rx.state == ZCR_RX_STALLED ? 0 : POLLIN;
+		if (ep->rx.state != ZCR_RX_STALLED)
+			pfd[n].events = POLLIN;
+		else
+			pfd[n].events = T(ep)->peer_done ? 0 : POLLRDHUP;
 		if (!zcr_list_empty(&ep->sendq) && !T(ep)->hold)
 			pfd[n].events |= POLLOUT;
 		n++;
@@ -896,7 +916,7 @@ static void tcp_poll_done(struct zcr_ctx *ctx, void *priv,
 
 	(void)priv;
 	for (i = 0; i < n; i++)
-		if ((pfd[i].revents & (POLLERR | POLLHUP)) &&
+		if ((pfd[i].revents & (POLLERR | POLLHUP | POLLRDHUP)) &&
 		    !(pfd[i].events & POLLIN))
 			paused_error(ctx, pfd[i].fd);
 }
