@@ -81,7 +81,7 @@ struct zcr_req;
 
 /* Remap policy, see struct zcr_ctx_attr::policy and ZCRECV_POLICY. */
 enum zcr_policy {
-	ZCRECV_POLICY_AUTO = 0,	/* remap when calibration says it is faster */
+	ZCRECV_POLICY_AUTO = 0,	/* remap when it measured faster, per size */
 	ZCRECV_POLICY_COPY = 1,	/* never remap */
 	ZCRECV_POLICY_REMAP = 2,	/* remap every hit with a full page */
 };
@@ -99,8 +99,8 @@ enum zcr_backend {
  * @rank:		this process's rank, >= 0, unique among its peers
  * @policy:		enum zcr_policy; the environment ZCRECV_POLICY
  *			(copy|remap|auto) overrides it
- * @backend:		enum zcr_backend; ZCRECV_BACKEND (kmod|uffd|copy)
- *			overrides it
+ * @backend:		enum zcr_backend; ZCRECV_BACKEND (auto|kmod|uffd-move|
+ *			copy; "uffd" is an alias of uffd-move) overrides it
  * @progress_thread:	nonzero: a thread drives progress in the background
  * @staging_bytes:	most bytes the staging pool holds (0: 256 MiB); when
  *			full, the library stops reading from the peers whose
@@ -286,6 +286,50 @@ int zcr_ctx_stats_sized(struct zcr_ctx *ctx, struct zcr_stats *st,
 			size_t st_size);
 
 /**
+ * struct zcr_landing_class - what landings of one size class cost
+ * @size_min:		the class: messages of @size_min to 2 * @size_min - 1
+ *			bytes
+ * @copy_samples:	copy landings timed, the calibration's estimate
+ *			counted as one
+ * @remap_samples:	remap landings timed, the same way
+ * @copy_ns:		moving average of what a copy landing cost, ns
+ * @remap_ns:		moving average of what a remap landing cost, ns
+ *			(moves, registration, faults, head and tail copies)
+ * @choice:		ZCRECV_POLICY_COPY or ZCRECV_POLICY_REMAP: what the
+ *			auto policy picks for the class (apart from the one
+ *			landing in 64 that tries the other)
+ * @backend:		name of the backend the class belongs to
+ *
+ * Fields may be added at the end in later versions; callers pass
+ * sizeof(struct zcr_landing_class) as they know it.
+ */
+struct zcr_landing_class {
+	uint64_t size_min;
+	uint64_t copy_samples;
+	uint64_t remap_samples;
+	double copy_ns;
+	double remap_ns;
+	int choice;
+	char backend[16];
+};
+
+/**
+ * zcr_ctx_landing_stats() - the landing policy's measurements
+ * @ctx:		the context
+ * @out:		array of @max entries, each @size_of_struct bytes
+ * @size_of_struct:	sizeof(struct zcr_landing_class) of the caller
+ *			(an older, shorter layout gets its own fields only)
+ * @max:		most entries to fill
+ *
+ * One entry per backend that can remap and per size class in which at
+ * least one early message landed (copied or remapped at the buffer's page
+ * offset), smallest class first.
+ * Return: the number of entries filled, or -EINVAL. Since 0.2.
+ */
+int zcr_ctx_landing_stats(struct zcr_ctx *ctx, struct zcr_landing_class *out,
+			  size_t size_of_struct, unsigned int max);
+
+/**
  * zcr_ctx_set_policy() - change the remap policy (enum zcr_policy) for the
  * receives that complete from now on; the calibration is kept.
  * Return: 0 or -EINVAL. Since 0.1.
@@ -348,7 +392,10 @@ int zcr_ep_rank(struct zcr_ep *ep);
 
 /**
  * zcr_ep_error() - why the connection was closed: 0 while it works, else
- * a negative errno; @msg (if not NULL) gets a description. Since 0.1.
+ * a negative errno; @msg (if not NULL) gets a description: while the
+ * connection works, which transport carries it ("shm", or "tcp (shm: why
+ * not)" when shared memory was offered and not used; "" for plain TCP).
+ * Since 0.1.
  */
 int zcr_ep_error(struct zcr_ep *ep, const char **msg);
 
@@ -455,9 +502,10 @@ int zcr_recv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
 
 /**
  * zcr_mem_alloc() - allocate @size bytes of zero-copy-eligible memory
- * (page aligned): a zone of /dev/zcrecv when the module is loaded,
- * anonymous private memory otherwise (the uffd-move backend can remap
- * into it). As MPI_Alloc_mem.
+ * (page aligned): a zone of /dev/zcrecv when the context uses the kmod
+ * backend, anonymous private memory otherwise (the uffd-move backend can
+ * remap into it; 2 MiB aligned and advised MADV_HUGEPAGE from 2 MiB on).
+ * As MPI_Alloc_mem.
  * Return: 0 with *@ptr set, or -errno. Since 0.1.
  */
 int zcr_mem_alloc(struct zcr_ctx *ctx, size_t size, void **ptr);

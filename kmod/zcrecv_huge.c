@@ -27,11 +27,17 @@
  * block (or the memory cgroup is full) the allocation fails quietly after
  * light reclaim and compaction, the faulting access gets SIGBUS (not the
  * OOM killer: memory may be plentiful, just not contiguous) and the counter
- * huge_alloc_failed counts it.
+ * huge_alloc_failed counts it. The unit is charged to the memory cgroup
+ * of the zone's creator (zone->memcg), whoever touches it first.
+ *
+ * Everything else is the 4 KiB zones' code: the offset window (unit
+ * aligned, see zcrecv_zone.c), VM_WIPEONFORK and the detach of a forked
+ * copy, teardown, and the rule that an exchange maps both ranges again.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/gfp.h>
+#include <linux/memcontrol.h>
 #include <linux/mm.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
@@ -101,7 +107,15 @@ vm_fault_t zcrecv_huge_fault(struct vm_fault *vmf, struct zcrecv_zone *zone,
 	mutex_lock(&zone->lock);
 	head = zone->pages[u];
 	if (!head) {
+		struct mem_cgroup *old;
+
+		/*
+		 * Charged to the zone creator's memory cgroup, as for 4 KiB
+		 * zones, not to whoever touches the unit first.
+		 */
+		old = set_active_memcg(zone->memcg);
 		head = alloc_pages(ZCRECV_HUGE_GFP, ZCRECV_HUGE_ORDER);
+		set_active_memcg(old);
 		if (!head) {
 			mutex_unlock(&zone->lock);
 			zcrecv_count(ZCRECV_CNT_HUGE_ALLOC_FAILED, 1);
@@ -130,6 +144,26 @@ vm_fault_t zcrecv_huge_fault(struct vm_fault *vmf, struct zcrecv_zone *zone,
 		return VM_FAULT_OOM;
 	default:
 		return VM_FAULT_SIGBUS;
+	}
+}
+
+/* Map the allocated units of @r (unit indexes) at @addr, unit by unit. */
+static void zcrecv_huge_prefault(struct zcrecv_file *zf,
+				 struct zcrecv_range *r, unsigned long addr,
+				 unsigned long nu)
+{
+	unsigned long u;
+
+	for (u = 0; u < nu; u++, addr += ZCRECV_HUGE_NR << PAGE_SHIFT) {
+		struct page *head = r->zone->pages[r->first + u];
+
+		if (head)
+			zcrecv_prefault_pages(zf, addr,
+					      zcrecv_huge_subpages(r->zone,
+								   head, 0,
+								   ZCRECV_HUGE_NR),
+					      ZCRECV_HUGE_NR);
+		cond_resched();
 	}
 }
 
@@ -168,17 +202,14 @@ int zcrecv_huge_remap(struct zcrecv_file *zf,
 	for (u = 0; u < nu; u++)
 		swap(src->zone->pages[su.first + u],
 		     dst->zone->pages[du.first + u]);
-	for (u = 0; prefault && u < nu; u++) {
-		struct page *head = dst->zone->pages[du.first + u];
-		unsigned long addr = e->dst + u * ZCRECV_HUGE_NR * PAGE_SIZE;
-
-		if (head)
-			zcrecv_prefault_pages(zf, addr,
-					      zcrecv_huge_subpages(dst->zone,
-								   head, 0,
-								   ZCRECV_HUGE_NR),
-					      ZCRECV_HUGE_NR);
-		cond_resched();
+	/*
+	 * Both sides, as for 4 KiB zones: dst so that its first access does
+	 * not fault, src so that the units it got stay mapped and so in the
+	 * process's RSS, where the OOM killer sees them.
+	 */
+	if (prefault) {
+		zcrecv_huge_prefault(zf, &du, e->dst, nu);
+		zcrecv_huge_prefault(zf, &su, e->src, nu);
 	}
 	ret = 0;
 	pr_debug("exchanged %lu units: zone %llu+%lu <-> zone %llu+%lu\n", nu,

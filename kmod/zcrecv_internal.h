@@ -9,6 +9,7 @@
 #include <linux/list.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
+#include <linux/rcupdate.h>
 #include <linux/sysfs.h>
 #include <linux/types.h>
 #include <linux/zcrecv.h>
@@ -16,10 +17,18 @@
 /* Most entries one ZCRECV_IOC_REMAP accepts: bounds the kernel copy. */
 #define ZCRECV_MAX_BATCH	512
 
+/*
+ * Cap of max_zone_pages: 16 GiB of 4 KiB pages. The offset windows
+ * (zcrecv_zone.c) are sized so that a zone this large still gets one.
+ */
+#define ZCRECV_ZONE_PAGES_CAP	BIT(22)
+
 extern unsigned long zcrecv_max_zone_pages;
 extern unsigned long zcrecv_max_process_pages;
 extern unsigned long zcrecv_max_global_pages;
+extern unsigned long zcrecv_max_process_zones;
 
+struct mem_cgroup;
 struct zcrecv_owner;
 
 /* One open file of /dev/zcrecv: bound to the mm that opened it. */
@@ -35,14 +44,18 @@ struct zcrecv_file {
 struct zcrecv_zone {
 	struct zcrecv_file *zf;
 	struct address_space *mapping;	/* zf->mapping */
-	struct list_head node;		/* in zf->zones */
+	struct list_head node;		/* in zf->zones once created */
+	struct rcu_head rcu;		/* freed after an RCU grace period */
 	u64 id;
 	pgoff_t pgoff;			/* first page's offset in the device */
+	unsigned int order;		/* the window: 2^order offsets, */
+	unsigned int slot;		/* slot of that order, see zcrecv_zone.c */
 	unsigned long nr_pages;
 	unsigned int nr_vmas;		/* under zf->lock */
 	bool mapped;			/* under zf->lock: mmap()ed once */
 	struct mutex lock;		/* pages[] and page-table inserts */
 	struct page **pages;		/* NULL until first touch */
+	struct mem_cgroup *memcg;	/* the creator's: pays for the pages */
 	bool huge;			/* ZCRECV_ZONE_HUGE: pages[] per unit */
 	struct page **scratch;		/* huge: ZCRECV_HUGE_NR, under lock */
 };
@@ -57,6 +70,8 @@ struct zcrecv_range {
 	unsigned long first;		/* index in zone->pages */
 };
 
+void zcrecv_zones_init(void);
+void zcrecv_zones_exit(void);
 int zcrecv_file_init(struct file *file);
 void zcrecv_file_release(struct zcrecv_file *zf);
 int zcrecv_mmap(struct file *file, struct vm_area_struct *vma);

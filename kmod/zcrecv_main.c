@@ -22,10 +22,10 @@
  * Page limits, checked when set (at load or through sysfs): a value out of
  * range is refused with EINVAL instead of reaching an allocation. The page
  * array of a zone is 8 bytes per page, so the zone cap bounds that array to
- * ZCRECV_ZONE_PAGES_CAP * 8 bytes (32 MiB).
+ * ZCRECV_ZONE_PAGES_CAP * 8 bytes (32 MiB; zcrecv_internal.h).
  */
-#define ZCRECV_ZONE_PAGES_CAP	BIT(22)	/* 16 GiB of 4 KiB pages */
 #define ZCRECV_PAGES_CAP	BIT(28)	/* 1 TiB: sums cannot overflow */
+#define ZCRECV_ZONES_CAP	BIT(20)
 
 struct zcrecv_ulong_param {
 	unsigned long *val;
@@ -85,6 +85,15 @@ module_param_cb(max_global_pages, &zcrecv_param_ops,
 		&zcrecv_max_global_pages_p, 0644);
 MODULE_PARM_DESC(max_global_pages,
 		 "Most zone pages all processes together may reserve (default 2097152, 0..2^28)");
+
+unsigned long zcrecv_max_process_zones = 1UL << 14;
+static struct zcrecv_ulong_param zcrecv_max_process_zones_p = {
+	&zcrecv_max_process_zones, 0, ZCRECV_ZONES_CAP,
+};
+module_param_cb(max_process_zones, &zcrecv_param_ops,
+		&zcrecv_max_process_zones_p, 0644);
+MODULE_PARM_DESC(max_process_zones,
+		 "Most zones one process may have at a time (default 16384, 0..2^20)");
 
 static int zcrecv_open(struct inode *inode, struct file *file)
 {
@@ -211,8 +220,10 @@ static int __init zcrecv_init(void)
 	int ret;
 
 	zcrecv_stats_init();
+	zcrecv_zones_init();
 	ret = misc_register(&zcrecv_miscdev);
 	if (ret) {
+		zcrecv_zones_exit();
 		pr_err("cannot register /dev/%s: %d\n", ZCRECV_DEVICE_NAME,
 		       ret);
 		return ret;
@@ -225,6 +236,7 @@ static int __init zcrecv_init(void)
 static void __exit zcrecv_exit(void)
 {
 	misc_deregister(&zcrecv_miscdev);
+	zcrecv_zones_exit();
 	pr_info("unloaded\n");
 }
 

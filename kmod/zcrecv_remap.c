@@ -5,13 +5,15 @@
  * For each entry: resolve both user ranges to (zone, first page) under the
  * mmap read lock, lock the zone(s), refuse pinned pages, unmap both ranges
  * from every page table (unmap_mapping_range on the zones' unique offset
- * windows), swap the page-array entries, and map the new pages at dst again
- * (vm_insert_pages) so the next access does not fault. The mmap lock is
- * taken per entry so a concurrent munmap can proceed between entries; the
- * entries after it then fail cleanly.
+ * windows), swap the page-array entries, and map the new pages at dst and
+ * src again (vm_insert_pages) so the next access does not fault and the
+ * pages stay in the process's RSS. The mmap lock is taken per entry so a
+ * concurrent munmap can proceed between entries; the entries after it then
+ * fail cleanly.
  *
  * Huge zones (zcrecv_huge.c) share the resolution of the ranges and the
- * helpers below, then exchange whole 2 MiB units.
+ * helpers below, then exchange whole 2 MiB units and map both sides again
+ * the same way.
  *
  * Why exchange and not move: the source slot needs pages again for the next
  * message; taking dst's old pages means nothing is allocated, zeroed or freed
@@ -28,9 +30,10 @@
 #include "zcrecv_internal.h"
 
 /*
- * A range may cover several VMAs of one zone (mprotect, mlock or madvise
- * split the mapping) as long as they follow each other in both address and
- * file offset, i.e. the range is one run of the zone's pages.
+ * A range may cover several VMAs of one zone (mprotect or a flag-changing
+ * madvise split the mapping; mlock does not, a zone mapping is special) as
+ * long as they follow each other in both address and file offset, i.e. the
+ * range is one run of the zone's pages.
  */
 static int zcrecv_resolve(struct zcrecv_file *zf, unsigned long addr,
 			  unsigned long len, struct zcrecv_range *r)
@@ -112,7 +115,7 @@ static void zcrecv_prefault_vma(struct vm_area_struct *vma, unsigned long addr,
 	}
 }
 
-/* Map n pages at addr at once, VMA by VMA, so the next access does not fault. */
+/* Map n pages at addr at once, VMA by VMA: no fault on the next access. */
 void zcrecv_prefault_pages(struct zcrecv_file *zf, unsigned long addr,
 			   struct page **pages, unsigned long n)
 {
@@ -200,9 +203,17 @@ static int zcrecv_remap_one(struct zcrecv_file *zf,
 		if (!(i & 1023))
 			cond_resched();
 	}
-	if (prefault)
+	/*
+	 * Both sides: dst so that its first access does not fault, src so
+	 * that the pages it got stay mapped, i.e. in the process's RSS where
+	 * the OOM killer sees them (an unmapped zone page counts nowhere).
+	 */
+	if (prefault) {
 		zcrecv_prefault_pages(zf, e->dst, dst.zone->pages + dst.first,
 				      n);
+		zcrecv_prefault_pages(zf, e->src, src.zone->pages + src.first,
+				      n);
+	}
 	*pages_done += n;
 	ret = 0;
 	pr_debug("exchanged %lu pages: zone %llu+%lu <-> zone %llu+%lu\n", n,

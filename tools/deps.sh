@@ -24,7 +24,7 @@ base_pkgs=(gcc libc6-dev make pkg-config liburing-dev libibverbs-dev rdma-core
 	ibverbs-providers qemu-system-x86 busybox-static cpio xz-utils
 	kmod bc flex bison libelf-dev libssl-dev perl man-db groff-base)
 # Optional extras used by later tools; installed with the rest.
-extra_pkgs=(gnuplot-nox netpipe-tcp openmpi-bin libopenmpi-dev mpich
+extra_pkgs=(gnuplot-nox netpipe-tcp netpipe-openmpi openmpi-bin libopenmpi-dev mpich
 	libmpich-dev gfortran
 	iproute2 dkms)
 

@@ -11,23 +11,46 @@
 #      plotted on the host into build/zcbench-vm.png (EMULATED timings);
 #   2. runs zcbench on this host (uffd-move or copy backend) with NPtcp over
 #      the same loopback as the reference line: build/zcbench-host.csv and
-#      build/zcbench-host.png.
+#      build/zcbench-host.png;
+#   3. runs zcland-bench on this host: the landing step alone, copy against
+#      remap, 4 KiB to 64 MiB (build/zcland-host.csv, build/zcland-host.png).
+#   4. runs zcbench over the shm transport (--transport shm) with NPopenmpi
+#      (Open MPI's shared-memory path) and NPtcp beside it:
+#      build/zcbench-shm.csv and build/zcbench-shm.png.
 # ZCRECV_RUN_KERNEL=6.1 picks the other kernel; ZCRECV_DEMO_MAX=BYTES changes
 # the largest size in the VM.
 # Usage: tools/run-demo.sh [-h|--help]   (no options: run `make run`)
 set -euo pipefail
 case ${1:-} in
 '') ;;
--h|--help) sed -n '2,17s/^# \{0,1\}//p' "$0"; exit 0 ;;
-*) sed -n '2,17s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+-h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+*) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bench=build/tools/zcbench
 out=build
+
+# Ranks on one host: zcbench over the shm transport, same run as NPopenmpi.
+run_shm() {
+	echo
+	echo "run-demo: ranks on one host: the shm transport beside Open MPI's"
+	echo "run-demo: shared-memory path (NPopenmpi, vader BTL, CMA) and NPtcp"
+	uptime
+	"$bench" --transport shm --min 4096 --max $((16 << 20)) --iters 20 \
+		--csv "$out/zcbench-shm.csv" --png "$out/zcbench-shm.png" \
+		--nptcp --nptcp-file "$out/nptcp-shm.out" \
+		--npopenmpi --npompi-file "$out/npopenmpi-shm.out"
+}
 if [ -e /dev/zcrecv ]; then
-	exec "$bench" --min 4096 --max $((16 << 20)) --csv "$out/zcbench.csv" \
+	"$bench" --min 4096 --max $((16 << 20)) --csv "$out/zcbench.csv" \
 		--png "$out/zcbench.png" --nptcp
+	run_shm
+	echo
+	echo "run-demo: the landing step alone (zcland-bench)"
+	build/tools/zcland-bench --max $((64 << 20)) --iters 7 \
+		--csv "$out/zcland.csv" --png "$out/zcland.png"
+	exit
 fi
 
 echo "run-demo: /dev/zcrecv is not on this machine: running zcbench in a VM"
@@ -55,3 +78,9 @@ echo "run-demo: the same ping-pong on this host, with NPtcp beside it"
 "$bench" --min 4096 --max $((16 << 20)) --iters 20 \
 	--csv "$out/zcbench-host.csv" --png "$out/zcbench-host.png" \
 	--nptcp --nptcp-file "$out/nptcp-host.out"
+
+echo
+echo "run-demo: the landing step alone on this host (zcland-bench)"
+build/tools/zcland-bench --max $((64 << 20)) --iters 7 \
+	--csv "$out/zcland-host.csv" --png "$out/zcland-host.png"
+run_shm

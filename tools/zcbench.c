@@ -26,6 +26,13 @@
  * "zcbench-csv-end" lines) --png FILE --nptcp --emulated (marks figures as
  * measured under emulation). Exit status 1 if any iteration fails to
  * verify.
+ *
+ * --transport tcp|shm: shm sets ZCRECV_SHM=1 for both ranks, so a peer on
+ * this host moves to the shared-memory transport after the handshake
+ * (Documentation/shm.md); the header line says which transport carried
+ * the run. --npopenmpi runs NetPIPE's NPopenmpi (Open MPI, shared-memory
+ * BTL with CMA single copy) as a second reference line, --npompi-file
+ * FILE keeps its output.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -153,6 +160,25 @@ static uint64_t early_count(struct zcr_ctx *ctx)
 	return st.early;
 }
 
+/*
+ * What carries ep: the shm negotiation ends shortly after the handshake
+ * (zcr_ep_error()'s text then says "shm" or "tcp (shm: why not)").
+ */
+static const char *transport_of(struct zcr_ctx *ctx, struct zcr_ep *ep)
+{
+	const char *msg = "";
+	const char *want = getenv("ZCRECV_SHM");
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		zcr_ep_error(ep, &msg);
+		if (*msg || !want || strcmp(want, "1"))
+			break;
+		CHECK(zcr_progress(ctx, 10));
+	}
+	return *msg ? msg : "tcp";
+}
+
 /* Rank 1: echo each ping back, verify it, report statistics per point. */
 static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 {
@@ -162,6 +188,7 @@ static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 	struct ctrl c;
 	void *b[2];
 	unsigned int it, total;
+	uint64_t e;
 
 	for (;;) {
 		CHECK(zcr_recv(ctx, &c, sizeof(c), 0, TAG_CTRL, NULL));
@@ -177,15 +204,18 @@ static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 		r = NULL;
 		if (!c.early)
 			CHECK(zcr_irecv(ctx, b[0], c.size, 0, TAG_DATA, &r));
+		/*
+		 * Count before sending: a send may complete only once the peer
+		 * took it (shm), by which time its next ping may be staged.
+		 */
+		e = early_count(ctx);
 		CHECK(zcr_send(ep, &c, sizeof(c), TAG_READY));
 		CHECK(zcr_ctx_stats(ctx, &s0));
 		for (it = 0; it < total; it++) {
 			void *cur = b[it % 2];
 
-			if (it == WARMUP)
-				CHECK(zcr_ctx_stats(ctx, &s0));
 			if (c.early) {
-				wait_early(ctx, early_count(ctx));
+				wait_early(ctx, e);
 				CHECK(zcr_recv(ctx, cur, c.size, 0, TAG_DATA,
 					       NULL));
 			} else {
@@ -195,6 +225,10 @@ static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 							c.size, 0, TAG_DATA,
 							&r));
 			}
+			/* Before the pong that lets the first timed ping go. */
+			if (it + 1 == WARMUP)
+				CHECK(zcr_ctx_stats(ctx, &s0));
+			e = early_count(ctx);
 			CHECK(zcr_send(ep, cur, c.size, TAG_DATA));
 			if (!verify(cur, c.size, it))
 				ps.bad++;
@@ -322,6 +356,28 @@ static void write_csv(FILE *f)
 		print_row(f, &points[i], true);
 }
 
+/* What the landing policy of rank 0 measured, per size class. */
+static void print_landing(struct zcr_ctx *ctx)
+{
+	struct zcr_landing_class lc[64];
+	int i, n = zcr_ctx_landing_stats(ctx, lc, sizeof(lc[0]), 64);
+
+	if (n <= 0)
+		return;
+	printf("landing costs measured by rank 0 (per size class, all modes "
+	       "of this run):\n%-10s %9s %11s %9s %11s %9s  %s\n", "backend",
+	       "size>=", "copy_us", "copies", "remap_us", "remaps",
+	       "auto picks");
+	for (i = 0; i < n; i++)
+		printf("%-10s %9llu %11.1f %9llu %11.1f %9llu  %s\n",
+		       lc[i].backend, (unsigned long long)lc[i].size_min,
+		       lc[i].copy_ns / 1e3,
+		       (unsigned long long)lc[i].copy_samples,
+		       lc[i].remap_ns / 1e3,
+		       (unsigned long long)lc[i].remap_samples,
+		       zcr_policy_name(lc[i].choice));
+}
+
 static int free_port(void)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
@@ -372,7 +428,33 @@ static int run_nptcp(uint64_t min, uint64_t max, const char *file)
 	return ret ? -EIO : 0;
 }
 
+/* The Open MPI reference: NPopenmpi, shared-memory BTL (vader). */
+static const char *ompi_ref;
+
+static int run_npompi(uint64_t min, uint64_t max, const char *file)
+{
+	char cmd[768];
+
+	if (system("command -v NPopenmpi >/dev/null 2>&1 && "
+		   "command -v mpirun >/dev/null 2>&1"))
+		return -ENOENT;
+	fflush(stdout);
+	snprintf(cmd, sizeof(cmd),
+		 "mpirun --allow-run-as-root --oversubscribe -np 2 --mca btl "
+		 "self,vader NPopenmpi -l %llu -u %llu -p 0 -o %s "
+		 ">/dev/null 2>&1", (unsigned long long)min,
+		 (unsigned long long)max, file);
+	return system(cmd) ? -EIO : 0;
+}
+
+static void print_np(const char *file, const char *what, bool emulated);
+
 static void print_nptcp(const char *file, bool emulated)
+{
+	print_np(file, "NetPIPE NPtcp over the same loopback", emulated);
+}
+
+static void print_np(const char *file, const char *what, bool emulated)
 {
 	unsigned long long bytes;
 	double mbps, secs;
@@ -380,7 +462,7 @@ static void print_nptcp(const char *file, bool emulated)
 
 	if (!f)
 		return;
-	printf("\nreference: NetPIPE NPtcp over the same loopback%s\n",
+	printf("\nreference: %s%s\n", what,
 	       emulated ? " (EMULATED timings)" : "");
 	printf("%9s %11s %10s\n", "size", "latency_us", "MB/s");
 	while (fscanf(f, "%llu %lf %lf", &bytes, &mbps, &secs) == 3)
@@ -455,9 +537,16 @@ static int plot(const char *csv, const char *nptcp, const char *png,
 			first = 0;
 		}
 	snprintf(npcsv, sizeof(npcsv), "%s.csv", nptcp ? nptcp : "");
-	if (nptcp && nptcp_csv(nptcp, npcsv) == 0)
+	if (nptcp && nptcp_csv(nptcp, npcsv) == 0) {
 		fprintf(g, "%s'%s' using 1:2 with lines dt 2 lw 2 "
 			"title 'NPtcp (reference)'", first ? "" : ", ", npcsv);
+		first = 0;
+	}
+	snprintf(npcsv, sizeof(npcsv), "%s.csv", ompi_ref ? ompi_ref : "");
+	if (ompi_ref && nptcp_csv(ompi_ref, npcsv) == 0)
+		fprintf(g, "%s'%s' using 1:2 with lines dt 3 lw 2 "
+			"title 'NPopenmpi, shared memory (reference)'",
+			first ? "" : ", ", npcsv);
 	fprintf(g, "\n");
 	return pclose(g) ? -EIO : 0;
 }
@@ -490,6 +579,10 @@ static void usage(FILE *f)
 "  --png FILE         plot with gnuplot\n"
 "  --nptcp            run NetPIPE's NPtcp over loopback as a reference\n"
 "  --nptcp-file FILE  keep (or, with --plot-only, read) NPtcp's output\n"
+"  --transport T      tcp (default) or shm: ranks on this host move data\n"
+"                     through shared memory (sets ZCRECV_SHM)\n"
+"  --npopenmpi        run NetPIPE's NPopenmpi (Open MPI shared memory)\n"
+"  --npompi-file FILE keep (or, with --plot-only, read) NPopenmpi's output\n"
 "  --emulated         mark the figures as measured under emulation\n"
 "  -h, --help         this help\n"
 "Exit status: 0 every iteration verified, 1 an iteration failed to verify\n"
@@ -508,11 +601,15 @@ int main(int argc, char **argv)
 		{ "png", 1, NULL, 'p' }, { "nptcp", 0, NULL, 'n' },
 		{ "nptcp-file", 1, NULL, 'N' }, { "server", 1, NULL, 'L' },
 		{ "connect", 1, NULL, 'C' }, { "plot-only", 1, NULL, 'P' },
-		{ "emulated", 0, NULL, 'E' }, { NULL, 0, NULL, 0 },
+		{ "emulated", 0, NULL, 'E' }, { "transport", 1, NULL, 'T' },
+		{ "npopenmpi", 0, NULL, 'O' }, { "npompi-file", 1, NULL, 'F' },
+		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	uint64_t min = 4096, max = 16 << 20, size;
 	const char *csv = NULL, *png = NULL, *server = NULL, *conn = NULL;
-	const char *plot_only = NULL, *npfile = NULL;
+	const char *plot_only = NULL, *npfile = NULL, *ompifile = NULL;
+	int npompi = 0;
+	char ompibuf[64];
 	int modes = 0x7, arrivals = 0x3, nptcp = 0, emulated = 0, o, m, a;
 	unsigned int max_iters = 50;
 	char npbuf[64], csvtmp[64], addr[64];
@@ -539,6 +636,16 @@ int main(int argc, char **argv)
 		case 'C': conn = optarg; break;
 		case 'P': plot_only = optarg; break;
 		case 'E': emulated = 1; break;
+		case 'T':
+			if (strcmp(optarg, "tcp") && strcmp(optarg, "shm")) {
+				fprintf(stderr, "zcbench: --transport tcp|shm\n");
+				return 2;
+			}
+			setenv("ZCRECV_SHM", strcmp(optarg, "shm") ? "0" : "1",
+			       1);
+			break;
+		case 'O': npompi = 1; break;
+		case 'F': ompifile = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -547,6 +654,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (plot_only && ompifile)
+		ompi_ref = ompifile;
 	if (plot_only)
 		return png && plot(plot_only, npfile, png, emulated) == 0 ? 0 : 1;
 	if (min < 64 || max < min || !modes || !arrivals || !max_iters) {
@@ -590,12 +699,13 @@ int main(int argc, char **argv)
 	}
 
 	CHECK(zcr_ctx_stats(ctx, &st));
-	printf("zcbench: libzcrecv %s, backend %s, predictor %s, calibration: "
-	       "copy %.0f ns/page, remap %.0f ns/page, auto remaps from %llu "
-	       "pages%s\n", zcr_version(), st.backend_name, st.predictor,
+	printf("zcbench: libzcrecv %s, backend %s, predictor %s, calibration "
+	       "at 64 KiB: copy %.0f ns/page, remap %.0f ns/page; auto remaps "
+	       "from %llu pages (prior)%s\n", zcr_version(), st.backend_name, st.predictor,
 	       st.copy_ns_per_page, st.remap_ns_per_page,
 	       (unsigned long long)st.min_remap_pages,
 	       emulated ? " (EMULATED timings: compare ratios only)" : "");
+	printf("zcbench: transport %s\n", transport_of(ctx, ep));
 	printf("%-6s %-7s %9s %6s %11s %10s %7s %10s  %s\n", "mode", "arrival",
 	       "size", "iters", "latency_us", "MB/s", "hits", "pages/msg",
 	       "verified");
@@ -623,6 +733,7 @@ int main(int argc, char **argv)
 
 		CHECK(zcr_send(ep, &c, sizeof(c), TAG_CTRL));
 	}
+	print_landing(ctx);
 	if (child > 0) {
 		int status;
 
@@ -662,6 +773,21 @@ int main(int argc, char **argv)
 			print_nptcp(npfile, emulated);
 		else
 			printf("zcbench: NPtcp not available: no reference line\n");
+	}
+	if (npompi) {
+		if (!ompifile) {
+			snprintf(ompibuf, sizeof(ompibuf),
+				 "/tmp/zcbench-ompi.%d.out", (int)getpid());
+			ompifile = ompibuf;
+		}
+		if (run_npompi(min, max, ompifile) == 0) {
+			print_np(ompifile, "NetPIPE NPopenmpi (Open MPI, "
+				 "shared-memory BTL vader, CMA)", emulated);
+			ompi_ref = ompifile;
+		} else {
+			printf("zcbench: NPopenmpi not available: no Open MPI "
+			       "reference line\n");
+		}
 	}
 	if (png && csv && strcmp(csv, "-")) {
 		if (plot(csv, nptcp ? npfile : NULL, png, emulated) == 0)

@@ -49,6 +49,21 @@ static int env_choice(bool quiet, const char *var, const char *const *names,
 	return env_bad(quiet, var, v, expected);
 }
 
+/* The backend ZCRECV_BACKEND names, dflt when unset, or -EINVAL (said). */
+static int env_backend(bool quiet, int dflt)
+{
+	const char *v = getenv("ZCRECV_BACKEND");
+	int id;
+
+	if (!v || !*v)
+		return dflt;
+	id = __zcr_remap_lookup(v);
+	if (id < 0)
+		return env_bad(quiet, "ZCRECV_BACKEND", v,
+			       "auto, kmod, uffd-move or copy");
+	return id;
+}
+
 /* A number in [1, INT_MAX] from var, dflt when unset, or -EINVAL. */
 static int env_pos(bool quiet, const char *var, int dflt,
 		   const char *expected)
@@ -129,8 +144,6 @@ static bool all_zero(const void *p, size_t n)
 static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 {
 	static const char *const policies[] = { "auto", "copy", "remap" };
-	static const char *const backends[] = { "auto", "kmod", "uffd",
-						"copy" };
 	static const char ms[] = "a positive number of milliseconds";
 	struct zcr_ctx *ctx;
 	const char *pred;
@@ -147,8 +160,7 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 		return quiet;
 	policy = env_choice(quiet, "ZCRECV_POLICY", policies, 3,
 			    attr->policy, "auto, copy or remap");
-	backend = env_choice(quiet, "ZCRECV_BACKEND", backends, 4,
-			     attr->backend, "auto, kmod, uffd or copy");
+	backend = env_backend(quiet, attr->backend);
 	hs_ms = env_pos(quiet, "ZCRECV_HANDSHAKE_TIMEOUT_MS",
 			attr->handshake_timeout_ms ?
 			attr->handshake_timeout_ms : ZCR_DEFAULT_HANDSHAKE_MS,
@@ -183,7 +195,6 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	ctx->progress_timeout_ns = (uint64_t)pr_ms * 1000000;
 	ctx->max_conns = (unsigned int)conns;
 	ctx->page = (size_t)sysconf(_SC_PAGESIZE);
-	ctx->uffd = -1;
 	zcr_list_init(&ctx->eps);
 	zcr_list_init(&ctx->posted);
 	zcr_list_init(&ctx->unexpected);
@@ -319,9 +330,7 @@ int zcr_ctx_stats_sized(struct zcr_ctx *ctx, struct zcr_stats *out,
 	st->staging_limit = ctx->staging_limit;
 	st->policy = ctx->policy;
 	st->backend = ctx->be[0].ops->id;
-	st->min_remap_pages = ctx->policy == ZCRECV_POLICY_REMAP ? 1 :
-			      ctx->policy == ZCRECV_POLICY_COPY ? 0 :
-			      ctx->be[0].min_pages;
+	st->min_remap_pages = __zcr_remap_min_pages(ctx);
 	st->copy_ns_per_page = ctx->be[0].copy_ns;
 	st->remap_ns_per_page = ctx->be[0].remap_ns;
 	snprintf(st->predictor, sizeof(st->predictor), "%s", ctx->pred_name);

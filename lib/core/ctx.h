@@ -110,9 +110,6 @@ struct zcr_ctx {
 	/* remap engine */
 	struct zcr_backend_state be[ZCR_MAX_BACKENDS];
 	int nbe;
-	int uffd;
-	char *uffd_tmp;
-	size_t uffd_tmp_len;
 	/* transports */
 	struct zcr_transport tr[ZCR_MAX_TRANSPORTS];
 	int ntr;

@@ -158,7 +158,7 @@ int zcr_ep_error(struct zcr_ep *ep, const char **msg)
 	pthread_mutex_lock(&ep->ctx->lock);
 	ret = ep->error;
 	if (msg)
-		*msg = ep->state == ZCR_EP_CLOSED ? ep->errmsg : "";
+		*msg = ep->errmsg;	/* open: what carries it, and why */
 	pthread_mutex_unlock(&ep->ctx->lock);
 	return ret;
 }

@@ -6,10 +6,14 @@
  * Zone memory is what the kmod backend can exchange pages with; anonymous
  * private memory is what UFFDIO_MOVE can move pages into. Either way the
  * allocation is page aligned, so a receive into its start has page offset 0
- * and every full page of it can be remapped.
+ * and every full page of it can be remapped. Anonymous allocations of 2 MiB
+ * or more are 2 MiB aligned, a multiple of 2 MiB long and advised
+ * MADV_HUGEPAGE: where transparent huge pages are enabled ("always" or
+ * "madvise"), UFFDIO_MOVE then moves each 2 MiB unit as one PMD.
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -37,6 +41,31 @@ int __zcr_zone_map(struct zcr_ctx *ctx, size_t len, void **p)
 	return 0;
 }
 
+int __zcr_anon_map(size_t len, bool huge, void **p)
+{
+	size_t map = huge ? len + ZCR_HUGE_SIZE : len;
+	char *a, *b;
+
+	a = mmap(NULL, map, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (a == MAP_FAILED)
+		return -errno;
+	b = a;
+	if (huge) {
+		/* Keep the 2 MiB aligned len bytes, unmap the rest. */
+		b = (char *)(((uintptr_t)a + ZCR_HUGE_SIZE - 1) &
+			     ~(uintptr_t)(ZCR_HUGE_SIZE - 1));
+		if (b > a)
+			munmap(a, (size_t)(b - a));
+		if (a + map > b + len)
+			munmap(b + len, (size_t)(a + map - (b + len)));
+	}
+	/* Advice only: a kernel without THP says EINVAL, which is fine. */
+	madvise(b, len, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+	*p = b;
+	return 0;
+}
+
 int zcr_mem_alloc(struct zcr_ctx *ctx, size_t size, void **ptr)
 {
 	struct zcr_mem *m;
@@ -52,14 +81,24 @@ int zcr_mem_alloc(struct zcr_ctx *ctx, size_t size, void **ptr)
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	ret = __zcr_zone_map(ctx, len, &a);
+	/* Zones only serve the kmod backend; uffd-move needs anonymous. */
+	ret = -EOPNOTSUPP;
+	if (ctx->be[0].ops->id == ZCRECV_BACKEND_KMOD)
+		ret = __zcr_zone_map(ctx, len, &a);
 	if (ret == 0) {
 		m->zone = true;
 	} else {
-		a = mmap(NULL, len, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (a == MAP_FAILED) {
-			ret = -errno;
+		bool huge = len >= ZCR_HUGE_SIZE;
+
+		if (huge) {
+			len = (len + ZCR_HUGE_SIZE - 1) & ~(ZCR_HUGE_SIZE - 1);
+			if (len < size) {
+				free(m);
+				return -EOVERFLOW;
+			}
+		}
+		ret = __zcr_anon_map(len, huge, &a);
+		if (ret) {
 			free(m);
 			return ret;
 		}

@@ -22,6 +22,14 @@ struct zcr_mem {
 };
 
 int __zcr_zone_map(struct zcr_ctx *ctx, size_t len, void **p);
+/*
+ * Anonymous private memory of len bytes (a multiple of the page size).
+ * huge: 2 MiB aligned and advised MADV_HUGEPAGE, so that its 2 MiB
+ * units are transparent huge pages where the system allows them
+ * (/sys/kernel/mm/transparent_hugepage/enabled not "never"); else
+ * MADV_NOHUGEPAGE. Returns 0 or -errno.
+ */
+int __zcr_anon_map(size_t len, bool huge, void **p);
 bool __zcr_mem_in_zone(struct zcr_ctx *ctx, const void *p, size_t len);
 
 #endif /* ZCR_MEM_H */

@@ -184,6 +184,8 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	}
 	off = predict_offset(ctx, a->src, a->tag, &pbuf);
 	ops = __zcr_remap_pick(ctx, pbuf, a->len);
+	if (pbuf)
+		off = __zcr_remap_stage_offset(ctx, ops, pbuf, a->len);
 	/*
 	 * max_msg and staging_bytes may be lifted to UINT64_MAX: a length
 	 * near 2^64 must not wrap off + len, rounded up to pages, into a
@@ -266,15 +268,15 @@ static void msg_deliver(struct zcr_ctx *ctx, struct zcr_msg *m,
 			struct zcr_req *r)
 {
 	size_t n = m->len < r->size ? m->len : r->size;
-	bool same = ((uintptr_t)r->buf & (ctx->page - 1)) == m->off;
+	bool same = ((uintptr_t)r->buf & (ctx->page - 1)) ==
+		    (m->off & (ctx->page - 1));
 
 	if (same)
 		ctx->st.hits++;
 	else
 		ctx->st.misses++;
 	/* A truncated message is copied: its last page is not the sender's. */
-	__zcr_remap_deliver_locked(ctx, m->slot->ops, r->buf,
-				   m->slot->base + m->off, n,
+	__zcr_remap_deliver_locked(ctx, m->slot, m->off, r->buf, n,
 				   same && m->len <= r->size);
 	r->st.source = m->src;
 	r->st.tag = m->tag;

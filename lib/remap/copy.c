@@ -9,11 +9,13 @@
 
 #include "core/ctx.h"
 
-static int copy_slot_alloc(struct zcr_ctx *ctx, size_t len, void **p)
+static int copy_slot_alloc(struct zcr_ctx *ctx, void *priv, size_t len,
+			   void **p)
 {
 	void *a;
 
 	(void)ctx;
+	(void)priv;
 	a = mmap(NULL, len, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (a == MAP_FAILED)
@@ -22,27 +24,12 @@ static int copy_slot_alloc(struct zcr_ctx *ctx, size_t len, void **p)
 	return 0;
 }
 
-static void copy_slot_free(struct zcr_ctx *ctx, void *p, size_t len)
+static void copy_slot_free(struct zcr_ctx *ctx, void *priv, void *p,
+			   size_t len)
 {
 	(void)ctx;
+	(void)priv;
 	munmap(p, len);
-}
-
-static bool copy_eligible(struct zcr_ctx *ctx, const void *dst, size_t len)
-{
-	(void)ctx;
-	(void)dst;
-	(void)len;
-	return false;
-}
-
-static long copy_remap(struct zcr_ctx *ctx, void *dst, void *src, size_t len)
-{
-	(void)ctx;
-	(void)dst;
-	(void)src;
-	(void)len;
-	return -EOPNOTSUPP;
 }
 
 const struct zcr_remap_ops __zcr_remap_copy = {
@@ -50,6 +37,4 @@ const struct zcr_remap_ops __zcr_remap_copy = {
 	.id = ZCRECV_BACKEND_COPY,
 	.slot_alloc = copy_slot_alloc,
 	.slot_free = copy_slot_free,
-	.eligible = copy_eligible,
-	.remap = copy_remap,
 };

@@ -1,16 +1,23 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * engine.c - the remap engine: which backends a context uses, the landing
- * decision (remap the full pages or copy), and the calibration that makes
- * the automatic policy never slower than copying.
+ * engine.c - the remap engine: the registry of backends, which of them a
+ * context uses, where a message is staged for them, and the landing
+ * policy: copy the staged bytes or remap the full pages.
  *
- * Calibration, at context creation, per backend: the best of several runs
- * of copying and of remapping N1 and N2 pages gives copy cost c per page and
- * remap cost a + b*n. Remapping n full pages pays off when a + b*n is below
- * c*n by a margin for noise: n >= a / (c*(1 - margin) - b). When b is not
- * below c*(1 - margin), no size pays off and the auto policy always copies.
+ * The auto policy decides per backend and per size class (messages of 2^k
+ * to 2^(k+1) - 1 bytes) from what landings of that class actually cost:
+ * every landing the engine decides is timed whole (moves, registration,
+ * faults, the first read of every moved page, head and tail copies, any
+ * fallback copy) and folded into a moving average of its kind. The cheaper
+ * kind wins; one landing in ZCR_LAND_EXPLORE takes the other, so a wrong
+ * estimate or a machine that changed is noticed and corrected. A
+ * calibration at context creation (copy and remap of 64 KiB and of one
+ * 2 MiB unit, best of three) seeds every class as one sample: a prior,
+ * replaced by what real landings cost. Forced policies (copy, remap) are
+ * timed too, so switching to auto later starts from measured costs.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -18,15 +25,18 @@
 
 #include "core/ctx.h"
 
-#define CAL_N1		8
-#define CAL_N2		64
-#define CAL_RUNS	7
-#define CAL_MARGIN	0.10
+#define CAL_SMALL	(64UL << 10)
+#define CAL_RUNS	3
+#define LAND_CLAMP	2.0	/* a sample counts at most 2x the average */
 
-static const struct zcr_remap_ops *const backends[] = {
+/* Every backend, in the order auto tries them; copy is always last. */
+static const struct zcr_remap_ops *const registry[] = {
 	&__zcr_remap_kmod,
 	&__zcr_remap_uffd,
+	&__zcr_remap_copy,
 };
+
+#define NREG	(sizeof(registry) / sizeof(registry[0]))
 
 static double now_ns(void)
 {
@@ -36,183 +46,29 @@ static double now_ns(void)
 	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
-static void touch(char *p, size_t len, int v)
-{
-	memset(p, v, len);
-}
-
-/* Memory a backend can remap into, as an application would have it. */
-static int cal_dst(struct zcr_ctx *ctx, const struct zcr_remap_ops *ops,
-		   size_t len, void **p)
-{
-	if (ops->id == ZCRECV_BACKEND_KMOD)
-		return __zcr_zone_map(ctx, len, p);
-	*p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return *p == MAP_FAILED ? -errno : 0;
-}
-
-static void calibrate(struct zcr_ctx *ctx, struct zcr_backend_state *bs)
-{
-	size_t len = CAL_N2 * ctx->page;
-	double copy[2] = { 1e30, 1e30 }, rm[2] = { 1e30, 1e30 };
-	size_t n[2] = { CAL_N1, CAL_N2 };
-	void *src = NULL, *dst = NULL;
-	double c, a, b, t;
-	int i, k;
-
-	bs->min_pages = 0;
-	if (bs->ops->slot_alloc(ctx, len, &src) < 0)
-		return;
-	if (cal_dst(ctx, bs->ops, len, &dst) < 0) {
-		bs->ops->slot_free(ctx, src, len);
-		return;
-	}
-	touch(dst, len, 1);
-	for (i = 0; i < CAL_RUNS; i++) {
-		for (k = 0; k < 2; k++) {
-			size_t l = n[k] * ctx->page;
-
-			touch(src, l, 2 + i);
-			t = now_ns();
-			memcpy(dst, src, l);
-			t = now_ns() - t;
-			if (t < copy[k])
-				copy[k] = t;
-			t = now_ns();
-			if (bs->ops->remap(ctx, dst, src, l) != (long)l)
-				goto out;
-			t = now_ns() - t;
-			if (t < rm[k])
-				rm[k] = t;
-		}
-	}
-	c = copy[1] / CAL_N2;
-	b = (rm[1] - rm[0]) / (CAL_N2 - CAL_N1);
-	if (b < 0)
-		b = 0;
-	a = rm[0] - b * CAL_N1;
-	if (a < 0)
-		a = 0;
-	bs->copy_ns = c;
-	bs->remap_ns = rm[1] / CAL_N2;
-	if (b < c * (1 - CAL_MARGIN)) {
-		double m = a / (c * (1 - CAL_MARGIN) - b);
-
-		bs->min_pages = (uint64_t)m + 1;
-	}
-out:
-	munmap(dst, len);
-	bs->ops->slot_free(ctx, src, len);
-}
-
-int __zcr_remap_setup(struct zcr_ctx *ctx, int want)
+int __zcr_remap_lookup(const char *name)
 {
 	size_t i;
 
-	ctx->nbe = 0;
-	if (want != ZCRECV_BACKEND_COPY) {
-		for (i = 0; i < sizeof(backends) / sizeof(backends[0]); i++) {
-			const struct zcr_remap_ops *ops = backends[i];
-
-			if (want != ZCRECV_BACKEND_AUTO && want != ops->id)
-				continue;
-			if (ops->init && ops->init(ctx) < 0)
-				continue;
-			ctx->be[ctx->nbe].ops = ops;
-			calibrate(ctx, &ctx->be[ctx->nbe]);
-			ctx->nbe++;
-		}
-	}
-	/* Copy is always last: it stages what no other backend can take. */
-	ctx->be[ctx->nbe].ops = &__zcr_remap_copy;
-	ctx->nbe++;
-	if (want != ZCRECV_BACKEND_AUTO && ctx->be[0].ops->id != want)
-		return -EOPNOTSUPP;
-	return 0;
+	if (!strcmp(name, "auto"))
+		return ZCRECV_BACKEND_AUTO;
+	for (i = 0; i < NREG; i++)
+		if (!strcmp(name, registry[i]->name) ||
+		    (registry[i]->alias && !strcmp(name, registry[i]->alias)))
+			return registry[i]->id;
+	return -EINVAL;
 }
 
-void __zcr_remap_teardown(struct zcr_ctx *ctx)
+const char *zcr_backend_name(int backend)
 {
-	int i;
+	size_t i;
 
-	for (i = 0; i < ctx->nbe; i++)
-		if (ctx->be[i].ops->fini)
-			ctx->be[i].ops->fini(ctx);
-	ctx->nbe = 0;
-}
-
-static struct zcr_backend_state *state_of(struct zcr_ctx *ctx,
-					  const struct zcr_remap_ops *ops)
-{
-	int i;
-
-	for (i = 0; i < ctx->nbe; i++)
-		if (ctx->be[i].ops == ops)
-			return &ctx->be[i];
-	return &ctx->be[ctx->nbe - 1];
-}
-
-const struct zcr_remap_ops *__zcr_remap_pick(struct zcr_ctx *ctx,
-					     const void *dst, size_t len)
-{
-	int i;
-
-	if (dst && ctx->policy != ZCRECV_POLICY_COPY)
-		for (i = 0; i < ctx->nbe - 1; i++)
-			if (ctx->be[i].ops->eligible(ctx, dst, len))
-				return ctx->be[i].ops;
-	return &__zcr_remap_copy;
-}
-
-static uint64_t min_pages(struct zcr_ctx *ctx, struct zcr_backend_state *bs)
-{
-	switch (ctx->policy) {
-	case ZCRECV_POLICY_COPY:
-		return 0;
-	case ZCRECV_POLICY_REMAP:
-		return 1;
-	default:
-		return bs->min_pages;
-	}
-}
-
-void __zcr_remap_deliver_locked(struct zcr_ctx *ctx,
-				const struct zcr_remap_ops *ops, char *dst,
-				const char *src, size_t n, bool same_offset)
-{
-	uintptr_t a = ((uintptr_t)dst + ctx->page - 1) & ~(ctx->page - 1);
-	uintptr_t e = ((uintptr_t)dst + n) & ~(ctx->page - 1);
-	struct zcr_backend_state *bs = state_of(ctx, ops);
-	uint64_t minp = min_pages(ctx, bs);
-	size_t head, full;
-	long done;
-
-	if (!same_offset || ops->id == ZCRECV_BACKEND_COPY || !minp ||
-	    e <= a || (e - a) / ctx->page < minp ||
-	    !ops->eligible(ctx, (void *)a, e - a))
-		goto copy_all;
-	head = a - (uintptr_t)dst;
-	full = e - a;
-	done = ops->remap(ctx, (void *)a, (void *)(src + head), full);
-	if (done <= 0) {
-		ctx->st.remap_fallbacks++;
-		goto copy_all;
-	}
-	ctx->st.remaps++;
-	ctx->st.pages_remapped += (uint64_t)done / ctx->page;
-	if ((size_t)done < full)
-		ctx->st.remap_fallbacks++;
-	/* Partial head and tail pages, and whatever the backend left. */
-	memcpy(dst, src, head);
-	memcpy(dst + head + done, src + head + done, n - head - (size_t)done);
-	ctx->st.bytes_copied += n - (size_t)done;
-	return;
-copy_all:
-	/* dst may be NULL for a zero-size receive: memcpy must not see it. */
-	if (n)
-		memcpy(dst, src, n);
-	ctx->st.bytes_copied += n;
+	if (backend == ZCRECV_BACKEND_AUTO)
+		return "auto";
+	for (i = 0; i < NREG; i++)
+		if (registry[i]->id == backend)
+			return registry[i]->name;
+	return "?";
 }
 
 const char *zcr_policy_name(int policy)
@@ -228,17 +84,371 @@ const char *zcr_policy_name(int policy)
 	return "?";
 }
 
-const char *zcr_backend_name(int backend)
+/* ---- the policy ----------------------------------------------------------- */
+
+int __zcr_land_choose(struct zcr_land_class *c)
 {
-	switch (backend) {
-	case ZCRECV_BACKEND_AUTO:
-		return "auto";
-	case ZCRECV_BACKEND_KMOD:
-		return "kmod";
-	case ZCRECV_BACKEND_UFFD:
-		return "uffd-move";
-	case ZCRECV_BACKEND_COPY:
-		return "copy";
+	int k, best;
+
+	c->tick++;
+	best = c->cost[ZCR_LAND_REMAP] < c->cost[ZCR_LAND_COPY] ?
+	       ZCR_LAND_REMAP : ZCR_LAND_COPY;
+	if (c->n[ZCR_LAND_COPY] < ZCR_LAND_WARM ||
+	    c->n[ZCR_LAND_REMAP] < ZCR_LAND_WARM) {
+		/* Warming up: the kind with fewer samples, else the cheaper. */
+		if (c->n[ZCR_LAND_COPY] != c->n[ZCR_LAND_REMAP])
+			k = c->n[ZCR_LAND_COPY] < c->n[ZCR_LAND_REMAP] ?
+			    ZCR_LAND_COPY : ZCR_LAND_REMAP;
+		else
+			k = best;
+	} else {
+		k = c->tick % ZCR_LAND_EXPLORE ? best : !best;
 	}
-	return "?";
+	c->last = k;
+	return k;
+}
+
+void __zcr_land_record(struct zcr_land_class *c, int k, double ns)
+{
+	double *avg = &c->cost[k], w;
+	bool best = (k == ZCR_LAND_REMAP) ==
+		    (c->cost[ZCR_LAND_REMAP] < c->cost[ZCR_LAND_COPY]);
+
+	if (ns < 0)
+		ns = 0;
+	if (!c->n[k]) {
+		*avg = ns;
+		c->n[k] = 1;
+		return;
+	}
+	/* One preempted landing must not flip an established choice. */
+	if (c->n[k] >= 4 && ns > LAND_CLAMP * *avg)
+		ns = LAND_CLAMP * *avg;
+	/* A running mean at first, then a moving average; rare samples of
+	 * the other kind weigh more, so a change is seen in few of them. */
+	w = 1.0 / (double)(c->n[k] + 1 < 4 ? c->n[k] + 1 : 4);
+	if (!best && w < 0.5)
+		w = 0.5;
+	*avg += (ns - *avg) * w;
+	c->n[k]++;
+}
+
+static unsigned int class_of(size_t n)
+{
+	unsigned int k = n ? 63 - (unsigned int)__builtin_clzll(n) : 0;
+
+	return k < ZCR_LAND_CLASSES ? k : ZCR_LAND_CLASSES - 1;
+}
+
+/* ---- backends of a context ------------------------------------------------ */
+
+struct zcr_backend_state *__zcr_remap_state(struct zcr_ctx *ctx,
+					    const struct zcr_remap_ops *ops)
+{
+	int i;
+
+	for (i = 0; i < ctx->nbe; i++)
+		if (ctx->be[i].ops == ops)
+			return &ctx->be[i];
+	return &ctx->be[ctx->nbe - 1];
+}
+
+/* Memory a backend can remap into, as an application would have it. */
+static int cal_dst(struct zcr_ctx *ctx, const struct zcr_remap_ops *ops,
+		   size_t len, void **p)
+{
+	if (ops->id == ZCRECV_BACKEND_KMOD)
+		return __zcr_zone_map(ctx, len, p);
+	return __zcr_anon_map(len, len >= ZCR_HUGE_SIZE, p);
+}
+
+static void touch_pages(struct zcr_ctx *ctx, const char *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i += ctx->page)
+		(void)*(volatile const char *)(p + i);
+}
+
+/* Best of CAL_RUNS copies and remaps of len bytes: ns each, 0 if none. */
+static void cal_size(struct zcr_ctx *ctx, struct zcr_backend_state *bs,
+		     size_t len, double *copy, double *rm)
+{
+	const struct zcr_remap_ops *ops = bs->ops;
+	struct zcr_slot s = { .ops = ops };
+	void *dst;
+	double t;
+	int i;
+
+	*copy = *rm = 0;
+	s.cap = ops->slot_size ? ops->slot_size(ctx, bs->priv, len) : len;
+	if (ops->slot_alloc(ctx, bs->priv, s.cap, (void **)&s.base) < 0)
+		return;
+	if (cal_dst(ctx, ops, len, &dst) < 0) {
+		ops->slot_free(ctx, bs->priv, s.base, s.cap);
+		return;
+	}
+	memset(dst, 1, len);
+	for (i = 0; i < CAL_RUNS; i++) {
+		memset(s.base, 2 + i, len);
+		t = now_ns();
+		memcpy(dst, s.base, len);
+		t = now_ns() - t;
+		if (!*copy || t < *copy)
+			*copy = t;
+		t = now_ns();
+		if (ops->remap(ctx, bs->priv, dst, &s, 0, len) != (long)len) {
+			*rm = 0;
+			break;
+		}
+		touch_pages(ctx, dst, len);
+		t = now_ns() - t;
+		if (!*rm || t < *rm)
+			*rm = t;
+	}
+	munmap(dst, len);
+	ops->slot_free(ctx, bs->priv, s.base, s.cap);
+}
+
+/* Seed every size class with one sample scaled from the calibration. */
+static void calibrate(struct zcr_ctx *ctx, struct zcr_backend_state *bs)
+{
+	double c[2], r[2];
+	unsigned int k;
+
+	cal_size(ctx, bs, CAL_SMALL, &c[0], &r[0]);
+	cal_size(ctx, bs, ZCR_HUGE_SIZE, &c[1], &r[1]);
+	bs->copy_ns = c[0] / (double)(CAL_SMALL / ctx->page);
+	bs->remap_ns = r[0] / (double)(CAL_SMALL / ctx->page);
+	for (k = 0; k < ZCR_LAND_CLASSES; k++) {
+		struct zcr_land_class *cl = &bs->cls[k];
+		double size = (double)(1ULL << (k < 62 ? k : 62));
+		int i = size >= ZCR_HUGE_SIZE && r[1] > 0 ? 1 : 0;
+		double base = i ? ZCR_HUGE_SIZE : CAL_SMALL;
+
+		if (!c[i] || !r[i])
+			continue;
+		/* Copies scale with the bytes; a remap has a fixed cost. */
+		__zcr_land_record(cl, ZCR_LAND_COPY, c[i] * size / base);
+		__zcr_land_record(cl, ZCR_LAND_REMAP, size < base ? r[i] :
+				  r[i] * size / base);
+	}
+}
+
+int __zcr_remap_setup(struct zcr_ctx *ctx, int want)
+{
+	size_t i;
+
+	ctx->nbe = 0;
+	for (i = 0; i < NREG; i++) {
+		const struct zcr_remap_ops *ops = registry[i];
+		struct zcr_backend_state *bs = &ctx->be[ctx->nbe];
+		bool last = ops == &__zcr_remap_copy;
+
+		if (!last && (want == ZCRECV_BACKEND_COPY ||
+			      (want != ZCRECV_BACKEND_AUTO && want != ops->id)))
+			continue;
+		memset(bs, 0, sizeof(*bs));
+		bs->ops = ops;
+		if (ops->priv_size) {
+			bs->priv = calloc(1, ops->priv_size);
+			if (!bs->priv)
+				continue;
+		}
+		if (ops->init && ops->init(ctx, bs->priv) < 0) {
+			free(bs->priv);
+			continue;
+		}
+		ctx->nbe++;
+		if (ops->remap)
+			calibrate(ctx, bs);
+	}
+	if (want != ZCRECV_BACKEND_AUTO && ctx->be[0].ops->id != want)
+		return -EOPNOTSUPP;
+	return 0;
+}
+
+void __zcr_remap_teardown(struct zcr_ctx *ctx)
+{
+	int i;
+
+	for (i = 0; i < ctx->nbe; i++) {
+		if (ctx->be[i].ops->fini)
+			ctx->be[i].ops->fini(ctx, ctx->be[i].priv);
+		free(ctx->be[i].priv);
+	}
+	ctx->nbe = 0;
+}
+
+const struct zcr_remap_ops *__zcr_remap_pick(struct zcr_ctx *ctx,
+					     const void *dst, size_t len)
+{
+	int i;
+
+	if (dst && ctx->policy != ZCRECV_POLICY_COPY)
+		for (i = 0; i < ctx->nbe - 1; i++)
+			if (ctx->be[i].ops->eligible(ctx, ctx->be[i].priv,
+						     dst, len))
+				return ctx->be[i].ops;
+	return &__zcr_remap_copy;
+}
+
+size_t __zcr_remap_stage_offset(struct zcr_ctx *ctx,
+				const struct zcr_remap_ops *ops,
+				const void *dst, size_t len)
+{
+	struct zcr_backend_state *bs = __zcr_remap_state(ctx, ops);
+	size_t unit = ops->unit ? ops->unit(ctx, bs->priv, len) : ctx->page;
+
+	return (size_t)((uintptr_t)dst & (unit - 1));
+}
+
+uint64_t __zcr_remap_min_pages(struct zcr_ctx *ctx)
+{
+	struct zcr_backend_state *bs = &ctx->be[0];
+	unsigned int k;
+
+	if (!bs->ops->remap || ctx->policy == ZCRECV_POLICY_COPY)
+		return 0;
+	if (ctx->policy == ZCRECV_POLICY_REMAP)
+		return 1;
+	for (k = 0; k < ZCR_LAND_CLASSES; k++)
+		if (bs->cls[k].n[ZCR_LAND_REMAP] &&
+		    bs->cls[k].cost[ZCR_LAND_REMAP] <
+		    bs->cls[k].cost[ZCR_LAND_COPY])
+			return ((1ULL << k) + ctx->page - 1) / ctx->page;
+	return 0;
+}
+
+/* ---- landing -------------------------------------------------------------- */
+
+/*
+ * The first read of a page moved at 4 KiB granularity may cost a page-table
+ * fill (a few µs under nested virtualisation): pay it here, where the
+ * landing is timed, not later in the application. Whole 2 MiB units moved
+ * as one PMD cost one fill each; their pages are not read one by one (that
+ * would pull 512 cache lines from memory for nothing).
+ */
+static void touch_moved(struct zcr_ctx *ctx, struct zcr_backend_state *bs,
+			struct zcr_slot *s, const char *p, size_t len)
+{
+	uintptr_t a = ((uintptr_t)p + ZCR_HUGE_SIZE - 1) &
+		      ~(uintptr_t)(ZCR_HUGE_SIZE - 1);
+	uintptr_t e = ((uintptr_t)p + len) & ~(uintptr_t)(ZCR_HUGE_SIZE - 1);
+
+	if (!bs->ops->unit ||
+	    bs->ops->unit(ctx, bs->priv, s->cap) < ZCR_HUGE_SIZE || e <= a) {
+		touch_pages(ctx, p, len);
+		return;
+	}
+	touch_pages(ctx, p, a - (uintptr_t)p);
+	for (; a < e; a += ZCR_HUGE_SIZE)
+		(void)*(volatile const char *)a;
+	touch_pages(ctx, (const char *)e, (uintptr_t)p + len - e);
+}
+
+/* Remap the full pages [a, e) of dst; copy the rest. */
+static void land_remap(struct zcr_ctx *ctx, struct zcr_backend_state *bs,
+		       struct zcr_slot *s, size_t off, char *dst, size_t n,
+		       uintptr_t a, uintptr_t e)
+{
+	size_t head = a - (uintptr_t)dst, full = e - a;
+	const char *src = s->base + off;
+	long done;
+
+	/* Head and tail first: a remap may hand the slot other memory. */
+	memcpy(dst, src, head);
+	memcpy(dst + head + full, src + head + full, n - head - full);
+	done = bs->ops->remap(ctx, bs->priv, (void *)a, s, off + head, full);
+	if (done < 0)
+		done = 0;
+	if (done)
+		ctx->st.remaps++;
+	if ((size_t)done < full) {
+		ctx->st.remap_fallbacks++;
+		src = s->base + off;
+		memcpy(dst + head + done, src + head + done,
+		       full - (size_t)done);
+	}
+	touch_moved(ctx, bs, s, (const char *)a, (size_t)done);
+	ctx->st.pages_remapped += (uint64_t)done / ctx->page;
+	ctx->st.bytes_copied += n - (size_t)done;
+}
+
+void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
+				size_t off, char *dst, size_t n,
+				bool same_offset)
+{
+	uintptr_t a = ((uintptr_t)dst + ctx->page - 1) & ~(ctx->page - 1);
+	uintptr_t e = ((uintptr_t)dst + n) & ~(ctx->page - 1);
+	struct zcr_backend_state *bs = __zcr_remap_state(ctx, s->ops);
+	struct zcr_land_class *c;
+	double t;
+	int k;
+
+	if (!same_offset || !s->ops->remap || e <= a ||
+	    !s->ops->eligible(ctx, bs->priv, (void *)a, e - a))
+		goto copy_all;
+	c = &bs->cls[class_of(n)];
+	if (ctx->policy == ZCRECV_POLICY_COPY)
+		k = ZCR_LAND_COPY;
+	else if (ctx->policy == ZCRECV_POLICY_REMAP)
+		k = ZCR_LAND_REMAP;
+	else
+		k = __zcr_land_choose(c);
+	t = now_ns();
+	if (k == ZCR_LAND_REMAP) {
+		land_remap(ctx, bs, s, off, dst, n, a, e);
+	} else {
+		memcpy(dst, s->base + off, n);
+		ctx->st.bytes_copied += n;
+	}
+	__zcr_land_record(c, k, now_ns() - t);
+	return;
+copy_all:
+	/* dst may be NULL for a zero-size receive: memcpy must not see it. */
+	if (n)
+		memcpy(dst, s->base + off, n);
+	ctx->st.bytes_copied += n;
+}
+
+int zcr_ctx_landing_stats(struct zcr_ctx *ctx, struct zcr_landing_class *out,
+			  size_t size_of_struct, unsigned int max)
+{
+	unsigned int k, got = 0;
+	int i;
+
+	if (!ctx || !size_of_struct || (max && !out))
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	for (i = 0; i < ctx->nbe; i++) {
+		struct zcr_backend_state *bs = &ctx->be[i];
+
+		for (k = 0; k < ZCR_LAND_CLASSES && bs->ops->remap; k++) {
+			const struct zcr_land_class *c = &bs->cls[k];
+			struct zcr_landing_class lc;
+
+			if (c->n[0] + c->n[1] <= 2 && !c->tick)
+				continue;	/* the prior only */
+			if (got == max)
+				goto out;
+			memset(&lc, 0, sizeof(lc));
+			lc.size_min = 1ULL << k;
+			lc.copy_ns = c->cost[ZCR_LAND_COPY];
+			lc.remap_ns = c->cost[ZCR_LAND_REMAP];
+			lc.copy_samples = c->n[ZCR_LAND_COPY];
+			lc.remap_samples = c->n[ZCR_LAND_REMAP];
+			lc.choice = lc.remap_ns < lc.copy_ns ?
+				    ZCRECV_POLICY_REMAP : ZCRECV_POLICY_COPY;
+			snprintf(lc.backend, sizeof(lc.backend), "%s",
+				 bs->ops->name);
+			memcpy((char *)out + (size_t)got * size_of_struct, &lc,
+			       size_of_struct < sizeof(lc) ? size_of_struct :
+			       sizeof(lc));
+			got++;
+		}
+	}
+out:
+	pthread_mutex_unlock(&ctx->lock);
+	return (int)got;
 }

@@ -16,10 +16,11 @@
 
 #include "core/ctx.h"
 
-static int kmod_init(struct zcr_ctx *ctx)
+static int kmod_init(struct zcr_ctx *ctx, void *priv)
 {
 	const uint64_t need = ZCRECV_FEATURE_ZONES | ZCRECV_FEATURE_REMAP;
 
+	(void)priv;
 	if (ctx->kmod_fd < 0)
 		return -ENODEV;
 	if ((ctx->kmod.features & need) != need)
@@ -27,29 +28,37 @@ static int kmod_init(struct zcr_ctx *ctx)
 	return 0;
 }
 
-static int kmod_slot_alloc(struct zcr_ctx *ctx, size_t len, void **p)
+static int kmod_slot_alloc(struct zcr_ctx *ctx, void *priv, size_t len,
+			   void **p)
 {
+	(void)priv;
 	return __zcr_zone_map(ctx, len, p);
 }
 
-static void kmod_slot_free(struct zcr_ctx *ctx, void *p, size_t len)
+static void kmod_slot_free(struct zcr_ctx *ctx, void *priv, void *p,
+			   size_t len)
 {
 	(void)ctx;
+	(void)priv;
 	munmap(p, len);
 }
 
-static bool kmod_eligible(struct zcr_ctx *ctx, const void *dst, size_t len)
+static bool kmod_eligible(struct zcr_ctx *ctx, void *priv, const void *dst,
+			  size_t len)
 {
+	(void)priv;
 	return __zcr_mem_in_zone(ctx, dst, len);
 }
 
-static long kmod_remap(struct zcr_ctx *ctx, void *dst, void *src, size_t len)
+static long kmod_remap(struct zcr_ctx *ctx, void *priv, void *dst,
+		       struct zcr_slot *s, size_t off, size_t len)
 {
 	struct zcrecv_remap_entry e;
 	struct zcrecv_remap r;
 
+	(void)priv;
 	memset(&e, 0, sizeof(e));
-	e.src = (uintptr_t)src;
+	e.src = (uintptr_t)(s->base + off);
 	e.dst = (uintptr_t)dst;
 	e.len = len;
 	memset(&r, 0, sizeof(r));

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * remap.h - remap backends (lib/remap/{kmod,uffd,copy}.c), the engine and
- * its policy (lib/remap/engine.c) and the /dev/zcrecv handshake
+ * its landing policy (lib/remap/engine.c) and the /dev/zcrecv handshake
  * (lib/remap/kmod_device.c).
  */
 #ifndef ZCR_REMAP_H
@@ -14,6 +14,9 @@
 #include "zcrecv.h"
 
 struct zcr_ctx;
+struct zcr_slot;
+
+#define ZCR_HUGE_SIZE	(2UL << 20)	/* one PMD of x86-64 and arm64/4K */
 
 /* Open /dev/zcrecv, run the handshake; returns the fd or -errno. */
 int __zcr_kmod_open(struct zcr_kmod_info *info);
@@ -21,20 +24,38 @@ int __zcr_kmod_open(struct zcr_kmod_info *info);
 /*
  * One backend. Staging slots come from the backend that will remap them,
  * so that source and destination are the kind of memory it can move.
- * remap() moves the full pages of src into dst (dst and src page aligned,
- * len a multiple of the page size) and returns the bytes moved from the
- * start (a prefix; possibly 0) or -errno with nothing moved; the caller
- * copies the rest. A backend without an operation returns -EOPNOTSUPP.
+ * Every operation gets the backend's per-context state (priv_size bytes,
+ * zeroed before init, freed after fini).
+ *
+ * unit() is the alignment a message of len bytes is staged at: the slot
+ * keeps the predicted buffer's offset modulo the unit, so that the
+ * buffer's unit-aligned middle lines up with whole units of the slot.
+ * slot_size() rounds a slot up to what slot_alloc() maps.
+ *
+ * remap() moves the full pages at s->base + off into dst (both page
+ * aligned, len a multiple of the page size) and returns the bytes moved
+ * from the start (a prefix; possibly 0) or -errno with nothing moved; the
+ * caller copies the rest, which is still at s->base + off + returned. It
+ * may give the slot other memory (s->base changes, s->cap does not).
  */
 struct zcr_remap_ops {
-	const char *name;
+	const char *name;		/* what ZCRECV_BACKEND takes and stats
+					 * print */
+	const char *alias;		/* also accepted, or NULL */
 	int id;				/* enum zcr_backend */
-	int (*init)(struct zcr_ctx *ctx);
-	void (*fini)(struct zcr_ctx *ctx);
-	int (*slot_alloc)(struct zcr_ctx *ctx, size_t len, void **p);
-	void (*slot_free)(struct zcr_ctx *ctx, void *p, size_t len);
-	bool (*eligible)(struct zcr_ctx *ctx, const void *dst, size_t len);
-	long (*remap)(struct zcr_ctx *ctx, void *dst, void *src, size_t len);
+	size_t priv_size;
+	int (*init)(struct zcr_ctx *ctx, void *priv);
+	void (*fini)(struct zcr_ctx *ctx, void *priv);
+	size_t (*unit)(struct zcr_ctx *ctx, void *priv, size_t len);
+	size_t (*slot_size)(struct zcr_ctx *ctx, void *priv, size_t len);
+	int (*slot_alloc)(struct zcr_ctx *ctx, void *priv, size_t len,
+			  void **p);
+	void (*slot_free)(struct zcr_ctx *ctx, void *priv, void *p,
+			  size_t len);
+	bool (*eligible)(struct zcr_ctx *ctx, void *priv, const void *dst,
+			 size_t len);
+	long (*remap)(struct zcr_ctx *ctx, void *priv, void *dst,
+		      struct zcr_slot *s, size_t off, size_t len);
 };
 
 extern const struct zcr_remap_ops __zcr_remap_kmod;
@@ -43,20 +64,60 @@ extern const struct zcr_remap_ops __zcr_remap_copy;
 
 #define ZCR_MAX_BACKENDS	3
 
-struct zcr_backend_state {
-	const struct zcr_remap_ops *ops;
-	uint64_t min_pages;		/* 0: never worth it (auto policy) */
-	double copy_ns, remap_ns;	/* per page, calibrated */
+/*
+ * The landing policy's record of one size class (messages of 2^k to
+ * 2^(k+1) - 1 bytes) of one backend: what a copy and a remap landing
+ * cost (ns, moving average of what they actually cost, seeded by the
+ * calibration at context creation as one sample), how many landings were
+ * timed, and a counter for exploring the other choice now and then.
+ */
+#define ZCR_LAND_CLASSES	40
+#define ZCR_LAND_COPY		0
+#define ZCR_LAND_REMAP		1
+#define ZCR_LAND_WARM		2	/* samples (prior included) before
+					 * the cheaper one is trusted */
+#define ZCR_LAND_EXPLORE	64	/* one landing in 64 tries the other */
+
+struct zcr_land_class {
+	double cost[2];			/* ns per landing */
+	uint64_t n[2];			/* samples, prior included */
+	uint64_t tick;
+	int last;			/* last choice */
 };
 
+/* Pick ZCR_LAND_COPY or ZCR_LAND_REMAP for the next landing of c. */
+int __zcr_land_choose(struct zcr_land_class *c);
+/* Record that a landing of kind k cost ns. */
+void __zcr_land_record(struct zcr_land_class *c, int k, double ns);
+
+struct zcr_backend_state {
+	const struct zcr_remap_ops *ops;
+	void *priv;
+	struct zcr_land_class cls[ZCR_LAND_CLASSES];
+	double copy_ns, remap_ns;	/* per page at 64 KiB, calibrated */
+};
+
+/* Backend ids by name ("auto" included), or -EINVAL. */
+int __zcr_remap_lookup(const char *name);
 int __zcr_remap_setup(struct zcr_ctx *ctx, int want);
 void __zcr_remap_teardown(struct zcr_ctx *ctx);
+struct zcr_backend_state *__zcr_remap_state(struct zcr_ctx *ctx,
+					    const struct zcr_remap_ops *ops);
 /* The backend a message predicted for dst should be staged for. */
 const struct zcr_remap_ops *__zcr_remap_pick(struct zcr_ctx *ctx,
 					     const void *dst, size_t len);
-/* Deliver n bytes staged at src (same page offset or not) into dst. */
-void __zcr_remap_deliver_locked(struct zcr_ctx *ctx,
-				const struct zcr_remap_ops *ops, char *dst,
-				const char *src, size_t n, bool same_offset);
+/* Where in a slot of ops a message of len bytes for dst is staged. */
+size_t __zcr_remap_stage_offset(struct zcr_ctx *ctx,
+				const struct zcr_remap_ops *ops,
+				const void *dst, size_t len);
+/*
+ * Deliver n bytes staged at s->base + off into dst; same_offset: dst has
+ * the staged page offset and the whole message fits (remapping allowed).
+ */
+void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
+				size_t off, char *dst, size_t n,
+				bool same_offset);
+/* The least full pages auto remaps now (0: none), for zcr_stats. */
+uint64_t __zcr_remap_min_pages(struct zcr_ctx *ctx);
 
 #endif /* ZCR_REMAP_H */

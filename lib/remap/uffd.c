@@ -4,18 +4,38 @@
  * anonymous private mappings, no module needed.
  *
  * UFFDIO_MOVE moves pages rather than exchanging them, and requires the
- * destination VMA to be registered with the userfaultfd. An exchange is
- * three moves through a scratch area of ours: user pages -> scratch,
- * staging -> user, scratch -> staging, so the slot keeps pages and the next
- * landing does not fault and zero new ones.
+ * destination VMA to be registered with our userfaultfd. An exchange is
+ * two moves: the user's old pages go into an empty spare region (at the
+ * slot's offset), the staged pages go into the user's buffer; then the
+ * regions swap roles: the spare, now holding the user's old pages, becomes
+ * the slot (the next landing finds pages there and does not fault), and the
+ * drained slot becomes the next spare. Nothing is copied back, nothing is
+ * zeroed or dropped.
+ *
+ * 2 MiB units: slots of 2 MiB or more, and their spares, are 2 MiB aligned
+ * and advised MADV_HUGEPAGE, and the engine stages a message at the
+ * predicted buffer's offset modulo 2 MiB (unit()). The 2 MiB-aligned middle
+ * of the user's range then lines up with whole huge pages of the slot, and
+ * the kernel moves each as one PMD when the source is a huge page, the
+ * move covers it whole and the destination PMD is empty (mm/userfaultfd.c
+ * move_pages(); otherwise it splits the huge page and moves 4 KiB pages).
+ * The user's huge pages leave as PMDs into the spare's empty PMDs, which
+ * empties the user's PMDs for the slot's. A user range of 4 KiB pages
+ * keeps an (emptied) page table after the first move; dropping that with
+ * MADV_DONTNEED (Linux >= 6.14 with CONFIG_PT_RECLAIM frees empty page
+ * tables) lets the slot's huge page move in whole. Head and tail pages
+ * that do not fill a 2 MiB unit move as 4 KiB pages.
  *
  * Registration is in write-protect mode, and we never write-protect a page:
  * such a registration traps no fault at all. (Missing mode would trap the
  * kernel's own copy_to_user into a hole of a staging slot, and with
- * UFFD_USER_MODE_ONLY that is an EFAULT.) Staging slots and the scratch
- * area stay registered; the user's range is registered for the exchange
- * only. Any failure leaves every byte not yet moved in the slot, and the
- * engine copies those.
+ * UFFD_USER_MODE_ONLY that is an EFAULT.) Slots and spares are registered
+ * when mapped. The user's range is registered when a move into it first
+ * fails with EINVAL (what Linux 6.18 answers for an unregistered
+ * destination), and stays registered: the registration lives in the VMA,
+ * so a munmap drops it and a new mapping at the same address fails the
+ * move once more and is registered then. Any failure leaves every byte
+ * not yet delivered in the slot, and the engine copies those.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,9 +53,26 @@
 #define UFFD_USER_MODE_ONLY		1
 #endif
 
-#define UFFD_TMP_PAGES	1024
+#define UFFD_SPARES	8		/* idle spare regions kept */
+#define UFFD_RETRIES	4		/* EAGAIN: the mm changed under us */
 
-static int uffd_register(struct zcr_ctx *ctx, void *p, size_t len)
+struct uffd_region {
+	char *base;
+	size_t cap;
+};
+
+struct uffd_priv {
+	int fd;
+	unsigned int nspare;
+	struct uffd_region spare[UFFD_SPARES];
+};
+
+static bool is_huge(size_t len)
+{
+	return len >= ZCR_HUGE_SIZE;
+}
+
+static int uffd_register(struct uffd_priv *u, void *p, size_t len)
 {
 	struct uffdio_register reg;
 
@@ -43,57 +80,53 @@ static int uffd_register(struct zcr_ctx *ctx, void *p, size_t len)
 	reg.range.start = (uintptr_t)p;
 	reg.range.len = len;
 	reg.mode = UFFDIO_REGISTER_MODE_WP;
-	return ioctl(ctx->uffd, UFFDIO_REGISTER, &reg) < 0 ? -errno : 0;
-}
-
-static void uffd_unregister(struct zcr_ctx *ctx, void *p, size_t len)
-{
-	struct uffdio_range r = { .start = (uintptr_t)p, .len = len };
-
-	ioctl(ctx->uffd, UFFDIO_UNREGISTER, &r);
+	return ioctl(u->fd, UFFDIO_REGISTER, &reg) < 0 ? -errno : 0;
 }
 
 /* Move len bytes; returns bytes moved (a prefix) or -errno if none. */
-static long uffd_move(struct zcr_ctx *ctx, void *dst, void *src, size_t len)
+static long uffd_move(struct uffd_priv *u, void *dst, const void *src,
+		      size_t len)
 {
 	struct uffdio_move mv;
+	size_t done = 0;
+	int tries = 0;
 
-	memset(&mv, 0, sizeof(mv));
-	mv.dst = (uintptr_t)dst;
-	mv.src = (uintptr_t)src;
-	mv.len = len;
-	mv.mode = UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES;
-	if (ioctl(ctx->uffd, UFFDIO_MOVE, &mv) == 0)
-		return (long)len;
-	return mv.move > 0 ? mv.move : -errno;
+	while (done < len) {
+		memset(&mv, 0, sizeof(mv));
+		mv.dst = (uintptr_t)dst + done;
+		mv.src = (uintptr_t)src + done;
+		mv.len = len - done;
+		mv.mode = UFFDIO_MOVE_MODE_ALLOW_SRC_HOLES;
+		if (ioctl(u->fd, UFFDIO_MOVE, &mv) == 0)
+			return (long)len;
+		if (mv.move > 0)
+			done += (size_t)mv.move;
+		if (errno != EAGAIN || ++tries > UFFD_RETRIES)
+			break;
+	}
+	return done ? (long)done : -errno;
 }
 
-static int uffd_map(struct zcr_ctx *ctx, size_t len, void **p)
+static int uffd_map(struct uffd_priv *u, size_t len, void **p)
 {
-	void *a;
 	int ret;
 
-	a = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (a == MAP_FAILED)
-		return -errno;
-	/* Huge pages would have to be split on the first partial move. */
-	madvise(a, len, MADV_NOHUGEPAGE);
-	ret = uffd_register(ctx, a, len);
-	if (ret) {
-		munmap(a, len);
+	ret = __zcr_anon_map(len, is_huge(len), p);
+	if (ret)
 		return ret;
-	}
-	*p = a;
-	return 0;
+	ret = uffd_register(u, *p, len);
+	if (ret)
+		munmap(*p, len);
+	return ret;
 }
 
-static int uffd_init(struct zcr_ctx *ctx)
+static int uffd_init(struct zcr_ctx *ctx, void *priv)
 {
+	struct uffd_priv *u = priv;
 	struct uffdio_api api;
-	void *tmp;
-	int fd, ret;
+	int fd;
 
+	(void)ctx;
 	fd = (int)syscall(SYS_userfaultfd,
 			  O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
 	if (fd < 0)
@@ -108,100 +141,198 @@ static int uffd_init(struct zcr_ctx *ctx)
 		close(fd);
 		return -EOPNOTSUPP;
 	}
-	ctx->uffd = fd;
-	ctx->uffd_tmp_len = UFFD_TMP_PAGES * ctx->page;
-	ret = uffd_map(ctx, ctx->uffd_tmp_len, &tmp);
-	if (ret) {
-		close(fd);
-		ctx->uffd = -1;
-		return ret;
-	}
-	ctx->uffd_tmp = tmp;
+	u->fd = fd;
 	return 0;
 }
 
-static void uffd_fini(struct zcr_ctx *ctx)
+static void uffd_fini(struct zcr_ctx *ctx, void *priv)
 {
-	if (ctx->uffd_tmp)
-		munmap(ctx->uffd_tmp, ctx->uffd_tmp_len);
-	ctx->uffd_tmp = NULL;
-	if (ctx->uffd >= 0)
-		close(ctx->uffd);
-	ctx->uffd = -1;
+	struct uffd_priv *u = priv;
+	unsigned int i;
+
+	(void)ctx;
+	for (i = 0; i < u->nspare; i++)
+		munmap(u->spare[i].base, u->spare[i].cap);
+	u->nspare = 0;
+	close(u->fd);
 }
 
-static void uffd_slot_free(struct zcr_ctx *ctx, void *p, size_t len)
+static size_t uffd_unit(struct zcr_ctx *ctx, void *priv, size_t len)
+{
+	(void)priv;
+	return is_huge(len) ? ZCR_HUGE_SIZE : ctx->page;
+}
+
+static size_t uffd_slot_size(struct zcr_ctx *ctx, void *priv, size_t len)
 {
 	(void)ctx;
+	(void)priv;
+	if (!is_huge(len))
+		return len;
+	return (len + ZCR_HUGE_SIZE - 1) & ~(ZCR_HUGE_SIZE - 1);
+}
+
+static int uffd_slot_alloc(struct zcr_ctx *ctx, void *priv, size_t len,
+			   void **p)
+{
+	(void)ctx;
+	return uffd_map(priv, len, p);
+}
+
+static void uffd_slot_free(struct zcr_ctx *ctx, void *priv, void *p,
+			   size_t len)
+{
+	(void)ctx;
+	(void)priv;
 	munmap(p, len);
 }
 
-static bool uffd_eligible(struct zcr_ctx *ctx, const void *dst, size_t len)
-{
-	/* Zone memory is MAP_SHARED: UFFDIO_MOVE cannot move into it. */
-	return ctx->uffd >= 0 && !__zcr_mem_in_zone(ctx, dst, len);
-}
-
-/* Exchange one chunk no larger than the scratch area. */
-static long uffd_exchange(struct zcr_ctx *ctx, char *dst, char *src,
+static bool uffd_eligible(struct zcr_ctx *ctx, void *priv, const void *dst,
 			  size_t len)
 {
-	char *tmp = ctx->uffd_tmp;
-	long a, b;
-
-	a = uffd_move(ctx, tmp, dst, len);
-	if (a < 0)
-		return a;
-	if ((size_t)a < len) {
-		/* Put back what left dst; nothing was delivered. */
-		uffd_move(ctx, dst, tmp, (size_t)a);
-		madvise(tmp, (size_t)a, MADV_DONTNEED);
-		return -EBUSY;
-	}
-	b = uffd_move(ctx, dst, src, len);
-	if (b < 0)
-		b = 0;
-	/* The user's old pages refill the slot where its pages left. */
-	if (b > 0)
-		uffd_move(ctx, src, tmp, (size_t)b);
-	/* Old pages whose place in dst was not refilled are dropped. */
-	madvise(tmp, len, MADV_DONTNEED);
-	return b;
+	(void)priv;
+	/* Zone memory is MAP_SHARED: UFFDIO_MOVE cannot move into it. */
+	return !__zcr_mem_in_zone(ctx, dst, len);
 }
 
-static long uffd_remap(struct zcr_ctx *ctx, void *dst, void *src, size_t len)
+/* An empty region as large as a slot of cap bytes: kept, or new. */
+static char *spare_get(struct uffd_priv *u, size_t cap)
 {
-	size_t done = 0;
-	long m = 0;
-	int ret;
+	unsigned int i;
+	void *p;
 
-	ret = uffd_register(ctx, dst, len);
-	if (ret)
-		return ret;
-	while (done < len) {
-		size_t n = len - done;
+	for (i = 0; i < u->nspare; i++)
+		if (u->spare[i].cap == cap) {
+			p = u->spare[i].base;
+			u->spare[i] = u->spare[--u->nspare];
+			return p;
+		}
+	return uffd_map(u, cap, &p) ? NULL : p;
+}
 
-		if (n > ctx->uffd_tmp_len)
-			n = ctx->uffd_tmp_len;
-		m = uffd_exchange(ctx, (char *)dst + done, (char *)src + done,
-				  n);
-		if (m < 0)
-			break;
-		done += (size_t)m;
-		if ((size_t)m < n)
-			break;
+static void spare_put(struct uffd_priv *u, char *base, size_t cap)
+{
+	if (u->nspare == UFFD_SPARES) {
+		/* Drop the oldest: a slot size no longer in use, likely. */
+		munmap(u->spare[0].base, u->spare[0].cap);
+		u->spare[0] = u->spare[--u->nspare];
 	}
-	uffd_unregister(ctx, dst, len);
-	/* A prefix was moved: report it; the engine copies the rest. */
-	return done || m >= 0 ? (long)done : m;
+	u->spare[u->nspare].base = base;
+	u->spare[u->nspare++].cap = cap;
+}
+
+/*
+ * Register the user's range [p, p + len): the 2 MiB units around it
+ * first (one VMA is not split in three, and its neighbours' huge pages
+ * stay whole), else exactly the range.
+ */
+static int user_register(struct uffd_priv *u, char *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(ZCR_HUGE_SIZE - 1);
+	uintptr_t e = ((uintptr_t)p + len + ZCR_HUGE_SIZE - 1) &
+		      ~(uintptr_t)(ZCR_HUGE_SIZE - 1);
+
+	if (uffd_register(u, (void *)a, e - a) == 0)
+		return 0;
+	return uffd_register(u, p, len);
+}
+
+/* The emptied 2 MiB units of the user's range: free their page tables. */
+static void user_drop_tables(char *dst, size_t len)
+{
+	uintptr_t a = ((uintptr_t)dst + ZCR_HUGE_SIZE - 1) &
+		      ~(uintptr_t)(ZCR_HUGE_SIZE - 1);
+	uintptr_t e = ((uintptr_t)dst + len) & ~(uintptr_t)(ZCR_HUGE_SIZE - 1);
+
+	if (e > a)
+		madvise((void *)a, e - a, MADV_DONTNEED);
+}
+
+/* The user's old pages, now at old, go back to dst (len bytes). */
+static void user_restore(struct uffd_priv *u, char *dst, char *old,
+			 size_t len)
+{
+	long r = uffd_move(u, dst, old, len);
+
+	if (r < 0 && r == -EINVAL && user_register(u, dst, len) == 0)
+		r = uffd_move(u, dst, old, len);
+	if (r < 0)
+		r = 0;
+	/* Not movable back: copy (dst has holes there now). */
+	if ((size_t)r < len)
+		memcpy(dst + r, old + r, len - (size_t)r);
+}
+
+static long uffd_remap(struct zcr_ctx *ctx, void *priv, void *dstp,
+		       struct zcr_slot *s, size_t off, size_t len)
+{
+	struct uffd_priv *u = priv;
+	char *dst = dstp, *src = s->base + off, *sp, *old;
+	long a, b;
+
+	(void)ctx;
+	sp = spare_get(u, s->cap);
+	if (!sp)
+		return -ENOMEM;
+	old = sp + off;
+	a = uffd_move(u, old, dst, len);
+	if (a >= 0 && (size_t)a < len && errno == EEXIST) {
+		/*
+		 * Pages left in the spare outside the range its last exchange
+		 * moved (a slot's head or tail, staged at another offset):
+		 * drop them and go on.
+		 */
+		madvise(old + a, len - (size_t)a, MADV_DONTNEED);
+		b = uffd_move(u, old + a, dst + a, len - (size_t)a);
+		a += b > 0 ? b : 0;
+	} else if (a == -EEXIST) {
+		madvise(old, len, MADV_DONTNEED);
+		a = uffd_move(u, old, dst, len);
+	}
+	if (a < 0) {
+		spare_put(u, sp, s->cap);
+		return a;
+	}
+	if ((size_t)a < len) {
+		/* Put back what left dst; nothing was delivered. */
+		user_restore(u, dst, old, (size_t)a);
+		spare_put(u, sp, s->cap);
+		return -EBUSY;
+	}
+	if (is_huge(s->cap))
+		user_drop_tables(dst, len);
+	b = uffd_move(u, dst, src, len);
+	if (b == -EINVAL && user_register(u, dst, len) == 0)
+		b = uffd_move(u, dst, src, len);
+	if (b == (long)len) {
+		/* The spare holds the user's old pages: it is the slot now. */
+		spare_put(u, s->base, s->cap);
+		s->base = sp;
+		return b;
+	}
+	if (b < 0)
+		b = 0;
+	/*
+	 * Delivered a prefix only: the user's old pages of the rest go back
+	 * (the engine copies the staged bytes over them, as into any
+	 * receive buffer); the spare keeps nothing the user needs.
+	 */
+	user_restore(u, dst + b, old + b, len - (size_t)b);
+	madvise(old, len, MADV_DONTNEED);
+	spare_put(u, sp, s->cap);
+	return b;
 }
 
 const struct zcr_remap_ops __zcr_remap_uffd = {
 	.name = "uffd-move",
+	.alias = "uffd",
 	.id = ZCRECV_BACKEND_UFFD,
+	.priv_size = sizeof(struct uffd_priv),
 	.init = uffd_init,
 	.fini = uffd_fini,
-	.slot_alloc = uffd_map,
+	.unit = uffd_unit,
+	.slot_size = uffd_slot_size,
+	.slot_alloc = uffd_slot_alloc,
 	.slot_free = uffd_slot_free,
 	.eligible = uffd_eligible,
 	.remap = uffd_remap,

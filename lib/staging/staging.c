@@ -3,7 +3,9 @@
  * staging.c - the staging pool: where early messages land.
  *
  * A slot is page-aligned memory of one backend's kind, big enough for the
- * payload plus its predicted page offset. Slots are kept for reuse (after a
+ * payload plus its offset in the slot (the predicted buffer's offset modulo
+ * the backend's unit: a page, or 2 MiB for uffd-move's huge slots), rounded
+ * up to what the backend maps. Slots are kept for reuse (after a
  * remap a slot holds the user's old pages, so reuse allocates nothing).
  * The pool never holds more than its limit: when a new slot would exceed
  * it, idle slots are released first, and if that is not enough the caller
@@ -15,7 +17,8 @@
 
 static void slot_release(struct zcr_ctx *ctx, struct zcr_slot *s)
 {
-	s->ops->slot_free(ctx, s->base, s->cap);
+	s->ops->slot_free(ctx, __zcr_remap_state(ctx, s->ops)->priv, s->base,
+			  s->cap);
 	ctx->staging_bytes -= s->cap;
 	free(s);
 }
@@ -24,12 +27,15 @@ struct zcr_slot *__zcr_slot_get_locked(struct zcr_ctx *ctx,
 				       const struct zcr_remap_ops *ops,
 				       size_t len)
 {
+	struct zcr_backend_state *bs = __zcr_remap_state(ctx, ops);
 	struct zcr_slot *best = NULL, *s;
 	struct zcr_list *pos, *tmp;
 	size_t cap = (len + ctx->page - 1) & ~(ctx->page - 1);
 
 	if (!cap)
 		cap = ctx->page;
+	if (ops->slot_size)
+		cap = ops->slot_size(ctx, bs->priv, cap);
 	/* Smallest idle slot of this kind that fits and wastes under half. */
 	for (pos = ctx->free_slots.next; pos != &ctx->free_slots;
 	     pos = pos->next) {
@@ -56,7 +62,7 @@ struct zcr_slot *__zcr_slot_get_locked(struct zcr_ctx *ctx,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
-	if (ops->slot_alloc(ctx, cap, (void **)&s->base) < 0) {
+	if (ops->slot_alloc(ctx, bs->priv, cap, (void **)&s->base) < 0) {
 		free(s);
 		return NULL;
 	}

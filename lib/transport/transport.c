@@ -20,6 +20,7 @@
 /* The first one also takes addresses without a scheme. */
 static const struct zcr_transport_ops *const registry[] = {
 	&__zcr_transport_tcp,
+	&__zcr_transport_shm,
 };
 
 #define NREG	(int)(sizeof(registry) / sizeof(registry[0]))
@@ -266,14 +267,19 @@ int __zcr_ep_handoff_locked(struct zcr_ep *ep,
 {
 	const struct zcr_transport_ops *prev = ep->tp;
 	void *prev_priv = ep->tp_priv;
+	struct zcr_list *pos;
 	int ret;
 
 	if (!ZCR_TP_HAS(to, adopt))
 		return -EOPNOTSUPP;
 	if (ep->state != ZCR_EP_OPEN)
 		return -ENOTCONN;
-	if (!zcr_list_empty(&ep->sendq) || ep->rx.state != ZCR_RX_IDLE)
+	if (ep->rx.state != ZCR_RX_IDLE)
 		return -EBUSY;
+	/* Queued sends move along, unless one has started on the old path. */
+	for (pos = ep->sendq.next; pos != &ep->sendq; pos = pos->next)
+		if (zcr_container_of(pos, struct zcr_req, link)->sent)
+			return -EBUSY;
 	ep->tp = to;
 	ep->tp_priv = NULL;
 	ret = to->adopt(ep, prev, prev_priv, arg);

@@ -130,6 +130,7 @@ struct zcr_transport {
 
 /* The transports, in registry order (lib/transport/transport.c). */
 extern const struct zcr_transport_ops __zcr_transport_tcp;
+extern const struct zcr_transport_ops __zcr_transport_shm;
 
 /* Set up / tear down every registered transport for ctx. */
 int __zcr_transports_init(struct zcr_ctx *ctx);
@@ -174,8 +175,8 @@ int __zcr_ep_send_locked(struct zcr_ep *ep, struct zcr_req *r);
 void __zcr_ep_free(struct zcr_ep *ep);
 /*
  * Move ep's data path to transport to (to->adopt gets arg). Only between
- * messages: nothing queued to send and no arrival under way on ep, else
- * -EBUSY. Sequence numbers go on across the hand-off, so the peer must
+ * messages: no arrival under way and no send started on ep, else -EBUSY;
+ * sends queued but not started move to the new transport. Sequence numbers go on across the hand-off, so the peer must
  * switch at the same message boundary.
  */
 int __zcr_ep_handoff_locked(struct zcr_ep *ep,

@@ -65,7 +65,8 @@ int __zcr_wire_parse(const uint8_t in[ZCR_WIRE_HDR_LEN], uint64_t max_len,
 		*why = "bad magic";
 		return -EBADMSG;
 	}
-	if (h->version != ZCR_WIRE_VERSION) {
+	if (h->version < ZCR_WIRE_VERSION ||
+	    h->version > ZCR_WIRE_VERSION_MAX) {
 		*why = "unsupported version";
 		return -EPROTONOSUPPORT;
 	}
@@ -73,8 +74,9 @@ int __zcr_wire_parse(const uint8_t in[ZCR_WIRE_HDR_LEN], uint64_t max_len,
 		*why = "bad header length";
 		return -EBADMSG;
 	}
-	if (h->type != ZCR_WIRE_HELLO && h->type != ZCR_WIRE_DATA &&
-	    h->type != ZCR_WIRE_AUTH) {
+	if (h->type < ZCR_WIRE_HELLO || h->type > ZCR_WIRE_AUTH ||
+	    (h->version < 2 && h->type > ZCR_WIRE_DATA &&
+	     h->type != ZCR_WIRE_AUTH)) {
 		*why = "unknown message type";
 		return -EBADMSG;
 	}
@@ -87,7 +89,17 @@ int __zcr_wire_parse(const uint8_t in[ZCR_WIRE_HDR_LEN], uint64_t max_len,
 		*why = "unknown handshake flags";
 		return -EBADMSG;
 	}
-	if (h->type == ZCR_WIRE_DATA && h->len > max_len) {
+	if (h->type >= ZCR_WIRE_SHM_OFFER && h->type <= ZCR_WIRE_SHM_SWITCH &&
+	    (h->seq || h->len != (h->type == ZCR_WIRE_SHM_OFFER ?
+				  ZCR_WIRE_OFFER_LEN : 0))) {
+		*why = "shm negotiation of the wrong size";
+		return -EMSGSIZE;
+	}
+	if (h->type != ZCR_WIRE_DATA) {
+		*why = NULL;
+		return 0;	/* the limit is for messages, not these */
+	}
+	if (h->len > max_len) {
 		*why = "message larger than the limit";
 		return -EMSGSIZE;
 	}

@@ -94,7 +94,7 @@ done
 
 # zcrecv(4) names every sysfs counter and module parameter of kmod/.
 for n in $(sed -n 's/^[[:space:]]*\[ZCRECV_CNT_[A-Z_]*\][[:space:]]*= "\([a-z_]*\)",/\1/p' "$root"/kmod/*.c) \
-	 $(sed -n 's/^module_param_named(\([a-z_]*\),.*/\1/p' "$root"/kmod/*.c); do
+	 $(sed -n 's/^module_param\(_named\|_cb\)\?(\([a-z_]*\),.*/\2/p' "$root"/kmod/*.c); do
 	grep -qw -- "$n" man4/zcrecv.4 || bad "man4/zcrecv.4 does not describe $n (kmod/)"
 done
 

@@ -3,14 +3,17 @@
  * zcrecv_fuzz_test - a randomized fuzzer of /dev/zcrecv: several threads
  * issue at least 100,000 ioctls (ZCRECV_FUZZ_OPS to change) with random
  * commands and arguments, valid and invalid mixed, while other threads map,
- * touch and unmap zones under them and files are closed and reopened.
- * Zones are 4 KiB or huge (2 MiB units; lengths and offsets are often whole
- * units so that huge exchanges really happen). It checks that every ioctl answers with a documented errno, that the process
+ * touch and unmap zones under them, madvise, mlock and fork them, change
+ * the writable module parameters, and files are closed and reopened. Zones
+ * are 4 KiB or huge (2 MiB units; lengths and offsets are often whole units
+ * so that huge exchanges really happen). It checks that every ioctl
+ * answers with a documented errno, that the process
  * survives, and that the module's counters balance at the end (the VM runner
  * checks the kernel log). ZCRECV_FUZZ_SEED reproduces a run.
  */
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 
 #include "kselftest_harness.h"
 #include "zcrecv_util.h"
@@ -24,8 +27,16 @@ struct pool_zone {
 	int fd_index;
 };
 
+/* Writable parameters the fuzzer changes under the others (as root). */
+static const char * const fuzz_params[] = {
+	"max_process_pages", "max_global_pages", "max_process_zones",
+};
+#define NPARAMS	(sizeof(fuzz_params) / sizeof(fuzz_params[0]))
+
 struct fuzz {
 	int fds[2];			/* shared files */
+	void *ro_arg;			/* a zone request on a read-only page */
+	long long params[NPARAMS];	/* values at the start, restored */
 	pthread_mutex_t lock;		/* pool bookkeeping and touches */
 	struct pool_zone pool[POOL];
 	long page;
@@ -152,6 +163,11 @@ static void op_zone(struct worker *w)
 		zc.flags = rnd(w);
 	if (rnd(w) % 10 == 0)
 		zc.reserved[rnd(w) % 2] = rnd(w);
+	if (rnd(w) % 16 == 0) {
+		/* a valid request, read-only: fails at copy_to_user, EFAULT */
+		do_ioctl(w, f->fds[fdi], ZCRECV_IOC_ZONE_CREATE, f->ro_arg);
+		return;
+	}
 	if (ioctl(f->fds[fdi], ZCRECV_IOC_ZONE_CREATE, &zc)) {
 		__atomic_add_fetch(&f->ioctls, 1, __ATOMIC_RELAXED);
 		w->done++;
@@ -236,6 +252,72 @@ static void op_garbage(struct worker *w)
 		 (void *)(uintptr_t)pick_addr(w));
 }
 
+/*
+ * Parameters: a random value, sometimes out of range; the write must
+ * succeed or fail with EINVAL (EACCES without root). Values stay small
+ * enough for the others to keep working most of the time.
+ */
+static void op_param(struct worker *w)
+{
+	unsigned int i = rnd(w) % NPARAMS;
+	long long v;
+	int ret;
+
+	switch (rnd(w) % 4) {
+	case 0: v = (long long)(rnd(w) >> 1); break;	/* mostly too big */
+	case 1: v = -(long long)(rnd(w) % 100); break;
+	default: v = w->f->params[i] / 2 + rnd(w) % (w->f->params[i] + 1);
+	}
+	ret = zcrecv_param_write(fuzz_params[i], v);
+	if (ret && ret != -EINVAL && ret != -EACCES && ret != -EPERM) {
+		__atomic_add_fetch(&w->f->bad_errno, 1, __ATOMIC_RELAXED);
+		fprintf(stderr, "# param %s=%lld gave %d\n", fuzz_params[i], v,
+			ret);
+	}
+}
+
+/*
+ * What user space may do to a mapped zone behind the module's back:
+ * madvise (zap, fork flags), mlock, and a fork whose child touches it (it
+ * must die or see zeroes/its own copy, never crash the kernel).
+ */
+static void op_vm(struct worker *w)
+{
+	static const int advice[] = {
+		MADV_DONTNEED, MADV_DOFORK, MADV_DONTFORK, MADV_KEEPONFORK,
+		MADV_WIPEONFORK, MADV_DONTDUMP,
+	};
+	struct fuzz *f = w->f;
+	struct pool_zone *z = &f->pool[rnd(w) % POOL];
+	int status;
+	pid_t pid;
+
+	pthread_mutex_lock(&f->lock);
+	if (!z->addr) {
+		pthread_mutex_unlock(&f->lock);
+		return;
+	}
+	switch (rnd(w) % 4) {
+	case 0:
+	case 1:
+		madvise(z->addr, z->len,
+			advice[rnd(w) % (sizeof(advice) / sizeof(advice[0]))]);
+		break;
+	case 2:
+		if (!mlock(z->addr, f->page))
+			munlock(z->addr, f->page);
+		break;
+	default:
+		pid = fork();
+		if (pid == 0)
+			_exit(*(volatile char *)z->addr);
+		if (pid > 0)
+			waitpid(pid, &status, 0);
+		break;
+	}
+	pthread_mutex_unlock(&f->lock);
+}
+
 static void op_reopen(struct worker *w)
 {
 	close(w->own_fd);
@@ -255,10 +337,14 @@ static void *worker_main(void *arg)
 			op_zone(w);
 		else if (r < 30)
 			op_unmap(w);
-		else if (r < 85)
+		else if (r < 82)
 			op_remap(w);
-		else if (r < 99)
+		else if (r < 95)
 			op_garbage(w);
+		else if (r < 96)
+			op_param(w);
+		else if (r < 98)
+			op_vm(w);
 		else
 			op_reopen(w);
 	}
@@ -302,6 +388,15 @@ TEST_F_TIMEOUT(fuzz, random_ioctls_from_threads, 300)
 
 	if (access(ZCRECV_DEV, F_OK))
 		SKIP(return, "%s missing: zcrecv.ko not loaded", ZCRECV_DEV);
+	for (i = 0; i < (int)NPARAMS; i++) {
+		f.params[i] = zcrecv_param(fuzz_params[i]);
+		ASSERT_LE(0, f.params[i]);
+	}
+	f.ro_arg = mmap(NULL, f.page, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, f.ro_arg);
+	((struct zcrecv_zone_create *)f.ro_arg)->pages = 1 + f.seed % 8;
+	ASSERT_EQ(0, mprotect(f.ro_arg, f.page, PROT_READ));
 	zcrecv_leak_snapshot(&before);
 	for (i = 0; i < 2; i++) {
 		f.fds[i] = open(ZCRECV_DEV, O_RDWR | O_CLOEXEC);
@@ -329,6 +424,9 @@ TEST_F_TIMEOUT(fuzz, random_ioctls_from_threads, 300)
 			munmap(f.pool[i].addr, f.pool[i].len);
 	close(f.fds[0]);
 	close(f.fds[1]);
+	for (i = 0; i < (int)NPARAMS; i++)
+		EXPECT_EQ(0, zcrecv_param_write(fuzz_params[i], f.params[i]));
+	munmap(f.ro_arg, f.page);
 
 	TH_LOG("%lu ioctls issued, %lu huge zones", f.ioctls, f.huge_zones);
 	if (api.out_features & ZCRECV_FEATURE_HUGE)

@@ -170,6 +170,50 @@ TEST_F(huge, create_rules)
 	zcrecv_zone_unmap(&z);
 }
 
+/* Offset of a huge zone of @pages pages, created, mapped and unmapped. */
+static __u64 short_lived_offset(int fd, unsigned long pages)
+{
+	struct zcrecv_zone_map z;
+
+	if (zcrecv_zone_map_flags(fd, pages, ZCRECV_ZONE_HUGE, &z))
+		return 0;
+	zcrecv_zone_unmap(&z);
+	return z.offset;
+}
+
+/*
+ * Huge zones take their offset windows from the same allocator as 4 KiB
+ * zones: reused after the zone is freed, still unit aligned, also for the
+ * largest zone max_zone_pages allows.
+ */
+TEST_F(huge, offsets_unit_aligned_and_reused)
+{
+	long long most = zcrecv_param("max_zone_pages");
+	long long room = zcrecv_param("max_process_pages") -
+			 2LL * NUNITS * self->upages;	/* the fixture's */
+	__u64 first;
+	int i;
+
+	first = short_lived_offset(self->fd, self->upages);
+	ASSERT_NE(0, first);
+	EXPECT_EQ(0, first % self->unit);
+	for (i = 0; i < 16; i++)
+		EXPECT_EQ(first, short_lived_offset(self->fd, self->upages));
+	/* the fixture's zones (4 units) are elsewhere, and aligned too */
+	EXPECT_NE(first, self->a.offset);
+	EXPECT_EQ(0, self->b.offset % self->unit);
+
+	/* the largest zone the window allocator must serve */
+	if (most > room)
+		most = room;
+	most -= most % self->upages;
+	ASSERT_LT(0, most);
+	first = short_lived_offset(self->fd, most);
+	ASSERT_NE(0, first);
+	EXPECT_EQ(0, first % self->unit);
+	EXPECT_EQ(first, short_lived_offset(self->fd, most));
+}
+
 TEST_F(huge, mmap_must_cover_the_zone)
 {
 	struct zcrecv_zone_create zc;
@@ -228,8 +272,12 @@ TEST_F(huge, exchange_one_unit_both_ways)
 	EXPECT_EQ(self->upages, r.out_pages);
 	EXPECT_EQ(exch + (long long)self->upages,
 		  zcrecv_counter("pages_exchanged"));
-	/* both ranges mapped again at once: no fault needed to use them */
+	/*
+	 * Both ranges mapped again at once: dst needs no fault, and the
+	 * unit src got stays in the process's RSS.
+	 */
 	EXPECT_EQ(self->upages, present(dst, self->upages));
+	EXPECT_EQ(self->upages, present(src, self->upages));
 	/* the frames moved, as one block each */
 	if (ps > 0) {
 		EXPECT_EQ(ps, unit_pfn(dst, self->upages));
@@ -497,7 +545,11 @@ TEST_F(huge, fork_child_does_not_share_units)
 	} else {
 		TH_LOG("child exited with %d", WEXITSTATUS(status));
 	}
-	/* the parent's units were zapped in the child only: still usable */
+	/*
+	 * VM_WIPEONFORK: fork copied no entry, so the parent's stay (its
+	 * unit is still in its RSS), and the unit is still usable.
+	 */
+	EXPECT_EQ(self->upages, present(self->a.addr, self->upages));
 	EXPECT_EQ(0x5a, self->a.addr[0]);
 	EXPECT_EQ(0, zcrecv_remap1(self->fd, self->a.addr, self->b.addr,
 				   self->unit));
@@ -524,9 +576,10 @@ static int cg_write(const char *dir, const char *file, const char *val)
 #define CG_TEST	CG_ROOT "/zcrecv_huge_test"
 
 /*
- * A unit the memory cgroup cannot hold: the 2 MiB allocation fails quietly
- * (__GFP_NORETRY | __GFP_NOWARN), the access gets SIGBUS, not the OOM
- * killer and not a kernel warning (the VM runner checks the log).
+ * A unit the memory cgroup of the zone's creator cannot hold: the 2 MiB
+ * allocation fails quietly (__GFP_NORETRY | __GFP_NOWARN), the access gets
+ * SIGBUS, not the OOM killer and not a kernel warning (the VM runner checks
+ * the log).
  */
 TEST_F(huge, allocation_failure_gives_sigbus)
 {
@@ -547,14 +600,18 @@ TEST_F(huge, allocation_failure_gives_sigbus)
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
 		struct zcrecv_zone_map z;
-		int fd = open(ZCRECV_DEV, O_RDWR);
+		int fd;
 
+		/*
+		 * Joined by the parent first: the zone's creator's cgroup
+		 * pays for its units. Then create, populate, touch.
+		 */
+		if (read(sync[0], &c, 1) != 1)
+			_exit(2);
+		fd = open(ZCRECV_DEV, O_RDWR);
 		if (zcrecv_zone_map_flags(fd, self->upages, ZCRECV_ZONE_HUGE,
 					  &z))
 			_exit(1);
-		/* joined by the parent, then populate, then touch */
-		if (read(sync[0], &c, 1) != 1)
-			_exit(2);
 		if (!madvise(z.addr, z.len, MADV_POPULATE_WRITE))
 			_exit(4);
 		if (errno != EFAULT)

@@ -379,16 +379,51 @@ TEST_F(remap, split_mapping_still_works)
 	ASSERT_EQ(0, mprotect(self->a.addr + 4 * p, p, PROT_READ | PROT_WRITE));
 }
 
-TEST_F(remap, mlocked_part_of_a_range)
+/* Mappings of /proc/self/maps that overlap [addr, addr + len). */
+static int maps_overlapping(const char *addr, size_t len)
 {
-	long p = self->page;
+	unsigned long lo, hi, a = (uintptr_t)addr;
+	char line[512];
+	int n = 0;
+	FILE *f = fopen("/proc/self/maps", "r");
 
-	zcrecv_fill_pages(self->a.addr, p, 6, 90);
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo < a + len &&
+		    a < hi)
+			n++;
+	fclose(f);
+	return n;
+}
+
+/*
+ * mlock on part of a zone neither splits the mapping (a special mapping:
+ * mlock leaves its flags alone, VmLck does not grow) nor locks anything:
+ * it only faults the pages in. The range still exchanges as one run.
+ */
+TEST_F(remap, mlock_populates_without_splitting)
+{
+	long p = self->page, vmlck = zcrecv_status_kb("VmLck");
+	uint64_t pm[6];
+
+	ASSERT_EQ(1, maps_overlapping(self->a.addr, ZPAGES * p));
 	if (mlock(self->a.addr + 2 * p, 2 * p))
 		SKIP(return, "mlock: %s", strerror(errno));
+	EXPECT_EQ(1, maps_overlapping(self->a.addr, ZPAGES * p));
+	EXPECT_EQ(vmlck, zcrecv_status_kb("VmLck"));
+	/* populated: the two locked pages only */
+	ASSERT_EQ(0, zcrecv_pagemap(self->a.addr, 6, pm));
+	EXPECT_FALSE(pm[1] & ZCRECV_PM_PRESENT);
+	EXPECT_TRUE(pm[2] & ZCRECV_PM_PRESENT);
+	EXPECT_TRUE(pm[3] & ZCRECV_PM_PRESENT);
+	EXPECT_FALSE(pm[4] & ZCRECV_PM_PRESENT);
+
+	zcrecv_fill_pages(self->a.addr, p, 6, 90);
 	EXPECT_EQ(0, zcrecv_remap1(self->fd, self->a.addr, self->b.addr, 6 * p));
 	EXPECT_TRUE(zcrecv_check_pages(self->b.addr, p, 6, 90));
-	munlock(self->a.addr + 2 * p, 2 * p);
+	EXPECT_EQ(0, munlock(self->a.addr + 2 * p, 2 * p));
+	EXPECT_EQ(1, maps_overlapping(self->a.addr, ZPAGES * p));
 }
 
 TEST_F(remap, range_across_two_adjacent_zones_einval)

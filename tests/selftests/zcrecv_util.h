@@ -206,6 +206,25 @@ static inline int zcrecv_pagemap(const void *addr, size_t n, uint64_t *out)
 	return (size_t)r == len ? 0 : -EIO;
 }
 
+/* A "Name:   N kB" line of /proc/self/status, in kB; -1 if missing. */
+static inline long zcrecv_status_kb(const char *name)
+{
+	char line[256];
+	size_t n = strlen(name);
+	long v = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, name, n) && line[n] == ':') {
+			v = strtol(line + n + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
 /* Zones, allocated pages and freed pages must balance after a test. */
 struct zcrecv_leak_check {
 	long long zones_live;

@@ -56,7 +56,7 @@ static int parse_mod(void (*mod)(struct zcr_wire_hdr *h), uint64_t max)
 }
 
 static void m_magic(struct zcr_wire_hdr *h) { h->magic ^= 1; }
-static void m_version(struct zcr_wire_hdr *h) { h->version = 2; }
+static void m_version(struct zcr_wire_hdr *h) { h->version = 3; }
 static void m_hlen(struct zcr_wire_hdr *h) { h->hdr_len = 33; }
 static void m_type(struct zcr_wire_hdr *h) { h->type = 9; }
 static void m_src(struct zcr_wire_hdr *h) { h->src = -1; }
@@ -96,10 +96,13 @@ ZT_TEST(invalid_fields)
 static void check_accepted(const struct zcr_wire_hdr *g)
 {
 	ZT_EXPECT_EQ(g->magic, ZCR_WIRE_MAGIC);
-	ZT_EXPECT_EQ(g->version, ZCR_WIRE_VERSION);
+	ZT_ASSERT(g->version >= ZCR_WIRE_VERSION &&
+		  g->version <= ZCR_WIRE_VERSION_MAX);
 	ZT_EXPECT_EQ(g->hdr_len, ZCR_WIRE_HDR_LEN);
-	ZT_ASSERT(g->type == ZCR_WIRE_HELLO || g->type == ZCR_WIRE_DATA ||
-		  g->type == ZCR_WIRE_AUTH);
+	ZT_ASSERT(g->type >= ZCR_WIRE_HELLO && g->type <= ZCR_WIRE_AUTH);
+	/* The shm negotiation exists in version 2 only. */
+	ZT_ASSERT(g->type <= ZCR_WIRE_DATA || g->type == ZCR_WIRE_AUTH ||
+		  g->version == 2);
 	ZT_ASSERT(g->src >= 0 && g->tag >= 0);
 	if (g->type == ZCR_WIRE_DATA)
 		ZT_ASSERT(g->len <= MAXLEN);
@@ -107,6 +110,9 @@ static void check_accepted(const struct zcr_wire_hdr *g)
 		ZT_ASSERT(!(g->tag & ~ZCR_HELLO_FLAGS));
 	if (g->type == ZCR_WIRE_AUTH)
 		ZT_ASSERT(!g->tag);
+	if (g->type >= ZCR_WIRE_SHM_OFFER && g->type <= ZCR_WIRE_SHM_SWITCH)
+		ZT_ASSERT(!g->seq && g->len == (g->type == ZCR_WIRE_SHM_OFFER ?
+						ZCR_WIRE_OFFER_LEN : 0));
 }
 
 static void hex(const uint8_t *b, size_t n, char *out)

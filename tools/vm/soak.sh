@@ -50,4 +50,4 @@ for s in "${series[@]}"; do
 	done
 	summary+=("$s: $n runs, $((total / n)) s per run")
 done
-echo "soak: all passed (${summary[*]})"
+(IFS=";"; echo "soak: all passed (${summary[*]})")

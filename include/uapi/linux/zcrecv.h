@@ -33,7 +33,8 @@
  * - EFAULT: a user pointer (the argument or an array it points to) is bad.
  * - EOVERFLOW: a size or address computation would overflow.
  * - ENOMEM: the kernel could not allocate memory.
- * - ENOSPC: a page limit (per process or global) would be exceeded.
+ * - ENOSPC: a page limit (per process or global) or the per-process zone
+ *   limit would be exceeded.
  * - EBUSY: a page is pinned (pin_user_pages/get_user_pages) or the object is
  *   in use; the caller should copy instead.
  * - EPERM: the file or zone belongs to another process.
@@ -121,9 +122,10 @@ struct zcrecv_zone_create {
  * After the exchange @dst holds the pages that were at @src and @src holds
  * the pages that were at @dst. The ranges must not overlap, and each must be
  * one run of pages of a zone of the calling file (it may span mappings that
- * mprotect, mlock or madvise split, not pieces that mremap reordered). Both
- * zones must be of the same kind; for ZCRECV_ZONE_HUGE zones both ranges
- * must start and end on unit boundaries of their zones (EINVAL otherwise).
+ * mprotect or madvise split, not pieces that mremap reordered; mlock does
+ * not split a zone's mapping, it only faults its pages in). Both zones must
+ * be of the same kind; for ZCRECV_ZONE_HUGE zones both ranges must start
+ * and end on unit boundaries of their zones (EINVAL otherwise).
  */
 struct zcrecv_remap_entry {
 	__u64 src;

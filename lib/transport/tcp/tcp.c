@@ -36,6 +36,7 @@
 #include "core/ctx.h"
 #include "match/match.h"
 #include "transport/auth.h"
+#include "transport/shm/shm.h"
 #include "transport/transport.h"
 #include "transport/wire.h"
 
@@ -54,8 +55,18 @@ struct tcp_ep {
 	bool have_hdr;			/* hdr complete, h parsed */
 	struct zcr_wire_hdr h;
 	uint64_t got;			/* payload bytes read */
+	/* Wire version 2: the shm negotiation (Documentation/shm.md). */
+	int ver;			/* wire version of this connection */
+	bool hold;			/* sends wait: negotiating */
+	bool ctl_rx;			/* reading an offer into offer[] */
+	bool take_ok;			/* the peer's offer suits us */
+	unsigned int nego;		/* NEGO_* */
+	int my_switch, peer_switch;	/* 0: moving to shm, else errno */
+	char *redial;			/* where we dialled, to retry in v1 */
+	struct zcr_shm_nego *sn;
+	uint8_t offer[ZCR_WIRE_OFFER_LEN];
 	bool peer_done;			/* paused, and the peer closed */
-	/* handshake */
+	/* job secret (lib/transport/auth.c) */
 	uint64_t nonce, peer_nonce;
 	bool got_hello;			/* the peer's HELLO; AUTH awaited */
 	int hello_src;			/* the rank it claimed */
@@ -67,6 +78,14 @@ struct tcp_ep {
 
 /* A message in flight must bring this much, or its end, per timeout. */
 #define ZCR_PROGRESS_QUANTUM	(64 << 10)
+
+static int push(struct zcr_ep *ep);
+static bool hello_auth(struct zcr_ep *ep);
+static bool hello_open(struct zcr_ep *ep);
+static void encode_data(struct zcr_ep *ep, struct zcr_req *r);
+
+#define NEGO_SENT_SWITCH	1u
+#define NEGO_GOT_SWITCH		2u
 
 _Static_assert(ZCR_WIRE_HDR_LEN <= ZCR_TX_SCRATCH, "header in r->tx");
 
@@ -269,14 +288,11 @@ static int tcp_ep_alloc(int fd, void **ep_priv)
 	return 0;
 }
 
-static int tcp_connect(struct zcr_ctx *ctx, void *priv, const char *hostport,
-		       void **ep_priv)
+static int dial(const char *hostport)
 {
 	struct addrinfo *res, *ai;
 	int fd = -1, ret;
 
-	(void)ctx;
-	(void)priv;
 	ret = resolve(hostport, false, &res);
 	if (ret)
 		return ret;
@@ -298,41 +314,121 @@ static int tcp_connect(struct zcr_ctx *ctx, void *priv, const char *hostport,
 		return ret;
 	tune(fd);
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	ret = tcp_ep_alloc(fd, ep_priv);
-	if (ret)
-		close(fd);
-	return ret;
+	return fd;
 }
 
-/* Send one handshake header; the first bytes on a socket always fit. */
-static bool send_hs(struct zcr_ep *ep, const struct zcr_wire_hdr *h)
+static int tcp_connect(struct zcr_ctx *ctx, void *priv, const char *hostport,
+		       void **ep_priv)
 {
-	uint8_t buf[ZCR_WIRE_HDR_LEN];
+	int fd, ret;
 
-	__zcr_wire_encode(h, buf);
-	if (send(T(ep)->fd, buf, sizeof(buf), MSG_NOSIGNAL) == sizeof(buf))
-		return true;
-	__zcr_ep_fail_locked(ep, errno ? -errno : -EIO,
+	(void)ctx;
+	(void)priv;
+	fd = dial(hostport);
+	if (fd < 0)
+		return fd;
+	ret = tcp_ep_alloc(fd, ep_priv);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	/* Offering shm: wire version 2, and v1 again for an old peer. */
+	if (__zcr_shm_wanted()) {
+		struct tcp_ep *te = *ep_priv;
+
+		te->redial = strdup(hostport);
+		te->ver = te->redial ? 2 : 1;
+	}
+	return 0;
+}
+
+/* Send one header (and body) of the handshake on a fresh socket. */
+static int send_ctl(struct zcr_ep *ep, int type, int tag, const void *body,
+		    size_t len)
+{
+	struct zcr_wire_hdr h = {
+		.magic = ZCR_WIRE_MAGIC,
+		.version = (uint8_t)T(ep)->ver,
+		.type = (uint8_t)type,
+		.hdr_len = ZCR_WIRE_HDR_LEN,
+		.src = type == ZCR_WIRE_HELLO ? ep->ctx->rank : 0,
+		.tag = tag,
+		.len = len,
+	};
+	uint8_t buf[ZCR_WIRE_HDR_LEN + ZCR_WIRE_OFFER_LEN];
+	ssize_t w;
+
+	__zcr_wire_encode(&h, buf);
+	if (len)
+		memcpy(buf + ZCR_WIRE_HDR_LEN, body, len);
+	/* Nothing else is queued yet: these always fit the socket buffer. */
+	w = send(T(ep)->fd, buf, ZCR_WIRE_HDR_LEN + len, MSG_NOSIGNAL);
+	if (w == (ssize_t)(ZCR_WIRE_HDR_LEN + len))
+		return 0;
+	__zcr_ep_fail_locked(ep, w < 0 ? -errno : -EIO,
 			     "cannot send the handshake");
-	return false;
+	return -1;
 }
 
 /*
- * Name the peer, then send our HELLO: our rank, our max_msg, a fresh
- * nonce and whether we will prove the job secret (AUTH).
+ * Our HELLO: our rank, whether we will prove the job secret (AUTH), the
+ * largest message we take, and this connection's nonce.
  */
-static void tcp_start(struct zcr_ep *ep)
+static int send_hello(struct zcr_ep *ep)
 {
 	struct zcr_ctx *ctx = ep->ctx;
 	struct zcr_wire_hdr h = {
 		.magic = ZCR_WIRE_MAGIC,
-		.version = ZCR_WIRE_VERSION,
+		.version = (uint8_t)T(ep)->ver,
 		.type = ZCR_WIRE_HELLO,
 		.hdr_len = ZCR_WIRE_HDR_LEN,
 		.src = ctx->rank,
 		.tag = ctx->secret_len ? ZCR_HELLO_AUTH : 0,
 		.len = ctx->max_msg,
+		.seq = T(ep)->nonce,
 	};
+	uint8_t buf[ZCR_WIRE_HDR_LEN];
+
+	__zcr_wire_encode(&h, buf);
+	if (send(T(ep)->fd, buf, sizeof(buf), MSG_NOSIGNAL) == sizeof(buf))
+		return 0;
+	__zcr_ep_fail_locked(ep, errno ? -errno : -EIO,
+			     "cannot send the handshake");
+	return -1;
+}
+
+/* Our AUTH: the MAC of the job secret over both ranks and nonces. */
+static int send_auth(struct zcr_ep *ep)
+{
+	struct zcr_ctx *ctx = ep->ctx;
+	struct tcp_ep *te = T(ep);
+	uint8_t mac[ZCR_AUTH_MAC_LEN], buf[ZCR_WIRE_HDR_LEN];
+	struct zcr_wire_hdr h = {
+		.magic = ZCR_WIRE_MAGIC,
+		.version = (uint8_t)te->ver,
+		.type = ZCR_WIRE_AUTH,
+		.hdr_len = ZCR_WIRE_HDR_LEN,
+		.src = ctx->rank,
+	};
+	int i;
+
+	__zcr_auth_mac(ctx, ctx->rank, te->hello_src, te->peer_nonce,
+		       te->nonce, mac);
+	for (i = 0; i < 8; i++) {
+		h.len |= (uint64_t)mac[i] << (8 * i);
+		h.seq |= (uint64_t)mac[8 + i] << (8 * i);
+	}
+	__zcr_wire_encode(&h, buf);
+	if (send(te->fd, buf, sizeof(buf), MSG_NOSIGNAL) == sizeof(buf))
+		return 0;
+	__zcr_ep_fail_locked(ep, errno ? -errno : -EIO,
+			     "cannot send the handshake");
+	return -1;
+}
+
+/* Name the peer, then send our HELLO (or await the peer's). */
+static void tcp_start(struct zcr_ep *ep)
+{
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	char host[48], serv[16];
@@ -349,91 +445,28 @@ static void tcp_start(struct zcr_ep *ep)
 		__zcr_ep_fail_locked(ep, ret, "no random nonce");
 		return;
 	}
-	h.seq = T(ep)->nonce;
-	send_hs(ep, &h);
+	/*
+	 * The side that accepted answers the HELLO in the version it came
+	 * in: an old peer is never sent version 2.
+	 */
+	if (ep->accepted)
+		return;
+	if (!T(ep)->ver)
+		T(ep)->ver = ZCR_WIRE_VERSION;
+	T(ep)->hold = T(ep)->ver > ZCR_WIRE_VERSION;
+	send_hello(ep);
 }
 
-/*
- * The peer's HELLO. Without a job secret the connection opens now. With
- * one, we send our AUTH and open when the peer's AUTH proves it knows the
- * secret too; a peer that will not prove it is refused at once.
- */
-static bool rx_hello(struct zcr_ep *ep)
+static void nego_end(struct tcp_ep *te)
 {
-	struct zcr_ctx *ctx = ep->ctx;
-	struct tcp_ep *te = T(ep);
-	uint8_t mac[ZCR_AUTH_MAC_LEN];
-	struct zcr_wire_hdr a = {
-		.magic = ZCR_WIRE_MAGIC,
-		.version = ZCR_WIRE_VERSION,
-		.type = ZCR_WIRE_AUTH,
-		.hdr_len = ZCR_WIRE_HDR_LEN,
-		.src = ctx->rank,
-	};
-	int i;
-
-	te->hdr_got = 0;
-	if (ep->state != ZCR_EP_HANDSHAKE || te->got_hello) {
-		__zcr_ep_fail_locked(ep, -EPROTO, "second handshake");
-		return false;
+	if (te->sn) {
+		__zcr_shm_nego_release(te->sn);
+		free(te->sn);
+		te->sn = NULL;
 	}
-	ep->peer_max_msg = te->h.len ? te->h.len : UINT64_MAX;
-	te->peer_nonce = te->h.seq;
-	te->hello_src = te->h.src;
-	if (!ctx->secret_len) {
-		if (te->h.tag & ZCR_HELLO_AUTH) {
-			__zcr_ep_fail_locked(ep, -EACCES, "peer requires a "
-					     "job secret, we have none");
-			return false;
-		}
-		return __zcr_ep_open_locked(ep, te->h.src) == 0;
-	}
-	if (!(te->h.tag & ZCR_HELLO_AUTH)) {
-		__zcr_ep_fail_locked(ep, -EACCES, "peer (claiming rank %d) "
-				     "does not know the job secret",
-				     te->h.src);
-		return false;
-	}
-	te->got_hello = true;
-	__zcr_auth_mac(ctx, ctx->rank, te->h.src, te->peer_nonce, te->nonce,
-		       mac);
-	for (i = 0; i < 8; i++) {
-		a.len |= (uint64_t)mac[i] << (8 * i);
-		a.seq |= (uint64_t)mac[8 + i] << (8 * i);
-	}
-	return send_hs(ep, &a);
-}
-
-/* The peer's AUTH: its MAC must be the one the job secret gives. */
-static bool rx_auth(struct zcr_ep *ep)
-{
-	struct zcr_ctx *ctx = ep->ctx;
-	struct tcp_ep *te = T(ep);
-	uint8_t want[ZCR_AUTH_MAC_LEN], got[ZCR_AUTH_MAC_LEN];
-	int i;
-
-	te->hdr_got = 0;
-	if (!ctx->secret_len || !te->got_hello ||
-	    ep->state != ZCR_EP_HANDSHAKE || te->h.src != te->hello_src) {
-		ctx->st.bad_headers++;
-		__zcr_ep_fail_locked(ep, -EPROTO, "authentication out of "
-				     "protocol");
-		return false;
-	}
-	for (i = 0; i < 8; i++) {
-		got[i] = (uint8_t)(te->h.len >> (8 * i));
-		got[8 + i] = (uint8_t)(te->h.seq >> (8 * i));
-	}
-	__zcr_auth_mac(ctx, te->hello_src, ctx->rank, te->nonce,
-		       te->peer_nonce, want);
-	if (!__zcr_auth_equal(want, got, sizeof(want))) {
-		__zcr_ep_fail_locked(ep, -EACCES, "peer (claiming rank %d) "
-				     "failed authentication: another job "
-				     "secret", te->hello_src);
-		return false;
-	}
-	te->got_hello = false;
-	return __zcr_ep_open_locked(ep, te->hello_src) == 0;
+	free(te->redial);
+	te->redial = NULL;
+	te->hold = false;
 }
 
 static void tcp_ep_close(struct zcr_ep *ep, void *ep_priv)
@@ -441,6 +474,7 @@ static void tcp_ep_close(struct zcr_ep *ep, void *ep_priv)
 	struct tcp_ep *te = ep_priv;
 
 	(void)ep;
+	nego_end(te);
 	if (te->fd >= 0) {
 		close(te->fd);
 		te->fd = -1;
@@ -479,6 +513,10 @@ static size_t rx_target(struct zcr_ep *ep, char **p)
 
 	if (ep->state == ZCR_EP_CLOSED || !is_tcp(ep))
 		return 0;
+	if (te->ctl_rx) {
+		*p = (char *)te->offer + te->got;
+		return ZCR_WIRE_OFFER_LEN - te->got;
+	}
 	if (te->have_hdr && ep->rx.state != ZCR_RX_LANDING)
 		return 0;	/* stalled: match finds room first */
 	/* Complete: a message with no payload, or one just unstalled. */
@@ -498,6 +536,230 @@ static size_t rx_target(struct zcr_ep *ep, char **p)
 	return left < sizeof(rx_discard) ? left : sizeof(rx_discard);
 }
 
+/*
+ * The peer's HELLO. The side that accepted answers in the same version;
+ * the side that dialled in version 2 and hears version 1 talks to an old
+ * peer, which is closing on our HELLO: dial again in version 1.
+ */
+static bool rx_hello(struct zcr_ep *ep)
+{
+	struct tcp_ep *te = T(ep);
+	int fd;
+
+	te->hdr_got = 0;
+	if (te->got_hello) {
+		__zcr_ep_fail_locked(ep, -EPROTO, "second handshake");
+		return false;
+	}
+	if (ep->state == ZCR_EP_HANDSHAKE && ep->accepted) {
+		te->ver = te->h.version;
+		if (send_hello(ep))
+			return false;
+	} else if (ep->state == ZCR_EP_HANDSHAKE && te->ver == 2 &&
+		   te->h.version == 1 && te->redial) {
+		fd = dial(te->redial);
+		if (fd < 0) {
+			__zcr_ep_fail_locked(ep, fd, "cannot dial again in "
+					     "wire version 1");
+			return false;
+		}
+		close(te->fd);
+		te->fd = fd;
+		te->ver = 1;
+		nego_end(te);
+		snprintf(ep->errmsg, sizeof(ep->errmsg),
+			 "tcp (shm: peer speaks wire version 1 only)");
+		if (__zcr_auth_nonce(&te->nonce)) {
+			__zcr_ep_fail_locked(ep, -EIO, "no random nonce");
+			return false;
+		}
+		return send_hello(ep) == 0;
+	} else if (te->h.version != te->ver) {
+		__zcr_ep_fail_locked(ep, -EPROTO, "peer answered in wire "
+				     "version %d", te->h.version);
+		return false;
+	}
+	return hello_auth(ep);
+}
+
+/*
+ * The peer's HELLO is in (the versions agree). Without a job secret the
+ * connection opens now. With one, we send our AUTH and open when the
+ * peer's AUTH proves it knows the secret too; a peer that will not prove
+ * it is refused at once.
+ */
+static bool hello_auth(struct zcr_ep *ep)
+{
+	struct zcr_ctx *ctx = ep->ctx;
+	struct tcp_ep *te = T(ep);
+
+	if (ep->state != ZCR_EP_HANDSHAKE) {
+		__zcr_ep_fail_locked(ep, -EPROTO, "second handshake");
+		return false;
+	}
+	ep->peer_max_msg = te->h.len ? te->h.len : UINT64_MAX;
+	te->peer_nonce = te->h.seq;
+	te->hello_src = te->h.src;
+	if (!ctx->secret_len) {
+		if (te->h.tag & ZCR_HELLO_AUTH) {
+			__zcr_ep_fail_locked(ep, -EACCES, "peer requires a "
+					     "job secret, we have none");
+			return false;
+		}
+		return hello_open(ep);
+	}
+	if (!(te->h.tag & ZCR_HELLO_AUTH)) {
+		__zcr_ep_fail_locked(ep, -EACCES, "peer (claiming rank %d) "
+				     "does not know the job secret",
+				     te->h.src);
+		return false;
+	}
+	te->got_hello = true;
+	return send_auth(ep) == 0;
+}
+
+/* The peer's AUTH: its MAC must be the one the job secret gives. */
+static bool rx_auth(struct zcr_ep *ep)
+{
+	struct zcr_ctx *ctx = ep->ctx;
+	struct tcp_ep *te = T(ep);
+	uint8_t want[ZCR_AUTH_MAC_LEN], got[ZCR_AUTH_MAC_LEN];
+	int i;
+
+	te->hdr_got = 0;
+	if (!ctx->secret_len || !te->got_hello ||
+	    ep->state != ZCR_EP_HANDSHAKE || te->h.src != te->hello_src) {
+		ctx->st.bad_headers++;
+		__zcr_ep_fail_locked(ep, -EPROTO, "authentication out of "
+				     "protocol");
+		return false;
+	}
+	for (i = 0; i < 8; i++) {
+		got[i] = (uint8_t)(te->h.len >> (8 * i));
+		got[8 + i] = (uint8_t)(te->h.seq >> (8 * i));
+	}
+	__zcr_auth_mac(ctx, te->hello_src, ctx->rank, te->nonce,
+		       te->peer_nonce, want);
+	if (!__zcr_auth_equal(want, got, sizeof(want))) {
+		__zcr_ep_fail_locked(ep, -EACCES, "peer (claiming rank %d) "
+				     "failed authentication: another job "
+				     "secret", te->hello_src);
+		return false;
+	}
+	return hello_open(ep);
+}
+
+/* The handshake is through: open, then (version 2) negotiate shm. */
+static bool hello_open(struct zcr_ep *ep)
+{
+	struct tcp_ep *te = T(ep);
+
+	if (__zcr_ep_open_locked(ep, te->hello_src))
+		return false;
+	if (te->ver < 2)
+		return true;
+	/* Version 2: offer shm (or say why not) before any message. */
+	te->sn = calloc(1, sizeof(*te->sn));
+	if (!te->sn) {
+		__zcr_ep_fail_locked(ep, -ENOMEM, "out of memory");
+		return false;
+	}
+	te->hold = true;
+	__zcr_shm_offer(te->sn, te->offer);
+	return send_ctl(ep, ZCR_WIRE_SHM_OFFER, 0, te->offer,
+			ZCR_WIRE_OFFER_LEN) == 0;
+}
+
+/*
+ * Both SWITCHes are through: move to shm if both said yes, else stay
+ * here and let the held sends go. Returns false once ep is no longer ours.
+ */
+static bool nego_resolve(struct zcr_ep *ep)
+{
+	struct tcp_ep *te = T(ep);
+	struct zcr_shm_nego *sn = te->sn;
+	int ret = -EPROTO;
+
+	if ((te->nego & (NEGO_SENT_SWITCH | NEGO_GOT_SWITCH)) !=
+	    (NEGO_SENT_SWITCH | NEGO_GOT_SWITCH))
+		return true;
+	if (!te->my_switch && !te->peer_switch) {
+		sn->a.ctl_fd = fcntl(te->fd, F_DUPFD_CLOEXEC, 0);
+		te->sn = NULL;
+		te->hold = false;
+		snprintf(ep->errmsg, sizeof(ep->errmsg), "shm");
+		if (sn->a.ctl_fd >= 0)
+			ret = __zcr_ep_handoff_locked(ep, &__zcr_transport_shm,
+						      &sn->a);
+		if (!ret) {
+			free(sn);
+			return false;	/* te is gone with the old path */
+		}
+		__zcr_shm_nego_release(sn);
+		free(sn);
+		snprintf(ep->errmsg, sizeof(ep->errmsg),
+			 "tcp (shm: hand-off failed: %s)", strerror(-ret));
+	} else if (te->my_switch) {
+		snprintf(ep->errmsg, sizeof(ep->errmsg), "tcp (shm: %s)",
+			 sn->why);
+	} else {
+		snprintf(ep->errmsg, sizeof(ep->errmsg),
+			 "tcp (shm: the peer could not attach: %s)",
+			 strerror(te->peer_switch));
+	}
+	nego_end(te);
+	push(ep);
+	return true;
+}
+
+/* OFFER (its body follows), GRANT or SWITCH from the peer. */
+static bool rx_nego(struct zcr_ep *ep)
+{
+	struct tcp_ep *te = T(ep);
+	int ret;
+
+	te->hdr_got = 0;
+	if (te->ver < 2 || ep->state != ZCR_EP_OPEN || !te->sn) {
+		ep->ctx->st.bad_headers++;
+		__zcr_ep_fail_locked(ep, -EPROTO, "shm negotiation out of "
+				     "protocol (type %d)", te->h.type);
+		return false;
+	}
+	switch (te->h.type) {
+	case ZCR_WIRE_SHM_OFFER:
+		te->have_hdr = true;
+		te->ctl_rx = true;
+		te->got = 0;
+		return true;
+	case ZCR_WIRE_SHM_GRANT:
+		ret = -EOPNOTSUPP;
+		if (!te->h.tag && te->take_ok)
+			ret = __zcr_shm_attach_peer(te->sn);
+		te->my_switch = -ret;
+		te->nego |= NEGO_SENT_SWITCH;
+		if (send_ctl(ep, ZCR_WIRE_SHM_SWITCH, -ret, NULL, 0))
+			return false;
+		return nego_resolve(ep);
+	default:
+		te->peer_switch = te->h.tag;
+		te->nego |= NEGO_GOT_SWITCH;
+		return nego_resolve(ep);
+	}
+}
+
+/* The body of the peer's OFFER is in: say whether it may attach. */
+static bool rx_offer(struct zcr_ep *ep)
+{
+	struct tcp_ep *te = T(ep);
+	int ret;
+
+	te->ctl_rx = false;
+	te->have_hdr = false;
+	ret = __zcr_shm_offer_take(te->sn, te->offer);
+	te->take_ok = !ret;
+	return send_ctl(ep, ZCR_WIRE_SHM_GRANT, -ret, NULL, 0) == 0;
+}
+
 /* A header is complete: validate it and ask match where its payload goes. */
 static bool rx_header(struct zcr_ep *ep)
 {
@@ -515,6 +777,8 @@ static bool rx_header(struct zcr_ep *ep)
 		return rx_hello(ep);
 	if (te->h.type == ZCR_WIRE_AUTH)
 		return rx_auth(ep);
+	if (te->h.type != ZCR_WIRE_DATA)
+		return rx_nego(ep);
 	if (ep->state != ZCR_EP_OPEN || te->h.src != ep->rank ||
 	    te->h.seq != ep->recv_seq + 1) {
 		ep->ctx->st.bad_headers++;
@@ -559,6 +823,8 @@ static bool rx_done(struct zcr_ep *ep, long r)
 		return rx_header(ep);
 	}
 	te->got += (uint64_t)r;
+	if (te->ctl_rx)
+		return te->got < ZCR_WIRE_OFFER_LEN || rx_offer(ep);
 	if (te->got == te->h.len)
 		finish_payload(ep);
 	return true;
@@ -635,14 +901,14 @@ static int read_batch(struct zcr_ctx *ctx, struct io_uring *ring)
 }
 #endif
 
-static void encode_data(struct zcr_ep *ep, struct zcr_req *r);
-
 /* Write what the socket takes of ep's queue; returns messages completed. */
 static int push(struct zcr_ep *ep)
 {
 	struct zcr_ctx *ctx = ep->ctx;
 	int n = 0;
 
+	if (T(ep)->hold)
+		return 0;	/* negotiating: the path is not chosen yet */
 	/* Held until the handshake is through (the core renumbers then). */
 	while (ep->state == ZCR_EP_OPEN && !zcr_list_empty(&ep->sendq)) {
 		struct zcr_req *r = zcr_container_of(ep->sendq.next,
@@ -904,7 +1170,8 @@ static unsigned int tcp_poll_fill(struct zcr_ctx *ctx, void *priv,
 			pfd[n].events = POLLIN;
 		else
 			pfd[n].events = T(ep)->peer_done ? 0 : POLLRDHUP;
-		if (!zcr_list_empty(&ep->sendq) && ep->state == ZCR_EP_OPEN)
+		if (!zcr_list_empty(&ep->sendq) && !T(ep)->hold &&
+		    ep->state == ZCR_EP_OPEN)
 			pfd[n].events |= POLLOUT;
 		if (T(ep)->rx_deadline && T(ep)->rx_deadline < *deadline)
 			*deadline = T(ep)->rx_deadline;

@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * shm.c - intra-node transport mechanics: host identity, rings of cells in
+ * memfd segments with eventfd doorbells, descriptor hand-over with
+ * pidfd_getfd(2), single-copy pulls with process_vm_readv(2).
+ *
+ * A ring belongs to its consumer: each process creates the ring it reads
+ * and the peer attaches it to write. One producer, one consumer; head and
+ * tail are free-running 64-bit counters, so the ring is empty when they
+ * are equal and full when they differ by ncell. The producer writes a
+ * cell, then stores tail with release order; the consumer loads tail with
+ * acquire order, reads the cell, then stores head with release order.
+ *
+ * Doorbell: a consumer about to sleep sets ctl->sleeping, then looks at
+ * tail again (both sequentially consistent); a producer stores tail, then
+ * looks at ctl->sleeping (also sequentially consistent) and writes the
+ * eventfd if it is set. One of the two always sees the other's store, so a
+ * cell never sits unnoticed behind a sleeping consumer, and a busy
+ * consumer costs the producer no system call.
+ *
+ * The peer is trusted no further than its shared memory: a counter that
+ * claims more than ncell cells is reported, never followed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "transport/shm/shm.h"
+
+#ifndef PR_SET_PTRACER
+#define PR_SET_PTRACER 0x59616d61
+#endif
+
+static int read_line(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -errno : -ENODATA;
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+int __zcr_shm_hostid(struct zcr_shm_hostid *id)
+{
+	int ret;
+
+	memset(id, 0, sizeof(*id));
+	ret = read_line("/proc/sys/kernel/random/boot_id", id->boot_id,
+			sizeof(id->boot_id));
+	if (ret)
+		return ret;
+	if (gethostname(id->host, sizeof(id->host) - 1) < 0)
+		return -errno;
+	return 0;
+}
+
+bool __zcr_shm_same_host(const struct zcr_shm_hostid *a,
+			 const struct zcr_shm_hostid *b)
+{
+	return a->boot_id[0] &&
+	       !strncmp(a->boot_id, b->boot_id, sizeof(a->boot_id)) &&
+	       !strncmp(a->host, b->host, sizeof(a->host));
+}
+
+static int map_ring(struct zcr_shm_ring *r, int fd, size_t len)
+{
+	/* Populated now: a fault per fresh cell costs more than the copy. */
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_POPULATE, fd, 0);
+
+	if (p == MAP_FAILED)
+		return -errno;
+	r->ctl = p;
+	r->map_len = len;
+	r->cells = (char *)p + sizeof(struct zcr_shm_ctl);
+	return 0;
+}
+
+static size_t ring_bytes(uint32_t ncell, uint64_t cell_size)
+{
+	return sizeof(struct zcr_shm_ctl) + (size_t)ncell * cell_size;
+}
+
+int __zcr_shm_ring_create(struct zcr_shm_ring *r, uint32_t ncell,
+			  uint64_t cell_size)
+{
+	size_t len;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	r->memfd = r->evfd = -1;
+	if (!ncell || ncell > 4096 || cell_size < 2 * ZCR_SHM_CELL_HDR ||
+	    cell_size > (1U << 20) || cell_size % 64)
+		return -EINVAL;
+	len = ring_bytes(ncell, cell_size);
+	r->memfd = (int)syscall(SYS_memfd_create, "zcrecv-shm",
+				MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (r->memfd < 0)
+		return -errno;
+	if (ftruncate(r->memfd, (off_t)len) < 0 ||
+	    fcntl(r->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+		  F_SEAL_SEAL) < 0) {
+		ret = -errno;
+		goto err;
+	}
+	r->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (r->evfd < 0) {
+		ret = -errno;
+		goto err;
+	}
+	ret = map_ring(r, r->memfd, len);
+	if (ret)
+		goto err;
+	r->ctl->ncell = ncell;
+	r->ctl->cell_size = cell_size;
+	r->ncell = ncell;
+	r->cell_size = cell_size;
+	atomic_store(&r->ctl->head, 0);
+	atomic_store(&r->ctl->tail, 0);
+	atomic_store(&r->ctl->sleeping, 0);
+	r->ctl->magic = ZCR_SHM_MAGIC;
+	return 0;
+err:
+	__zcr_shm_ring_destroy(r);
+	return ret;
+}
+
+static int getfd(int pidfd, int fd)
+{
+	int ret = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+
+	return ret < 0 ? -errno : ret;
+}
+
+int __zcr_shm_ring_attach(struct zcr_shm_ring *r, int pidfd, int memfd_no,
+			  int evfd_no)
+{
+	struct zcr_shm_ctl ctl;
+	struct stat st;
+	int mfd, ret;
+
+	memset(r, 0, sizeof(*r));
+	r->memfd = r->evfd = -1;
+	mfd = getfd(pidfd, memfd_no);
+	if (mfd < 0)
+		return mfd;
+	r->evfd = getfd(pidfd, evfd_no);
+	if (r->evfd < 0) {
+		ret = r->evfd;
+		r->evfd = -1;
+		goto out;
+	}
+	/* What we got must be a sealed memfd holding a ring header. */
+	ret = -EBADMSG;
+	if (fstat(mfd, &st) < 0 || (size_t)st.st_size < sizeof(ctl) ||
+	    fcntl(mfd, F_GET_SEALS) != (F_SEAL_SHRINK | F_SEAL_GROW |
+					F_SEAL_SEAL) ||
+	    pread(mfd, &ctl, sizeof(ctl), 0) != (ssize_t)sizeof(ctl))
+		goto out;
+	if (ctl.magic != ZCR_SHM_MAGIC || !ctl.ncell || ctl.ncell > 4096 ||
+	    ctl.cell_size < 2 * ZCR_SHM_CELL_HDR ||
+	    ctl.cell_size > (1U << 20) || ctl.cell_size % 64 ||
+	    ring_bytes(ctl.ncell, ctl.cell_size) != (size_t)st.st_size)
+		goto out;
+	ret = map_ring(r, mfd, (size_t)st.st_size);
+	if (ret)
+		goto out;
+	r->ncell = ctl.ncell;
+	r->cell_size = ctl.cell_size;
+	r->tail = atomic_load(&r->ctl->tail);
+out:
+	/* The mapping keeps the segment; its descriptor is not needed. */
+	close(mfd);
+	if (ret)
+		__zcr_shm_ring_destroy(r);
+	return ret;
+}
+
+void __zcr_shm_ring_destroy(struct zcr_shm_ring *r)
+{
+	if (r->ctl)
+		munmap(r->ctl, r->map_len);
+	if (r->memfd >= 0)
+		close(r->memfd);
+	if (r->evfd >= 0)
+		close(r->evfd);
+	memset(r, 0, sizeof(*r));
+	r->memfd = r->evfd = -1;
+}
+
+static struct zcr_shm_cell *cell_at(struct zcr_shm_ring *r, uint64_t i)
+{
+	return (struct zcr_shm_cell *)(r->cells +
+				       (size_t)(i % r->ncell) * r->cell_size);
+}
+
+struct zcr_shm_cell *__zcr_shm_ring_reserve(struct zcr_shm_ring *r)
+{
+	uint64_t head = atomic_load_explicit(&r->ctl->head,
+					     memory_order_acquire);
+
+	/* A head beyond our tail is the consumer's bug: call it full. */
+	if (r->tail - head >= r->ncell)
+		return NULL;
+	return cell_at(r, r->tail);
+}
+
+void __zcr_shm_ring_publish(struct zcr_shm_ring *r)
+{
+	uint64_t one = 1;
+
+	r->tail++;
+	atomic_store(&r->ctl->tail, r->tail);
+	if (atomic_load(&r->ctl->sleeping) &&
+	    write(r->evfd, &one, sizeof(one)) < 0) {
+		/* Saturated counter: a wake-up is pending anyway. */
+	}
+}
+
+struct zcr_shm_cell *__zcr_shm_ring_peek(struct zcr_shm_ring *r, int *err)
+{
+	uint64_t tail = atomic_load_explicit(&r->ctl->tail,
+					     memory_order_acquire);
+
+	*err = 0;
+	if (tail == r->head)
+		return NULL;
+	if (tail - r->head > r->ncell) {
+		*err = -EBADMSG;
+		return NULL;
+	}
+	return cell_at(r, r->head);
+}
+
+void __zcr_shm_ring_consume(struct zcr_shm_ring *r)
+{
+	r->head++;
+	atomic_store_explicit(&r->ctl->head, r->head, memory_order_release);
+}
+
+bool __zcr_shm_ring_sleep_begin(struct zcr_shm_ring *r)
+{
+	atomic_store(&r->ctl->sleeping, 1);
+	if (atomic_load(&r->ctl->tail) != r->head) {
+		atomic_store(&r->ctl->sleeping, 0);
+		return false;
+	}
+	return true;
+}
+
+void __zcr_shm_ring_sleep_end(struct zcr_shm_ring *r)
+{
+	uint64_t v;
+
+	atomic_store(&r->ctl->sleeping, 0);
+	if (read(r->evfd, &v, sizeof(v)) < 0) {
+		/* Nothing was pending. */
+	}
+}
+
+int __zcr_shm_allow_peer(pid_t pid)
+{
+	if (prctl(PR_SET_PTRACER, (unsigned long)pid, 0, 0, 0) < 0)
+		return errno == EINVAL ? 0 : -errno;	/* EINVAL: no Yama */
+	return 0;
+}
+
+int __zcr_shm_pidfd(pid_t pid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	return fd < 0 ? -errno : fd;
+}
+
+int __zcr_shm_pull(pid_t pid, void *dst, uint64_t src, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		struct iovec l = { (char *)dst + done, len - done };
+		struct iovec r = { (void *)(uintptr_t)(src + done),
+				   len - done };
+		ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EFAULT;
+		done += (size_t)n;
+	}
+	return 0;
+}

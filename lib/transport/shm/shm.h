@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * shm.h - the mechanics of the intra-node (shared-memory) transport:
+ * host identity, a receiver-owned ring of cells in an anonymous memfd
+ * segment with an eventfd doorbell, handing both descriptors to the peer
+ * with pidfd_getfd(2), and single-copy payload moves with
+ * process_vm_readv(2). Nothing here knows about TCP, endpoints or
+ * matching: lib/transport/shm/transport.c glues it to the library.
+ *
+ * Nothing is ever named in a file system: the segment is a memfd, so it
+ * disappears with the last process that maps it or holds its descriptor,
+ * and a killed peer leaves nothing behind. Documentation/shm.md.
+ */
+#ifndef ZCR_SHM_H
+#define ZCR_SHM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Who we are: two processes are on one host when both fields are equal. */
+struct zcr_shm_hostid {
+	char boot_id[40];		/* /proc/sys/kernel/random/boot_id */
+	char host[72];			/* gethostname(2) */
+};
+
+int __zcr_shm_hostid(struct zcr_shm_hostid *id);
+bool __zcr_shm_same_host(const struct zcr_shm_hostid *a,
+			 const struct zcr_shm_hostid *b);
+
+/*
+ * One record of a ring: a message header followed, for an eager message,
+ * by its payload in the same cell. A rendezvous message carries the
+ * sender's buffer address instead; the receiver pulls the payload from
+ * there and answers with an ACK carrying the same cookie.
+ */
+enum zcr_shm_type {
+	ZCR_SHM_EAGER = 1,		/* payload inline */
+	ZCR_SHM_RTS = 2,		/* payload at addr in the sender */
+	ZCR_SHM_ACK = 3,		/* RTS cookie pulled (error: status) */
+};
+
+struct zcr_shm_cell {
+	uint32_t type;
+	int32_t src;
+	int32_t tag;
+	int32_t status;			/* ACK: 0 or -errno of the pull */
+	uint64_t len;			/* payload length */
+	uint64_t seq;
+	uint64_t addr;			/* RTS: payload in the sender */
+	uint64_t cookie;		/* RTS/ACK: the sender's request */
+	uint64_t pad[2];
+	/* payload follows (eager) */
+};
+
+#define ZCR_SHM_CELL_HDR	sizeof(struct zcr_shm_cell)
+
+/* Shared control block at the start of a segment. */
+struct zcr_shm_ctl {
+	uint32_t magic;
+	uint32_t ncell;
+	uint64_t cell_size;
+	_Alignas(64) _Atomic uint64_t head;	/* consumer: next to read */
+	_Alignas(64) _Atomic uint64_t tail;	/* producer: next to write */
+	_Alignas(64) _Atomic uint32_t sleeping;	/* consumer waits: kick */
+};
+
+#define ZCR_SHM_MAGIC		0x4d485343U	/* "CSHM" */
+
+/*
+ * One ring, either our own incoming ring (created: we consume) or the
+ * peer's incoming ring (attached: we produce). The geometry is read once
+ * at attach and kept here, never trusted again from shared memory.
+ */
+struct zcr_shm_ring {
+	int memfd;			/* created: ours; attached: -1 */
+	int evfd;			/* doorbell: ours to poll / theirs */
+	struct zcr_shm_ctl *ctl;
+	char *cells;
+	size_t map_len;
+	uint32_t ncell;
+	uint64_t cell_size;
+	uint64_t head, tail;		/* local copies */
+};
+
+/* Payload bytes one cell carries inline. */
+static inline uint64_t zcr_shm_eager_max(const struct zcr_shm_ring *r)
+{
+	return r->cell_size - ZCR_SHM_CELL_HDR;
+}
+
+/* Create our incoming ring: ncell cells of cell_size bytes (headers
+ * included). Returns 0 or -errno. */
+int __zcr_shm_ring_create(struct zcr_shm_ring *r, uint32_t ncell,
+			  uint64_t cell_size);
+/*
+ * Attach the peer's incoming ring: copy its memfd and eventfd (descriptor
+ * numbers memfd_no, evfd_no in process pid) with pidfd_getfd(2), map the
+ * segment and validate its geometry. Needs PTRACE_MODE_ATTACH_REALCREDS
+ * on the peer (see __zcr_shm_allow_peer). Returns 0 or -errno.
+ */
+int __zcr_shm_ring_attach(struct zcr_shm_ring *r, int pidfd, int memfd_no,
+			  int evfd_no);
+/* Unmap and close; safe on a zeroed or half-made ring. */
+void __zcr_shm_ring_destroy(struct zcr_shm_ring *r);
+
+/* Producer: the next free cell, or NULL when the ring is full. */
+struct zcr_shm_cell *__zcr_shm_ring_reserve(struct zcr_shm_ring *r);
+/* Producer: publish the reserved cell; ring the doorbell if need be. */
+void __zcr_shm_ring_publish(struct zcr_shm_ring *r);
+/* Consumer: the next cell, or NULL when empty; -EBADMSG state is
+ * reported by returning NULL and setting *err. */
+struct zcr_shm_cell *__zcr_shm_ring_peek(struct zcr_shm_ring *r, int *err);
+/* Consumer: done with the cell peek returned. */
+void __zcr_shm_ring_consume(struct zcr_shm_ring *r);
+/*
+ * Consumer, before it sleeps on r->evfd: announce it, then look again.
+ * Returns true if the ring is still empty (sleep), false if a cell came
+ * in meanwhile (do not sleep; the announcement is withdrawn).
+ */
+bool __zcr_shm_ring_sleep_begin(struct zcr_shm_ring *r);
+/* Consumer, after waking up (or not sleeping after all). */
+void __zcr_shm_ring_sleep_end(struct zcr_shm_ring *r);
+
+/*
+ * Let process pid use ptrace-mode access on us (process_vm_readv of our
+ * buffers, pidfd_getfd of our descriptors) under Yama ptrace_scope 1:
+ * prctl(PR_SET_PTRACER, pid). Yama keeps one such exception per process;
+ * the last call wins. Returns 0 (also when Yama is absent) or -errno.
+ */
+int __zcr_shm_allow_peer(pid_t pid);
+/* pidfd_open(2) of pid: descriptor or -errno. */
+int __zcr_shm_pidfd(pid_t pid);
+/*
+ * Copy len bytes at remote address src of process pid into dst, with as
+ * many process_vm_readv(2) calls as it takes. Returns 0 or -errno
+ * (-EPERM/-EACCES: ptrace policy; -ESRCH: the process is gone; -EFAULT:
+ * the range is not mapped there).
+ */
+int __zcr_shm_pull(pid_t pid, void *dst, uint64_t src, size_t len);
+
+/*
+ * What the handshake hands to the shm transport when it moves an endpoint
+ * there (struct zcr_transport_ops.adopt's arg): both rings, the peer and a
+ * descriptor of the old connection, kept only to notice the peer closing.
+ * adopt takes ownership of all of it, also when it fails.
+ */
+struct zcr_shm_adopt {
+	struct zcr_shm_ring in, out;
+	pid_t peer;
+	int pidfd;
+	int ctl_fd;
+};
+
+/*
+ * The negotiation the TCP handshake runs for the shm transport
+ * (lib/transport/shm/offer.c). Each side sends an offer (its host, pid
+ * and ring descriptors, or that it declines); on the peer's offer it lets
+ * the peer ptrace-access it and says so (GRANT); on the peer's GRANT it
+ * fetches the peer's ring and says whether that worked (SWITCH). When
+ * both SWITCHes said yes, the endpoint moves to the shm transport.
+ */
+#define ZCR_SHM_OFFER_LEN	128
+
+struct zcr_shm_nego {
+	struct zcr_shm_adopt a;		/* our ring, later the peer's too */
+	bool offered;			/* our offer said yes */
+	pid_t peer;
+	int peer_memfd, peer_evfd;
+	char why[96];			/* why we stay on TCP */
+};
+
+/* Is the shm transport wanted (ZCRECV_SHM=1)? */
+bool __zcr_shm_wanted(void);
+/* Make our ring (when wanted) and encode our offer. Returns 0 or -errno. */
+int __zcr_shm_offer(struct zcr_shm_nego *n, uint8_t out[ZCR_SHM_OFFER_LEN]);
+/*
+ * The peer's offer: 0 when both said yes and share a host (the peer may
+ * now ptrace-access us: send GRANT); else -errno with n->why set.
+ */
+int __zcr_shm_offer_take(struct zcr_shm_nego *n,
+			 const uint8_t in[ZCR_SHM_OFFER_LEN]);
+/* The peer granted access: fetch its ring. 0, or -errno with n->why. */
+int __zcr_shm_attach_peer(struct zcr_shm_nego *n);
+/* Release whatever n holds (the shm transport did not adopt it). */
+void __zcr_shm_nego_release(struct zcr_shm_nego *n);
+
+#endif /* ZCR_SHM_H */

@@ -1,0 +1,515 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * shm_tp.c - the intra-node transport: an endpoint whose peer runs on this
+ * host, handed over from TCP after the handshake (tcp.c offers it).
+ *
+ * Each side reads its own ring and writes the peer's. A message of up to
+ * one cell's payload travels inline (eager: copied in, copied out); a
+ * bigger one is announced with its address in the sender (RTS) and the
+ * receiver moves it in one copy with process_vm_readv(2), at the moment
+ * match says where it goes: straight into the posted receive, or into a
+ * staging slot at the page offset of the predicted buffer (remapped on a
+ * hit, like any early message). The receiver consumes the RTS cell only
+ * after the pull, and the sender's request completes when it sees the
+ * ring's head pass that cell: the head is the acknowledgement, so no
+ * message flows back. A message with nowhere to go yet (no posted receive,
+ * staging full) stays unconsumed in the ring, which holds the sender back.
+ *
+ * A peer that dies is noticed by its pidfd (or a failing pull, or the
+ * old connection closing): the endpoint fails like a TCP one, and its
+ * mappings and descriptors are released at once.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/ctx.h"
+#include "match/match.h"
+#include "transport/shm/shm.h"
+#include "transport/transport.h"
+
+struct shm_ctx {
+	struct zcr_list eps;		/* struct shm_ep */
+	unsigned int n;
+	uint64_t spin_ns;		/* busy-wait before sleeping */
+};
+
+struct shm_ep {
+	struct zcr_list link;		/* on sc->eps */
+	struct shm_ctx *sc;
+	struct zcr_ep *ep;
+	struct zcr_shm_ring in, out;
+	pid_t peer;
+	int pidfd;
+	int ctl_fd;
+	bool cell_open;			/* in's head cell is ep->rx */
+	struct zcr_shm_cell cur;	/* its header, copied out */
+	bool sleeping;
+	uint64_t acked;			/* out's head as last seen */
+};
+
+static inline struct shm_ep *S(struct zcr_ep *ep)
+{
+	return ep->tp_priv;
+}
+
+/* Ring index of an announced (RTS) send, kept in the request. */
+static void set_idx(struct zcr_req *r, uint64_t i)
+{
+	memcpy(r->tx, &i, sizeof(i));
+}
+
+static uint64_t get_idx(const struct zcr_req *r)
+{
+	uint64_t i;
+
+	memcpy(&i, r->tx, sizeof(i));
+	return i;
+}
+
+static int shm_init(struct zcr_ctx *ctx, void **priv)
+{
+	struct shm_ctx *sc = calloc(1, sizeof(*sc));
+	const char *v = getenv("ZCRECV_SHM_SPIN_US");
+
+	(void)ctx;
+	if (!sc)
+		return -ENOMEM;
+	zcr_list_init(&sc->eps);
+	sc->spin_ns = (v && *v ? strtoull(v, NULL, 10) : 200) * 1000;
+	*priv = sc;
+	return 0;
+}
+
+static void shm_fini(struct zcr_ctx *ctx, void *priv)
+{
+	(void)ctx;
+	free(priv);
+}
+
+/* Endpoints come only from a hand-off: nothing to listen on or dial. */
+static int shm_listen(struct zcr_ctx *ctx, void *priv, const char *addr)
+{
+	(void)ctx;
+	(void)priv;
+	(void)addr;
+	return -EOPNOTSUPP;
+}
+
+static int shm_connect(struct zcr_ctx *ctx, void *priv, const char *addr,
+		       void **ep_priv)
+{
+	(void)ctx;
+	(void)priv;
+	(void)addr;
+	(void)ep_priv;
+	return -EOPNOTSUPP;
+}
+
+static void kick_peer(struct shm_ep *se)
+{
+	uint64_t one = 1;
+
+	if (atomic_load(&se->out.ctl->sleeping) &&
+	    write(se->out.evfd, &one, sizeof(one)) < 0) {
+		/* Saturated: a wake-up is pending anyway. */
+	}
+}
+
+/*
+ * Announce what fits into the peer's ring, in order, and complete what
+ * the peer has consumed. Returns the number of sends completed.
+ */
+static int push_sends(struct zcr_ep *ep)
+{
+	struct zcr_ctx *ctx = ep->ctx;
+	struct shm_ep *se = S(ep);
+	struct zcr_list *pos, *tmp;
+	uint64_t head;
+	int n = 0;
+
+	head = atomic_load_explicit(&se->out.ctl->head, memory_order_acquire);
+	se->acked = head;
+	zcr_list_for_each_safe(pos, tmp, &ep->sendq) {
+		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
+		struct zcr_shm_cell *c;
+		bool eager = r->len <= zcr_shm_eager_max(&se->out);
+
+		if (r->sent) {
+			/* Announced: done once the peer consumed its cell. */
+			if (head <= get_idx(r))
+				continue;
+		} else {
+			c = __zcr_shm_ring_reserve(&se->out);
+			if (!c)
+				break;
+			memset(c, 0, sizeof(*c));
+			c->type = eager ? ZCR_SHM_EAGER : ZCR_SHM_RTS;
+			c->src = ctx->rank;
+			c->tag = r->st.tag;
+			c->len = r->len;
+			c->seq = r->seq;
+			c->addr = (uintptr_t)r->sbuf;
+			if (eager && r->len)
+				memcpy(c + 1, r->sbuf, r->len);
+			set_idx(r, se->out.tail);
+			__zcr_shm_ring_publish(&se->out);
+			r->sent = 1;
+			if (!eager)
+				continue;
+		}
+		zcr_list_del(&r->link);
+		ctx->st.msgs_sent++;
+		ctx->st.bytes_sent += r->len;
+		__zcr_req_complete_locked(r, 0);
+		n++;
+	}
+	return n;
+}
+
+static int shm_send(struct zcr_ep *ep, struct zcr_req *r)
+{
+	zcr_list_add_tail(&r->link, &ep->sendq);
+	push_sends(ep);
+	return 0;
+}
+
+/* The header at our ring's head, checked; false when the endpoint failed. */
+static bool open_cell(struct zcr_ep *ep, const struct zcr_shm_cell *c)
+{
+	struct shm_ep *se = S(ep);
+	struct zcr_shm_cell *h = &se->cur;
+
+	memcpy(h, c, sizeof(*h));	/* the peer may scribble on c */
+	if ((h->type != ZCR_SHM_EAGER && h->type != ZCR_SHM_RTS) ||
+	    h->src != ep->rank || h->tag < 0 ||
+	    h->seq != ep->recv_seq + 1 || h->len > ep->ctx->max_msg ||
+	    (h->type == ZCR_SHM_EAGER && h->len > zcr_shm_eager_max(&se->in))) {
+		ep->ctx->st.bad_headers++;
+		__zcr_ep_fail_locked(ep, -EPROTO, "shm: cell out of protocol "
+				     "(type %u, src %d, seq %llu, len %llu)",
+				     h->type, h->src,
+				     (unsigned long long)h->seq,
+				     (unsigned long long)h->len);
+		return false;
+	}
+	ep->recv_seq = h->seq;
+	se->cell_open = true;
+	return true;
+}
+
+/* Move the open cell's payload where match said; returns 1 or 0. */
+static int land(struct zcr_ep *ep)
+{
+	struct shm_ep *se = S(ep);
+	struct zcr_shm_cell *h = &se->cur;
+	uint64_t n = ep->rx.room < h->len ? ep->rx.room : h->len;
+	int err = 0, ret;
+
+	if (h->type == ZCR_SHM_EAGER) {
+		if (n)
+			memcpy(ep->rx.dst, (char *)__zcr_shm_ring_peek(&se->in,
+							&err) + sizeof(*h), n);
+	} else if (n) {
+		ret = __zcr_shm_pull(se->peer, ep->rx.dst, h->addr, n);
+		if (ret) {
+			__zcr_ep_fail_locked(ep, ret, "shm: cannot read the "
+					     "message in the peer (%s)",
+					     ret == -ESRCH ? "peer exited" :
+					     ret == -EFAULT ? "bad address" :
+					     "ptrace policy");
+			return 0;
+		}
+	}
+	se->cell_open = false;
+	__zcr_shm_ring_consume(&se->in);
+	/* An RTS's send completes now; a full ring has room again. */
+	kick_peer(se);
+	__zcr_match_payload_done_locked(ep->ctx, &ep->rx);
+	return 1;
+}
+
+static int rx_ep(struct zcr_ep *ep)
+{
+	struct shm_ep *se = S(ep);
+	struct zcr_shm_cell *c;
+	int n = 0, err;
+
+	while (ep->state == ZCR_EP_OPEN) {
+		if (!se->cell_open) {
+			c = __zcr_shm_ring_peek(&se->in, &err);
+			if (err) {
+				__zcr_ep_fail_locked(ep, err,
+						     "shm: ring corrupted");
+				break;
+			}
+			if (!c || !open_cell(ep, c))
+				break;
+			if (__zcr_match_arrive_locked(ep->ctx, &ep->rx,
+						      se->cur.src,
+						      se->cur.tag,
+						      se->cur.len) < 0)
+				break;	/* stalled: stays in the ring */
+		}
+		if (ep->rx.state != ZCR_RX_LANDING)
+			break;
+		n += land(ep);
+	}
+	return n;
+}
+
+static int shm_progress(struct zcr_ctx *ctx, void *priv)
+{
+	struct shm_ctx *sc = priv;
+	struct zcr_list *pos, *tmp;
+	int n = 0;
+
+	(void)ctx;
+	zcr_list_for_each_safe(pos, tmp, &sc->eps) {
+		struct shm_ep *se = zcr_container_of(pos, struct shm_ep, link);
+		struct zcr_ep *ep = se->ep;
+
+		if (ep->state != ZCR_EP_OPEN)
+			continue;
+		if (se->sleeping) {
+			__zcr_shm_ring_sleep_end(&se->in);
+			se->sleeping = false;
+		}
+		n += rx_ep(ep);
+		if (ep->state == ZCR_EP_OPEN && !zcr_list_empty(&ep->sendq))
+			n += push_sends(ep);
+	}
+	return n;
+}
+
+static unsigned int shm_poll_max(struct zcr_ctx *ctx, void *priv)
+{
+	(void)ctx;
+	return 3 * ((struct shm_ctx *)priv)->n;
+}
+
+/* Would progress find work on se now? */
+static bool has_work(struct shm_ep *se)
+{
+	struct zcr_ep *ep = se->ep;
+
+	if (ep->rx.state != ZCR_RX_STALLED &&
+	    atomic_load(&se->in.ctl->tail) != se->in.head)
+		return true;
+	return !zcr_list_empty(&ep->sendq) &&
+	       atomic_load(&se->out.ctl->head) != se->acked;
+}
+
+/*
+ * A send announced to a peer completes when the peer has pulled it, which
+ * takes time in proportion to its length: keep looking for as long as the
+ * pulls of our announced sends should take (at 2 bytes/ns, the slow end of
+ * process_vm_readv), at most 20 ms, rather than sleep and be woken.
+ */
+static uint64_t pull_wait_ns(struct shm_ctx *sc)
+{
+	struct zcr_list *pos, *q;
+	uint64_t bytes = 0;
+
+	for (pos = sc->eps.next; pos != &sc->eps; pos = pos->next) {
+		struct shm_ep *se = zcr_container_of(pos, struct shm_ep, link);
+
+		if (se->ep->state != ZCR_EP_OPEN)
+			continue;
+		for (q = se->ep->sendq.next; q != &se->ep->sendq; q = q->next) {
+			struct zcr_req *r = zcr_container_of(q, struct zcr_req,
+							     link);
+
+			if (r->sent)
+				bytes += r->len;
+		}
+	}
+	bytes /= 2;
+	return bytes < 20000000 ? bytes : 20000000;
+}
+
+static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
+				  struct pollfd *pfd, unsigned int max,
+				  uint64_t *deadline)
+{
+	struct shm_ctx *sc = priv;
+	struct zcr_list *pos;
+	unsigned int k = 0;
+	uint64_t until = 0;
+	bool work = false;
+
+	(void)ctx;
+	if (!sc->n)
+		return 0;
+	/*
+	 * A peer on this host usually answers within microseconds: look
+	 * again for a while before sleeping, yielding the processor each
+	 * time, as the peer may be waiting for it (more ranks than cores).
+	 */
+	if (sc->spin_ns)
+		until = zcr_now_ns() + sc->spin_ns + pull_wait_ns(sc);
+	for (;;) {
+		for (pos = sc->eps.next; pos != &sc->eps && !work;
+		     pos = pos->next) {
+			struct shm_ep *se = zcr_container_of(pos,
+							     struct shm_ep,
+							     link);
+
+			work = se->ep->state == ZCR_EP_OPEN && has_work(se);
+		}
+		if (work || !until || zcr_now_ns() >= until)
+			break;
+		sched_yield();
+	}
+	for (pos = sc->eps.next; pos != &sc->eps; pos = pos->next) {
+		struct shm_ep *se = zcr_container_of(pos, struct shm_ep, link);
+
+		if (se->ep->state != ZCR_EP_OPEN || k + 3 > max)
+			continue;
+		/* Announce the sleep, then look once more (shm.c). */
+		atomic_store(&se->in.ctl->sleeping, 1);
+		se->sleeping = true;
+		if (has_work(se))
+			work = true;
+		pfd[k].fd = se->in.evfd;
+		pfd[k++].events = POLLIN;
+		pfd[k].fd = se->pidfd;
+		pfd[k++].events = POLLIN;
+		pfd[k].fd = se->ctl_fd;
+		pfd[k++].events = POLLIN;
+	}
+	if (work)
+		*deadline = 0;
+	return k;
+}
+
+static void shm_poll_done(struct zcr_ctx *ctx, void *priv,
+			  const struct pollfd *pfd, unsigned int n)
+{
+	struct shm_ctx *sc = priv;
+	struct zcr_list *pos, *tmp;
+	unsigned int k;
+
+	(void)ctx;
+	for (k = 0; k + 3 <= n; k += 3) {
+		zcr_list_for_each_safe(pos, tmp, &sc->eps) {
+			struct shm_ep *se = zcr_container_of(pos,
+							     struct shm_ep,
+							     link);
+			char b;
+
+			if (se->pidfd != pfd[k + 1].fd ||
+			    se->ep->state != ZCR_EP_OPEN)
+				continue;
+			if (pfd[k + 1].revents) {
+				__zcr_ep_fail_locked(se->ep, -ECONNRESET,
+						     "shm: peer process exited");
+			} else if (pfd[k + 2].revents &&
+				   recv(se->ctl_fd, &b, 1, MSG_DONTWAIT) >= 0) {
+				/* 0: closed; a byte: out of protocol. */
+				__zcr_ep_fail_locked(se->ep, -ECONNRESET,
+						     "shm: peer closed the "
+						     "connection");
+			}
+			break;
+		}
+	}
+}
+
+static void shm_ep_close(struct zcr_ep *ep, void *ep_priv)
+{
+	struct shm_ep *se = ep_priv;
+
+	(void)ep;
+	if (!se)
+		return;
+	__zcr_shm_ring_destroy(&se->in);
+	__zcr_shm_ring_destroy(&se->out);
+	if (se->pidfd >= 0)
+		close(se->pidfd);
+	if (se->ctl_fd >= 0)
+		close(se->ctl_fd);
+	se->pidfd = se->ctl_fd = -1;
+	se->cell_open = false;
+}
+
+static void shm_ep_free(struct zcr_ep *ep, void *ep_priv)
+{
+	struct shm_ep *se = ep_priv;
+
+	if (!se)
+		return;
+	shm_ep_close(ep, se);
+	se->sc->n--;
+	zcr_list_del(&se->link);
+	free(se);
+}
+
+static void adopt_release(struct zcr_shm_adopt *a)
+{
+	__zcr_shm_ring_destroy(&a->in);
+	__zcr_shm_ring_destroy(&a->out);
+	if (a->pidfd >= 0)
+		close(a->pidfd);
+	if (a->ctl_fd >= 0)
+		close(a->ctl_fd);
+	a->pidfd = a->ctl_fd = -1;
+}
+
+static int shm_adopt(struct zcr_ep *ep, const struct zcr_transport_ops *prev,
+		     void *prev_priv, void *arg)
+{
+	struct zcr_shm_adopt *a = arg;
+	struct shm_ctx *sc = NULL;
+	struct shm_ep *se;
+	int i;
+
+	for (i = 0; i < ep->ctx->ntr; i++)
+		if (ep->ctx->tr[i].ops == &__zcr_transport_shm)
+			sc = ep->ctx->tr[i].priv;
+	se = sc ? calloc(1, sizeof(*se)) : NULL;
+	if (!se) {
+		adopt_release(a);
+		return sc ? -ENOMEM : -ENOPROTOOPT;
+	}
+	se->ep = ep;
+	se->sc = sc;
+	se->in = a->in;
+	se->out = a->out;
+	se->peer = a->peer;
+	se->pidfd = a->pidfd;
+	se->ctl_fd = a->ctl_fd;
+	se->acked = atomic_load(&se->out.ctl->head);
+	memset(a, 0, sizeof(*a));
+	a->in.memfd = a->in.evfd = a->out.memfd = a->out.evfd = -1;
+	a->pidfd = a->ctl_fd = -1;
+	zcr_list_add_tail(&se->link, &sc->eps);
+	sc->n++;
+	ep->tp_priv = se;
+	/* The old connection's state is ours to release. */
+	prev->ep_close(ep, prev_priv);
+	prev->ep_free(ep, prev_priv);
+	return 0;
+}
+
+const struct zcr_transport_ops __zcr_transport_shm = {
+	.size = sizeof(struct zcr_transport_ops),
+	.name = "shm",
+	.scheme = NULL,		/* endpoints only by hand-off */
+	.init = shm_init,
+	.fini = shm_fini,
+	.listen = shm_listen,
+	.connect = shm_connect,
+	.poll_max = shm_poll_max,
+	.poll_fill = shm_poll_fill,
+	.poll_done = shm_poll_done,
+	.progress = shm_progress,
+	.send = shm_send,
+	.ep_close = shm_ep_close,
+	.ep_free = shm_ep_free,
+	.adopt = shm_adopt,
+};

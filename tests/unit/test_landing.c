@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * test_landing.c - the landing: the auto policy driven by a fake cost
+ * source (it settles on the cheaper kind after warm-up, explores the other
+ * one landing in 64, recovers when the costs flip, is not flipped by one
+ * outlier), and the uffd-move exchange through the library's own landing
+ * code: 2 MiB slots reused at two offsets (a spare with pages left over), a
+ * user range unmapped and mapped again at the
+ * same address (registered again), plain malloc memory, and
+ * zcr_ctx_landing_stats(). Run: build/tests/unit/test_landing [name].
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <sys/mman.h>
+
+#include "core/ctx.h"
+#include "zt.h"
+
+/* n landings of class c at the given true costs; how many remapped. */
+static int drive(struct zcr_land_class *c, double copy_ns, double remap_ns,
+		 int n)
+{
+	int i, remaps = 0;
+
+	for (i = 0; i < n; i++) {
+		int k = __zcr_land_choose(c);
+
+		remaps += k == ZCR_LAND_REMAP;
+		__zcr_land_record(c, k, k == ZCR_LAND_REMAP ? remap_ns :
+				  copy_ns);
+	}
+	return remaps;
+}
+
+ZT_TEST(policy_picks_the_cheaper_after_warmup)
+{
+	struct zcr_land_class c = { 0 };
+	int r;
+
+	/* No prior: ZCR_LAND_WARM of each, then the cheaper one. */
+	ZT_EXPECT_EQ(drive(&c, 100, 300, 2 * ZCR_LAND_WARM), ZCR_LAND_WARM);
+	r = drive(&c, 100, 300, 640);
+	/* Remap only on the exploring landings: 1 in 64. */
+	ZT_EXPECT_EQ(r, 640 / ZCR_LAND_EXPLORE);
+	memset(&c, 0, sizeof(c));
+	drive(&c, 300, 100, 2 * ZCR_LAND_WARM);
+	ZT_EXPECT_EQ(drive(&c, 300, 100, 640), 640 - 640 / ZCR_LAND_EXPLORE);
+}
+
+ZT_TEST(policy_a_wrong_prior_is_corrected)
+{
+	struct zcr_land_class c = { 0 };
+
+	/* Calibration said remap is 10x cheaper; it is 3x dearer: the
+	 * first real sample outweighs the prior. */
+	__zcr_land_record(&c, ZCR_LAND_COPY, 1000);
+	__zcr_land_record(&c, ZCR_LAND_REMAP, 100);
+	ZT_EXPECT_EQ(drive(&c, 1000, 3000, 2), 1);
+	ZT_EXPECT_EQ(drive(&c, 1000, 3000, 128), 128 / ZCR_LAND_EXPLORE);
+}
+
+ZT_TEST(policy_recovers_when_costs_flip)
+{
+	struct zcr_land_class c = { 0 };
+	int i, r = 0;
+
+	drive(&c, 100, 300, 200);
+	ZT_ASSERT(c.cost[ZCR_LAND_COPY] < c.cost[ZCR_LAND_REMAP]);
+	/* The machine changed: copying now costs 5x a remap. */
+	for (i = 0; i < 4 * ZCR_LAND_EXPLORE; i++)
+		r = drive(&c, 1000, 200, 1);
+	ZT_ASSERT_MSG(r == 1 && c.cost[ZCR_LAND_REMAP] < c.cost[ZCR_LAND_COPY],
+		      "still copying after %d landings: copy %.0f remap %.0f",
+		      4 * ZCR_LAND_EXPLORE, c.cost[ZCR_LAND_COPY],
+		      c.cost[ZCR_LAND_REMAP]);
+	/* And once switched it stays on the cheaper one. */
+	ZT_EXPECT_EQ(drive(&c, 1000, 200, 640), 640 - 640 / ZCR_LAND_EXPLORE);
+	/* Flip back: the chosen kind got 10x dearer; it is measured on
+	 * every landing, so a few landings see it. */
+	ZT_ASSERT(drive(&c, 100, 2000, 16) <= 8);
+	ZT_ASSERT(c.cost[ZCR_LAND_COPY] < c.cost[ZCR_LAND_REMAP]);
+}
+
+ZT_TEST(policy_one_outlier_does_not_flip)
+{
+	struct zcr_land_class c = { 0 };
+
+	drive(&c, 100, 150, 100);
+	/* A preempted copy: 1000x its cost, once. */
+	__zcr_land_record(&c, ZCR_LAND_COPY, 100000);
+	ZT_EXPECT_EQ(__zcr_land_choose(&c), ZCR_LAND_COPY);
+}
+
+/* A context with the uffd-move backend, or skip. */
+static struct zcr_ctx *uffd_ctx(int policy)
+{
+	struct zcr_ctx_attr a = { .policy = policy,
+				  .backend = ZCRECV_BACKEND_UFFD };
+	struct zcr_ctx *ctx;
+	int ret;
+
+	setenv("ZCRECV_BACKEND", "uffd-move", 1);
+	ret = zcr_ctx_create(&a, &ctx);
+	if (ret == -EOPNOTSUPP)
+		ZT_SKIP("no UFFDIO_MOVE on this kernel");
+	ZT_EXPECT_EQ(ret, 0);
+	return ctx;
+}
+
+/* Stage n bytes (seed) as the transport would, land them into dst. */
+static void land(struct zcr_ctx *ctx, char *dst, size_t n, unsigned seed)
+{
+	const struct zcr_remap_ops *ops;
+	struct zcr_slot *s;
+	size_t off, i;
+
+	pthread_mutex_lock(&ctx->lock);
+	ops = __zcr_remap_pick(ctx, dst, n);
+	off = __zcr_remap_stage_offset(ctx, ops, dst, n);
+	s = __zcr_slot_get_locked(ctx, ops, off + n);
+	ZT_ASSERT(s);
+	for (i = 0; i < n; i++)
+		s->base[off + i] = (char)(i * 7 + seed + i / 4096);
+	__zcr_remap_deliver_locked(ctx, s, off, dst, n, true);
+	__zcr_slot_put_locked(ctx, s);
+	pthread_mutex_unlock(&ctx->lock);
+	for (i = 0; i < n; i++)
+		if (dst[i] != (char)(i * 7 + seed + i / 4096))
+			zt_fail(__FILE__, __LINE__, "byte %zu of %zu wrong", i,
+				n);
+}
+
+static uint64_t pages(struct zcr_ctx *ctx)
+{
+	struct zcr_stats st;
+
+	ZT_EXPECT_EQ(zcr_ctx_stats(ctx, &st), 0);
+	return st.pages_remapped;
+}
+
+ZT_TEST(uffd_munmap_and_mmap_at_the_same_address)
+{
+	struct zcr_ctx *ctx = uffd_ctx(ZCRECV_POLICY_REMAP);
+	size_t n = 3 << 20;
+	char *u, *v;
+	uint64_t p0;
+
+	u = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	ZT_ASSERT(u != MAP_FAILED);
+	memset(u, 1, n);
+	p0 = pages(ctx);
+	land(ctx, u, n, 1);
+	land(ctx, u, n, 2);
+	ZT_EXPECT_EQ(pages(ctx) - p0, 2 * n / 4096);
+	/* The registration went with the mapping; the next landing must
+	 * register the new one and still move every page. */
+	ZT_EXPECT_EQ(munmap(u, n), 0);
+	v = mmap(u, n, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	ZT_ASSERT(v == u);
+	memset(v, 3, n);
+	p0 = pages(ctx);
+	land(ctx, v, n, 3);
+	land(ctx, v + 4096, n - 8192, 4);
+	ZT_EXPECT_EQ(pages(ctx) - p0, (2 * n - 8192) / 4096);
+	munmap(v, n);
+	zcr_ctx_destroy(ctx);
+}
+
+ZT_TEST(uffd_huge_slots_at_two_offsets)
+{
+	struct zcr_ctx *ctx = uffd_ctx(ZCRECV_POLICY_REMAP);
+	size_t n = 8 << 20;
+	void *u;
+	int i;
+
+	ZT_EXPECT_EQ(zcr_mem_alloc(ctx, n, &u), 0);
+	ZT_EXPECT_EQ((uintptr_t)u % ZCR_HUGE_SIZE, 0);
+	memset(u, 1, n);
+	for (i = 0; i < 4; i++)
+		land(ctx, (char *)u + (i & 1) * 4096, n - 8192, (unsigned)i);
+	ZT_EXPECT_EQ(pages(ctx), 4 * (n - 8192) / 4096);
+	zcr_mem_free(ctx, u);
+	zcr_ctx_destroy(ctx);
+}
+
+ZT_TEST(uffd_malloc_memory)
+{
+	struct zcr_ctx *ctx = uffd_ctx(ZCRECV_POLICY_REMAP);
+	size_t n = (4 << 20) + 100;
+	char *u = malloc(n);
+	int i;
+
+	ZT_ASSERT(u);
+	memset(u, 1, n);
+	for (i = 0; i < 3; i++)
+		land(ctx, u + 3, n - 3, (unsigned)i);
+	ZT_ASSERT(pages(ctx) > 0);
+	free(u);
+	zcr_ctx_destroy(ctx);
+}
+
+ZT_TEST(landing_stats_reports_the_classes)
+{
+	struct zcr_ctx *ctx = uffd_ctx(ZCRECV_POLICY_AUTO);
+	struct zcr_landing_class lc[8];
+	size_t n = 64 << 10;
+	uint64_t old[2];
+	void *u;
+	int i, got;
+
+	ZT_EXPECT_EQ(zcr_mem_alloc(ctx, n, &u), 0);
+	memset(u, 1, n);
+	ZT_EXPECT_EQ(zcr_ctx_landing_stats(ctx, lc, sizeof(lc[0]), 8), 0);
+	for (i = 0; i < 10; i++)
+		land(ctx, u, n, (unsigned)i);
+	got = zcr_ctx_landing_stats(ctx, lc, sizeof(lc[0]), 8);
+	ZT_EXPECT_EQ(got, 1);
+	ZT_EXPECT_EQ(lc[0].size_min, n);
+	/* The prior counts as one sample of each kind. */
+	ZT_EXPECT_EQ(lc[0].copy_samples + lc[0].remap_samples, 12);
+	ZT_ASSERT(lc[0].copy_ns > 0 && lc[0].remap_ns > 0);
+	ZT_ASSERT(lc[0].choice == (lc[0].remap_ns < lc[0].copy_ns ?
+				   ZCRECV_POLICY_REMAP : ZCRECV_POLICY_COPY));
+	ZT_ASSERT(!strcmp(lc[0].backend, "uffd-move"));
+	/* A caller knowing only the first two fields gets those only. */
+	memset(old, 0xff, sizeof(old));
+	ZT_EXPECT_EQ(zcr_ctx_landing_stats(ctx, (void *)old, sizeof(old), 1),
+		     1);
+	ZT_EXPECT_EQ(old[0], n);
+	ZT_EXPECT_EQ(zcr_ctx_landing_stats(ctx, lc, 0, 8), -EINVAL);
+	zcr_mem_free(ctx, u);
+	zcr_ctx_destroy(ctx);
+}
+
+ZT_TEST(backend_names_and_aliases)
+{
+	struct zcr_ctx *ctx;
+	struct zcr_stats st;
+
+	ZT_EXPECT_EQ(__zcr_remap_lookup("uffd"), ZCRECV_BACKEND_UFFD);
+	ZT_EXPECT_EQ(__zcr_remap_lookup("uffd-move"), ZCRECV_BACKEND_UFFD);
+	ZT_EXPECT_EQ(__zcr_remap_lookup("bogus"), -EINVAL);
+	ZT_ASSERT(!strcmp(zcr_backend_name(ZCRECV_BACKEND_UFFD),
+			  "uffd-move"));
+	setenv("ZCRECV_BACKEND", "bogus", 1);
+	ZT_EXPECT_EQ(zcr_ctx_create(NULL, &ctx), -EINVAL);
+	setenv("ZCRECV_BACKEND", "copy", 1);
+	ZT_EXPECT_EQ(zcr_ctx_create(NULL, &ctx), 0);
+	ZT_EXPECT_EQ(zcr_ctx_stats(ctx, &st), 0);
+	ZT_ASSERT(!strcmp(st.backend_name, "copy"));
+	zcr_ctx_destroy(ctx);
+}

@@ -1,0 +1,586 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * test_shm_tp.c - the shm transport through the public API: the
+ * negotiation in the TCP handshake (both willing, one declining, old
+ * version-1 peers on either side), ping-pong of many sizes between two
+ * processes with every byte checked, early/posted/stalled interleavings,
+ * ANY_SOURCE across an shm peer and a TCP peer (per-source order kept),
+ * truncation, and a peer killed mid-message (an error, not a hang, and no
+ * memfd descriptor, mapping or /dev/shm file left).
+ * Run: build/tests/unit/test_shm_tp [name]
+ */
+#include <dirent.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include "zcr_pair.h"
+
+static const char *tp_of(struct zcr_ep *ep)
+{
+	const char *msg = NULL;
+
+	zcr_ep_error(ep, &msg);
+	return msg ? msg : "";
+}
+
+static int count_in(const char *dir_path, const char *needle, bool links)
+{
+	char path[300], link[256];
+	struct dirent *d;
+	int n = 0;
+	DIR *dir = opendir(dir_path);
+
+	if (!dir)
+		return 0;
+	while ((d = readdir(dir))) {
+		if (!links) {
+			n += !!strstr(d->d_name, needle);
+			continue;
+		}
+		snprintf(path, sizeof(path), "%s/%s", dir_path, d->d_name);
+		ssize_t l = readlink(path, link, sizeof(link) - 1);
+
+		if (l > 0) {
+			link[l] = 0;
+			n += !!strstr(link, needle);
+		}
+	}
+	closedir(dir);
+	return n;
+}
+
+static int count_maps(void)
+{
+	char line[512];
+	int n = 0;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	ZT_ASSERT(f);
+	while (fgets(line, sizeof(line), f))
+		n += !!strstr(line, "zcrecv-shm");
+	fclose(f);
+	return n;
+}
+
+/* Nothing of the transport is left in this process or in /dev/shm. */
+static void expect_no_leftovers(void)
+{
+	ZT_EXPECT_EQ(count_in("/proc/self/fd", "memfd:zcrecv-shm", true), 0);
+	ZT_EXPECT_EQ(count_maps(), 0);
+	ZT_EXPECT_EQ(count_in("/dev/shm", "zcrecv", false), 0);
+}
+
+static void pair_shm(struct pair *p, int n, const struct zcr_ctx_attr *a)
+{
+	int i;
+
+	setenv("ZCRECV_SHM", "1", 1);
+	pair_open(p, n, a);
+	for (i = 1; i < n; i++) {
+		PAIR_PUMP_UNTIL(p, !strcmp(tp_of(p->from[i]), "shm"));
+		PAIR_PUMP_UNTIL(p, !strcmp(tp_of(p->to0[i]), "shm"));
+	}
+}
+
+/* Send len bytes (seed) from ep, receive into buf at ctx: posted first. */
+static void one_posted(struct pair *p, struct zcr_ep *ep, struct zcr_ctx *c,
+		       int src, size_t len, uint32_t seed)
+{
+	char *sb = malloc(len + 1), *rb = malloc(len + 1);
+	struct zcr_status st;
+	struct zcr_req *r, *s;
+
+	pattern_fill(sb, len, seed);
+	ZT_EXPECT_EQ(zcr_irecv(c, rb, len, src, 3, &r), 0);
+	ZT_EXPECT_EQ(zcr_isend(ep, sb, len, 3, &s), 0);
+	PAIR_PUMP_UNTIL(p, zcr_test(r, &st) != 0);
+	PAIR_PUMP_UNTIL(p, zcr_test(s, NULL) != 0);
+	ZT_EXPECT_EQ(st.error, 0);
+	ZT_EXPECT_EQ(st.len, len);
+	ZT_EXPECT_EQ(pattern_bad(rb, len, seed), 0);
+	free(sb);
+	free(rb);
+}
+
+ZT_TEST(negotiates_shm)
+{
+	static const size_t sizes[] = { 0, 1, 100, 16384, 16385, 1 << 20 };
+	struct pair p;
+	unsigned int i;
+
+	pair_shm(&p, 2, NULL);
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		one_posted(&p, p.to0[1], p.c[0], 1, sizes[i], i);
+		one_posted(&p, p.from[1], p.c[1], 0, sizes[i], i + 50);
+	}
+	pair_close(&p);
+	expect_no_leftovers();
+}
+
+/*
+ * Rank 0 does not want shm: both stay on TCP and say why, and a send
+ * queued while the negotiation was under way is delivered.
+ */
+ZT_TEST(declined_stays_tcp)
+{
+	struct zcr_ctx_attr a = { .quiet = 1 };
+	struct zcr_ctx *c0, *c1;
+	struct zcr_ep *e1, *e0 = NULL;
+	struct zcr_req *s, *r;
+	struct pair p = { .n = 2 };
+	char addr[32], buf[8];
+	int port;
+
+	ZT_EXPECT_EQ(zcr_ctx_create(&a, &c0), 0);
+	a.rank = 1;
+	ZT_EXPECT_EQ(zcr_ctx_create(&a, &c1), 0);
+	p.c[0] = c0;
+	p.c[1] = c1;
+	port = zcr_ctx_listen(c0, "127.0.0.1:0");
+	ZT_ASSERT(port > 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	setenv("ZCRECV_SHM", "1", 1);
+	ZT_EXPECT_EQ(zcr_ep_connect(c1, addr, &e1), 0);
+	ZT_EXPECT_EQ(zcr_isend(e1, "early!", 7, 9, &s), 0);
+	unsetenv("ZCRECV_SHM");
+	while (zcr_ep_accept(c0, 0, &e0) != 0)
+		ZT_ASSERT(zcr_progress(c0, 10) >= 0);
+	setenv("ZCRECV_SHM", "1", 1);
+	PAIR_PUMP_UNTIL(&p, strncmp(tp_of(e1), "tcp", 3) == 0);
+	PAIR_PUMP_UNTIL(&p, strncmp(tp_of(e0), "tcp", 3) == 0);
+	ZT_ASSERT_MSG(strstr(tp_of(e1), "peer declined"), "%s", tp_of(e1));
+	ZT_ASSERT_MSG(strstr(tp_of(e0), "not enabled"), "%s", tp_of(e0));
+	ZT_EXPECT_EQ(zcr_irecv(c0, buf, sizeof(buf), 1, 9, &r), 0);
+	PAIR_PUMP_UNTIL(&p, zcr_test(r, NULL) != 0);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+	ZT_ASSERT(!strcmp(buf, "early!"));
+	one_posted(&p, e1, c0, 1, 1 << 20, 7);
+	zcr_ctx_destroy(c1);
+	zcr_ctx_destroy(c0);
+	expect_no_leftovers();
+}
+
+/* An old (version 1) dialler: answered in version 1, served over TCP. */
+ZT_TEST(old_peer_dials_in)
+{
+	struct zcr_ctx_attr a = { .quiet = 1 };
+	struct zcr_status st;
+	unsigned char h[32];
+	struct zcr_ctx *c0;
+	struct zcr_ep *ep = NULL;
+	struct zcr_req *r;
+	char buf[16];
+	int port, fd;
+
+	setenv("ZCRECV_SHM", "1", 1);
+	ZT_EXPECT_EQ(zcr_ctx_create(&a, &c0), 0);
+	port = zcr_ctx_listen(c0, "127.0.0.1:0");
+	fd = raw_connect_port(port);
+	raw_hello(fd, 4);
+	while (zcr_ep_accept(c0, 0, &ep) != 0)
+		ZT_ASSERT(zcr_progress(c0, 10) >= 0);
+	ZT_ASSERT(read(fd, h, 32) == 32);
+	ZT_EXPECT_EQ(h[4], 1);		/* version 1 back */
+	ZT_EXPECT_EQ(h[5], 1);		/* HELLO */
+	raw_hdr(h, RAW_MAGIC, 1, 2, 32, 4, 6, 5, 1);
+	ZT_ASSERT(write(fd, h, 32) == 32 && write(fd, "hello", 5) == 5);
+	ZT_EXPECT_EQ(zcr_irecv(c0, buf, sizeof(buf), 4, 6, &r), 0);
+	ZT_EXPECT_EQ(zcr_wait(r, &st), 0);
+	ZT_EXPECT_EQ(st.len, 5);
+	ZT_ASSERT(!memcmp(buf, "hello", 5));
+	ZT_EXPECT_EQ(zcr_ep_error(ep, NULL), 0);
+	close(fd);
+	zcr_ctx_destroy(c0);
+}
+
+/*
+ * An old (version 1) acceptor closes on our version-2 HELLO: we dial
+ * again in version 1 and work over TCP.
+ */
+ZT_TEST(old_peer_accepts)
+{
+	struct zcr_ctx_attr a = { .quiet = 1, .rank = 1 };
+	unsigned char h[32];
+	struct zcr_ctx *c1;
+	struct zcr_ep *ep;
+	struct zcr_req *s;
+	char addr[32], buf[8];
+	int lfd, fd;
+	double t0;
+
+	setenv("ZCRECV_SHM", "1", 1);
+	lfd = raw_listen(addr, sizeof(addr));
+	ZT_EXPECT_EQ(zcr_ctx_create(&a, &c1), 0);
+	ZT_EXPECT_EQ(zcr_ep_connect(c1, addr, &ep), 0);
+	fd = accept(lfd, NULL, NULL);
+	ZT_ASSERT(fd >= 0);
+	raw_hello(fd, 0);			/* an old peer speaks first */
+	ZT_ASSERT(read(fd, h, 32) == 32);
+	ZT_EXPECT_EQ(h[4], 2);			/* we offered version 2 */
+	close(fd);				/* which it refuses */
+	t0 = pair_now();
+	for (;;) {		/* until it dials again */
+		struct pollfd q = { .fd = lfd, .events = POLLIN };
+
+		if (poll(&q, 1, 0) == 1)
+			break;
+		ZT_ASSERT(zcr_progress(c1, 10) >= 0);
+		ZT_ASSERT(pair_now() - t0 < 20);
+	}
+	fd = accept(lfd, NULL, NULL);
+	ZT_ASSERT(fd >= 0);
+	raw_hello(fd, 0);
+	ZT_ASSERT(read(fd, h, 32) == 32);
+	ZT_EXPECT_EQ(h[4], 1);			/* version 1 this time */
+	t0 = pair_now();
+	while (zcr_ep_rank(ep) != 0) {
+		ZT_ASSERT(zcr_progress(c1, 10) >= 0);
+		ZT_ASSERT(pair_now() - t0 < 20);
+	}
+	ZT_ASSERT_MSG(strstr(tp_of(ep), "version 1"), "%s", tp_of(ep));
+	ZT_EXPECT_EQ(zcr_isend(ep, "abc", 4, 2, &s), 0);
+	ZT_EXPECT_EQ(zcr_wait(s, NULL), 0);
+	ZT_ASSERT(read(fd, h, 32) == 32 && read(fd, buf, 4) == 4);
+	ZT_EXPECT_EQ(h[5], 2);
+	ZT_ASSERT(!strcmp(buf, "abc"));
+	close(fd);
+	close(lfd);
+	zcr_ctx_destroy(c1);
+}
+
+/*
+ * Two processes: the child (rank 1) echoes every message, receiving
+ * early for even rounds and posted for odd ones; the parent checks every
+ * byte of every echo and that the child saw shm too.
+ */
+#define ROUNDS 3
+static const size_t pp_sizes[] = { 1, 64, 4096, 16384, 16385, 65536,
+				   (1 << 20) + 3, 4 << 20 };
+#define NSIZES (sizeof(pp_sizes) / sizeof(pp_sizes[0]))
+
+static void echo_child(const char *addr)
+{
+	struct zcr_ctx_attr a = { .quiet = 1, .rank = 1 };
+	struct zcr_ctx *c;
+	struct zcr_ep *ep;
+	struct zcr_status st;
+	struct zcr_req *r;
+	char *buf = malloc(4 << 20);
+	unsigned int i, k;
+
+	if (zcr_ctx_create(&a, &c) || zcr_ep_connect(c, addr, &ep))
+		_exit(2);
+	for (k = 0; k < ROUNDS; k++)
+		for (i = 0; i < NSIZES; i++) {
+			if (zcr_irecv(c, buf, 4 << 20, 0, (int)i, &r) ||
+			    zcr_wait(r, &st) || st.len != pp_sizes[i])
+				_exit(3);
+			if (zcr_send(ep, buf, st.len, (int)i))
+				_exit(4);
+		}
+	if (strcmp(tp_of(ep), "shm"))
+		_exit(5);
+	zcr_ctx_destroy(c);
+	_exit(0);
+}
+
+ZT_TEST(pingpong_two_processes)
+{
+	struct zcr_ctx_attr a = { .quiet = 1 };
+	char *sb = malloc(4 << 20), *rb = malloc(4 << 20), addr[32];
+	struct zcr_status st;
+	struct zcr_ctx *c0;
+	struct zcr_ep *ep = NULL;
+	struct zcr_req *r;
+	unsigned int i, k;
+	int status, port;
+	uint64_t before;
+	pid_t pid;
+
+	setenv("ZCRECV_SHM", "1", 1);
+	ZT_EXPECT_EQ(zcr_ctx_create(&a, &c0), 0);
+	port = zcr_ctx_listen(c0, "127.0.0.1:0");
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	pid = fork();
+	ZT_ASSERT(pid >= 0);
+	if (pid == 0)
+		echo_child(addr);
+	ZT_EXPECT_EQ(zcr_ep_accept(c0, 20000, &ep), 0);
+	for (k = 0; k < ROUNDS; k++)
+		for (i = 0; i < NSIZES; i++) {
+			size_t len = pp_sizes[i];
+			uint32_t seed = k * 100 + i;
+
+			pattern_fill(sb, len, seed);
+			memset(rb, 0, len);
+			if (k % 2) {	/* posted before the echo comes */
+				ZT_EXPECT_EQ(zcr_irecv(c0, rb, len, 1, (int)i,
+						       &r), 0);
+				ZT_EXPECT_EQ(zcr_send(ep, sb, len, (int)i), 0);
+			} else {	/* early: staged, then received */
+				before = pair_stats(c0).early;
+				ZT_EXPECT_EQ(zcr_send(ep, sb, len, (int)i), 0);
+				while (pair_stats(c0).early == before)
+					ZT_ASSERT(zcr_progress(c0, 10) >= 0);
+				ZT_EXPECT_EQ(zcr_irecv(c0, rb, len, 1, (int)i,
+						       &r), 0);
+			}
+			ZT_EXPECT_EQ(zcr_wait(r, &st), 0);
+			ZT_EXPECT_EQ(st.len, len);
+			ZT_ASSERT_MSG(!pattern_bad(rb, len, seed),
+				      "size %zu round %u", len, k);
+		}
+	ZT_ASSERT_MSG(!strcmp(tp_of(ep), "shm"), "%s", tp_of(ep));
+	ZT_EXPECT_EQ(waitpid(pid, &status, 0), pid);
+	ZT_ASSERT_MSG(WIFEXITED(status) && !WEXITSTATUS(status),
+		      "child status %d", status);
+	zcr_ctx_destroy(c0);
+	expect_no_leftovers();
+}
+
+/*
+ * One message each way of every interleaving: posted first, early
+ * (staged at arrival), and stalled (no staging room: it waits in the ring
+ * until a receive is posted, then lands straight in the buffer).
+ */
+ZT_TEST(interleavings)
+{
+	struct zcr_ctx_attr a = { .staging_bytes = 1 << 20 };
+	static const size_t sizes[] = { 10, 9000, 65536, 3 << 20 };
+	char *sb = malloc(3 << 20), *rb = malloc(3 << 20);
+	struct zcr_status st;
+	struct zcr_req *r, *s;
+	struct zcr_stats s0, s1;
+	struct pair p;
+	unsigned int i;
+
+	pair_shm(&p, 2, &a);
+	for (i = 0; i < 4; i++) {
+		size_t len = sizes[i];
+
+		one_posted(&p, p.to0[1], p.c[0], 1, len, i);
+
+		/* Early: the arrival is staged (or, if too big, stalls). */
+		pattern_fill(sb, len, i + 10);
+		s0 = pair_stats(p.c[0]);
+		ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb, len, 4, &s), 0);
+		PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).early > s0.early ||
+				    pair_stats(p.c[0]).stalls > s0.stalls);
+		s1 = pair_stats(p.c[0]);
+		if (len < (1 << 20))
+			ZT_EXPECT_EQ(s1.early, s0.early + 1);
+		else		/* bigger than the pool: held in the ring */
+			ZT_EXPECT_EQ(s1.stalls, s0.stalls + 1);
+		memset(rb, 0, len);
+		ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, len, 1, 4, &r), 0);
+		PAIR_PUMP_UNTIL(&p, zcr_test(r, &st) != 0);
+		PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+		ZT_EXPECT_EQ(st.error, 0);
+		ZT_EXPECT_EQ(pattern_bad(rb, len, i + 10), 0);
+	}
+	pair_close(&p);
+	expect_no_leftovers();
+}
+
+/*
+ * Rank 1 over shm, rank 2 over TCP, both sending tag 5 in turn: receives
+ * with ANY_SOURCE get each source's messages in the order it sent them,
+ * early or posted.
+ */
+ZT_TEST(any_source_across_transports)
+{
+	struct pair p;
+	struct zcr_status st;
+	struct zcr_req *rr[8], *ss[8];
+	char *sb[8], *rb[8];
+	size_t len[8];
+	int i, next[3] = { 0, 0, 0 }, k;
+
+	/* Rank 1 dials with shm, rank 2 without (plain version 1). */
+	memset(&p, 0, sizeof(p));
+	p.n = 3;
+	for (i = 0; i < 3; i++) {
+		struct zcr_ctx_attr a = { .quiet = 1, .rank = i };
+
+		ZT_EXPECT_EQ(zcr_ctx_create(&a, &p.c[i]), 0);
+	}
+	p.port = zcr_ctx_listen(p.c[0], "127.0.0.1:0");
+	snprintf(p.addr, sizeof(p.addr), "127.0.0.1:%d", p.port);
+	for (i = 1; i < 3; i++) {
+		if (i == 1)
+			setenv("ZCRECV_SHM", "1", 1);
+		else
+			unsetenv("ZCRECV_SHM");
+		ZT_EXPECT_EQ(zcr_ep_connect(p.c[i], p.addr, &p.to0[i]), 0);
+		PAIR_PUMP_UNTIL(&p, zcr_ep_accept(p.c[0], 0, &p.from[i]) == 0);
+		PAIR_PUMP_UNTIL(&p, zcr_ep_rank(p.to0[i]) == 0);
+		if (i == 1)
+			PAIR_PUMP_UNTIL(&p, !strcmp(tp_of(p.from[1]), "shm"));
+	}
+	ZT_EXPECT_EQ(zcr_ep_rank(p.from[1]), 1);
+	ZT_EXPECT_EQ(zcr_ep_rank(p.from[2]), 2);
+	ZT_ASSERT_MSG(!*tp_of(p.from[2]), "%s", tp_of(p.from[2]));
+	for (k = 0; k < 2; k++) {	/* k 0: posted first, 1: early */
+		for (i = 0; i < 8; i++) {
+			len[i] = (size_t)(i % 2 ? 70000 + i : 100 + i);
+			sb[i] = malloc(len[i]);
+			rb[i] = malloc(80000);
+			pattern_fill(sb[i], len[i], (uint32_t)(k * 10 + i));
+		}
+		if (!k)
+			for (i = 0; i < 8; i++)
+				ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb[i], 80000,
+						       ZCRECV_ANY_SOURCE, 5,
+						       &rr[i]), 0);
+		/* Messages 0..3 from rank 1, 4..7 from rank 2, interleaved. */
+		for (i = 0; i < 4; i++) {
+			ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb[i], len[i], 5,
+					       &ss[i]), 0);
+			ZT_EXPECT_EQ(zcr_isend(p.to0[2], sb[i + 4],
+					       len[i + 4], 5, &ss[i + 4]), 0);
+		}
+		if (k) {
+			PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).msgs_recv >= 8 ||
+					    pair_stats(p.c[0]).early >= 8);
+			for (i = 0; i < 8; i++)
+				ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb[i], 80000,
+						       ZCRECV_ANY_SOURCE, 5,
+						       &rr[i]), 0);
+		}
+		next[1] = 0;
+		next[2] = 4;
+		for (i = 0; i < 8; i++) {
+			int m;
+
+			PAIR_PUMP_UNTIL(&p, zcr_test(rr[i], &st) != 0);
+			ZT_EXPECT_EQ(st.error, 0);
+			ZT_ASSERT(st.source == 1 || st.source == 2);
+			m = next[st.source]++;	/* non-overtaking per source */
+			ZT_EXPECT_EQ(st.len, len[m]);
+			ZT_ASSERT_MSG(!pattern_bad(rb[i], len[m],
+						   (uint32_t)(k * 10 + m)),
+				      "receive %d from %d", i, st.source);
+		}
+		ZT_EXPECT_EQ(next[1], 4);
+		ZT_EXPECT_EQ(next[2], 8);
+		for (i = 0; i < 8; i++) {
+			PAIR_PUMP_UNTIL(&p, zcr_test(ss[i], NULL) != 0);
+			free(sb[i]);
+			free(rb[i]);
+		}
+	}
+	pair_close(&p);
+}
+
+/* A receive smaller than the message: -EMSGSIZE, a prefix, nothing lost. */
+ZT_TEST(truncation)
+{
+	static const size_t sizes[] = { 5000, 300000 };
+	char *sb = malloc(300000), *rb = malloc(300000);
+	struct zcr_status st;
+	struct zcr_req *r, *s;
+	struct pair p;
+	unsigned int i, early;
+
+	pair_shm(&p, 2, NULL);
+	for (early = 0; early < 2; early++)
+		for (i = 0; i < 2; i++) {
+			size_t len = sizes[i];
+
+			pattern_fill(sb, len, i);
+			memset(rb, 0x5a, len);
+			if (!early)
+				ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, len / 2, 1,
+						       1, &r), 0);
+			ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb, len, 1, &s), 0);
+			if (early) {
+				PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+				ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, len / 2, 1,
+						       1, &r), 0);
+			}
+			PAIR_PUMP_UNTIL(&p, zcr_test(r, &st) != 0);
+			ZT_EXPECT_EQ(st.error, -EMSGSIZE);
+			ZT_EXPECT_EQ(st.len, len);
+			ZT_EXPECT_EQ(pattern_bad(rb, len / 2, i), 0);
+			ZT_EXPECT_EQ((unsigned char)rb[len / 2], 0x5a);
+			if (!early)
+				PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+			/* The connection goes on. */
+			one_posted(&p, p.to0[1], p.c[0], 1, len, i + 7);
+		}
+	pair_close(&p);
+	expect_no_leftovers();
+}
+
+/*
+ * The child announces 4 MiB that cannot be staged (the pool is 1 MiB) and
+ * is killed before anything takes it. The receive naming it fails, the
+ * endpoint says why, no hang, and the parent keeps no memfd or mapping.
+ */
+ZT_TEST(peer_killed_mid_message)
+{
+	struct zcr_ctx_attr a = { .quiet = 1, .staging_bytes = 1 << 20 };
+	char *rb = malloc(4 << 20), addr[32];
+	struct zcr_status st;
+	struct zcr_ctx *c0;
+	struct zcr_ep *ep = NULL;
+	struct zcr_req *r;
+	int status, port, ret, go[2];
+	pid_t pid;
+
+	setenv("ZCRECV_SHM", "1", 1);
+	ZT_EXPECT_EQ(zcr_ctx_create(&a, &c0), 0);
+	port = zcr_ctx_listen(c0, "127.0.0.1:0");
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	ZT_ASSERT(pipe(go) == 0);
+	pid = fork();
+	ZT_ASSERT(pid >= 0);
+	if (pid == 0) {
+		struct zcr_ctx_attr b = { .quiet = 1, .rank = 1 };
+		struct zcr_ctx *c;
+		struct zcr_ep *e;
+		struct zcr_req *s;
+		char *sb = malloc(4 << 20), x;
+
+		memset(sb, 7, 4 << 20);
+		if (zcr_ctx_create(&b, &c) || zcr_ep_connect(c, addr, &e))
+			_exit(2);
+		while (strcmp(tp_of(e), "shm"))
+			if (zcr_progress(c, 10) < 0 || *tp_of(e) == 't')
+				_exit(3);
+		if (zcr_isend(e, sb, 4 << 20, 8, &s))
+			_exit(4);
+		zcr_progress(c, 0);
+		/* Die once the parent holds the announcement, unserved. */
+		if (read(go[0], &x, 1) != 1)
+			_exit(5);
+		kill(getpid(), SIGKILL);
+	}
+	ZT_EXPECT_EQ(zcr_ep_accept(c0, 20000, &ep), 0);
+	/* Serve the child until its 4 MiB is announced and stalled here. */
+	while (pair_stats(c0).stalls == 0) {
+		ZT_ASSERT(zcr_progress(c0, 10) >= 0);
+		ZT_ASSERT(waitpid(pid, &status, WNOHANG) == 0);
+	}
+	ZT_ASSERT(write(go[1], "x", 1) == 1);
+	ZT_EXPECT_EQ(waitpid(pid, &status, 0), pid);
+	ZT_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	close(go[0]);
+	close(go[1]);
+	/* Its segment was ours to map until we learn it died. */
+	ret = zcr_irecv(c0, rb, 4 << 20, 1, 8, &r);
+	if (ret == 0) {
+		ret = zcr_wait(r, &st);
+		ZT_ASSERT_MSG(ret == -ECONNRESET || ret == -ESRCH,
+			      "receive from the dead peer: %d", ret);
+	} else {
+		ZT_EXPECT_EQ(ret, -ECONNRESET);
+	}
+	ZT_ASSERT(zcr_ep_error(ep, NULL) < 0);
+	ZT_ASSERT_MSG(strstr(tp_of(ep), "shm:"), "%s", tp_of(ep));
+	expect_no_leftovers();
+	zcr_ctx_destroy(c0);
+	expect_no_leftovers();
+}
