@@ -105,7 +105,8 @@ static int job_secret(struct zcr_ctx *ctx, const char *attr)
 			       "at most 256 bytes");
 	if (attr && !n)
 		return -EINVAL;
-	memcpy(ctx->secret, v, n);
+	if (n)
+		memcpy(ctx->secret, v, n);
 	ctx->secret_len = n;
 	return 0;
 }
