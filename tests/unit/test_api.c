@@ -126,16 +126,21 @@ ZT_TEST(addresses)
 	struct zcr_ep *ep, *e;
 	struct pair p;
 	char addr[64];
-	int port, fd;
+	int port, fd, ret;
 
 	ZT_EXPECT_EQ(zcr_ctx_create(&(struct zcr_ctx_attr){ .quiet = 1 },
 				    &c0), 0);
 	ZT_EXPECT_EQ(zcr_ctx_create(&(struct zcr_ctx_attr){ .rank = 1,
 							     .quiet = 1 },
 				    &c1), 0);
-	ZT_EXPECT_EQ(zcr_ep_connect(c1, "no-such-host.invalid:1", &ep),
-		     -ENXIO);
-	ZT_EXPECT_EQ(zcr_ctx_listen(c0, "no-such-host.invalid:0"), -ENXIO);
+	/*
+	 * No such host: -ENXIO, or -EAGAIN where no resolver answers at
+	 * all (as in the test VMs); never "unreachable".
+	 */
+	ret = zcr_ep_connect(c1, "no-such-host.invalid:1", &ep);
+	ZT_ASSERT_MSG(ret == -ENXIO || ret == -EAGAIN, "connect: %d", ret);
+	ret = zcr_ctx_listen(c0, "no-such-host.invalid:0");
+	ZT_ASSERT_MSG(ret == -ENXIO || ret == -EAGAIN, "listen: %d", ret);
 	ZT_EXPECT_EQ(zcr_ctx_listen(c0, "[::1:0"), -EINVAL);
 	fd = socket(AF_INET6, SOCK_STREAM, 0);
 	if (fd < 0) {
