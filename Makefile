@@ -71,7 +71,7 @@ LIB_CORE      := lib/core/context.c lib/core/endpoint.c lib/core/mem.c \
 		 lib/core/request.c lib/core/version.c
 # Each transport is one folder: every lib/transport/*/*.c is built.
 LIB_TRANSPORT := lib/transport/transport.c lib/transport/wire.c \
-		 $(sort $(wildcard lib/transport/*/*.c))
+		 lib/transport/auth.c $(sort $(wildcard lib/transport/*/*.c))
 LIB_MATCH     := lib/match/match.c
 LIB_STAGING   := lib/staging/staging.c
 LIB_REMAP     := lib/remap/engine.c lib/remap/copy.c lib/remap/kmod.c \

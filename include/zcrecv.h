@@ -118,6 +118,27 @@ enum zcr_backend {
  *			handshake then is closed with -ETIMEDOUT ("handshake
  *			timed out") and no longer counts as a possible source
  *			of receives
+ * @job_secret:		since 0.2: a secret every rank of the job shares
+ *			(a NUL-terminated string of 1 to 256 bytes; use at
+ *			least 16 random bytes), NULL: the environment
+ *			ZCRECV_JOB_SECRET, else none. With a secret, each
+ *			connection's handshake proves both sides know it
+ *			(HMAC-SHA256 over fresh nonces) and a peer that does
+ *			not is refused (-EACCES). Without one, any local
+ *			process can claim a rank, so zcr_ctx_listen() binds
+ *			loopback only
+ * @progress_timeout_ms: since 0.2: a message in flight (header or payload
+ *			partly read) must bring 64 KiB or its end within
+ *			this many ms, or the connection is closed with
+ *			-ETIMEDOUT (0: 30000; negative: -EINVAL); the
+ *			environment ZCRECV_PROGRESS_TIMEOUT_MS overrides it.
+ *			Idle connections between messages never time out,
+ *			nor do those paused because staging is full
+ * @max_conns:		since 0.2: most connections (accepted, connected or
+ *			in their handshake) at once (0: 1024; negative:
+ *			-EINVAL); connections accepted past it are closed at
+ *			once and zcr_ep_connect() fails with -EMFILE. The
+ *			environment ZCRECV_MAX_CONNS overrides it
  */
 struct zcr_ctx_attr {
 	int rank;
@@ -129,6 +150,10 @@ struct zcr_ctx_attr {
 	const char *predictor;
 	int quiet;
 	int handshake_timeout_ms;
+	/* 0.2 */
+	const char *job_secret;
+	int progress_timeout_ms;
+	int max_conns;
 };
 
 /**
@@ -189,11 +214,17 @@ struct zcr_stats {
 
 /**
  * struct zcr_status - what a completed receive got
- * @source:	rank of the sender
- * @tag:	tag of the message
+ * @source:	rank of the sender; ZCRECV_ANY_SOURCE (-1) when no message
+ *		matched the receive (it failed or was cancelled before one
+ *		did: rank 0 is a real rank)
+ * @tag:	tag of the message; ZCRECV_ANY_TAG (-1) when none matched
  * @len:	length of the message as sent (may exceed the buffer: then
- *		the receive returned -EMSGSIZE)
+ *		the receive returned -EMSGSIZE); 0 when none matched
  * @error:	0 or the negative errno the operation completed with
+ *
+ * A receive that failed after a message matched it (-ECONNRESET: the
+ * sender went away mid-message) reports that message's source, tag and
+ * announced length. For a send: our rank, its tag and length.
  */
 struct zcr_status {
 	int source;
@@ -337,6 +368,23 @@ int zcr_ep_connect(struct zcr_ctx *ctx, const char *hostport,
 int zcr_ep_accept(struct zcr_ctx *ctx, int timeout_ms, struct zcr_ep **ep);
 
 /**
+ * zcr_ep_accept_rank() - zcr_ep_accept() for the peer of rank @rank only
+ * @ctx: a listening context
+ * @rank: the peer rank to wait for (>= 0)
+ * @timeout_ms: most milliseconds to wait (-1: forever, 0: only check)
+ * @ep: set to the endpoint on success
+ *
+ * Waits until a peer that connected to zcr_ctx_listen() and completed its
+ * handshake as @rank is there, and hands out its endpoint; endpoints of
+ * other ranks stay for zcr_ep_accept() or their own zcr_ep_accept_rank().
+ * Each accepted endpoint is handed out once.
+ * Return: 0 with *@ep set; -ETIMEDOUT; -EINVAL (NULL argument, negative
+ * @rank); another -errno from progress. Since 0.2.
+ */
+int zcr_ep_accept_rank(struct zcr_ctx *ctx, int rank, int timeout_ms,
+		       struct zcr_ep **ep);
+
+/**
  * zcr_ep_rank() - the peer's rank, -EAGAIN while the handshake is under
  * way, -ENOTCONN once the connection is lost before it completed. Since 0.1.
  */
@@ -379,7 +427,13 @@ int zcr_isend(struct zcr_ep *ep, const void *buf, size_t len, int tag,
  * @src (or ZCRECV_ANY_SOURCE) with @tag (or ZCRECV_ANY_TAG). @buf must stay
  * valid (not freed, not unmapped) until the request completes, as in MPI:
  * the data may land in it, or its pages be exchanged, at any progress call.
- * Return: 0 with *@req set, or -errno. Since 0.1.
+ *
+ * While the context listens, @src may be a rank that has not connected
+ * (yet): the receive waits for it, as in MPI. Without a listener a rank
+ * no connection can bring fails at once.
+ * Return: 0 with *@req set; -EINVAL; -ECONNRESET (not listening, and no
+ * connection, open or in its handshake, can bring @src); -ENOTCONN
+ * (ZCRECV_ANY_SOURCE, not listening, no connection). Since 0.1.
  */
 int zcr_irecv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
 	      struct zcr_req **req);
@@ -387,6 +441,9 @@ int zcr_irecv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
 /**
  * zcr_test() - has @req completed? On completion the request is freed and
  * *@st (if not NULL) filled.
+ *
+ * Note the return values differ from zcr_wait(): zcr_test() returns 1 for
+ * a successful completion (0 means pending), zcr_wait() returns 0.
  * Return: 1 when complete and successful, 0 when still pending, or the
  * negative errno it failed with (it is then freed too). Since 0.1.
  */
@@ -394,10 +451,43 @@ int zcr_test(struct zcr_req *req, struct zcr_status *st);
 
 /**
  * zcr_wait() - progress until @req completes, then free it.
+ *
+ * Unlike zcr_test(), a successful completion returns 0.
  * Return: 0 or the negative errno it failed with (-EMSGSIZE: truncated,
- * -ECONNRESET: the peer went away). Since 0.1.
+ * -ECONNRESET: the peer went away, -ECANCELED: cancelled); if progress
+ * itself fails, that error, and @req stays pending. Since 0.1.
  */
 int zcr_wait(struct zcr_req *req, struct zcr_status *st);
+
+/**
+ * zcr_wait_timeout() - zcr_wait() for at most @timeout_ms
+ * @req: a request from zcr_isend() or zcr_irecv()
+ * @st: filled on completion (may be NULL)
+ * @timeout_ms: most milliseconds to wait; 0 only checks, -1 waits as
+ *	zcr_wait()
+ *
+ * Return: as zcr_wait() when @req completed (it is then freed); -ETIMEDOUT
+ * when it did not complete in time (it stays pending: wait, test or
+ * cancel it later); -EINVAL for a NULL @req or @timeout_ms below -1.
+ * Since 0.2.
+ */
+int zcr_wait_timeout(struct zcr_req *req, struct zcr_status *st,
+		     int timeout_ms);
+
+/**
+ * zcr_cancel() - cancel a receive that no message has matched yet
+ * @req: a request from zcr_irecv()
+ *
+ * A receive still posted (no message matched it) is taken off the posted
+ * queue and completes at once with -ECANCELED: zcr_test() or zcr_wait()
+ * then return -ECANCELED, set st.error to -ECANCELED and st.source,
+ * st.tag to -1, and free it. A receive a message already matched cannot
+ * be cancelled: it completes as usual. As with MPI_Cancel, the request
+ * must still be completed with zcr_test() or zcr_wait().
+ * Return: 0 when cancelled; -EBUSY when a message matched it already (or
+ * it completed); -EOPNOTSUPP for a send; -EINVAL for NULL. Since 0.2.
+ */
+int zcr_cancel(struct zcr_req *req);
 
 /**
  * zcr_send() - blocking send: zcr_isend() then zcr_wait(). Since 0.1.

@@ -18,5 +18,7 @@ $(B)/tests/tsan/%: tests/unit/%.c tests/unit/zt.c tests/unit/zt.h \
 	@mkdir -p $(dir $@)
 	$(CC) $(ZCR_CFLAGS) $(TSAN_FLAGS) -Itools/lib -Itests/unit -o $@ $< \
 		tests/unit/zt.c $(TSAN_OBJS) $(ZCT_A) $(LDLIBS)
+# Kept: they are intermediate files of the pattern rules above.
+.SECONDARY: $(TSAN_OBJS)
 .PHONY: tsan
 tsan: $(TSAN_TESTS)

@@ -18,11 +18,25 @@
 #define ZCR_DEFAULT_STAGING	(256ULL << 20)
 #define ZCR_DEFAULT_MAX_MSG	(1ULL << 30)
 #define ZCR_DEFAULT_HANDSHAKE_MS	10000
+#define ZCR_DEFAULT_PROGRESS_MS	30000
+#define ZCR_DEFAULT_MAX_CONNS	1024
 #define ZCR_MIN_POLL		64
 
-/* Index of var's value in names, dflt when unset, or -EINVAL (said). */
-static int env_choice(const char *var, const char *const *names, int n,
-		      int dflt)
+/*
+ * A bad value of an environment variable fails zcr_ctx_create() with
+ * -EINVAL; say which variable and what it takes, unless quiet.
+ */
+static int env_bad(bool quiet, const char *var, const char *v,
+		   const char *expected)
+{
+	if (!quiet)
+		fprintf(stderr, "zcrecv: %s=%s: expected %s\n", var, v,
+			expected);
+	return -EINVAL;
+}
+
+static int env_choice(bool quiet, const char *var, const char *const *names,
+		      int n, int dflt, const char *expected)
 {
 	const char *v = getenv(var);
 	int i;
@@ -32,12 +46,11 @@ static int env_choice(const char *var, const char *const *names, int n,
 	for (i = 0; i < n; i++)
 		if (names[i] && !strcmp(v, names[i]))
 			return i;
-	fprintf(stderr, "libzcrecv: %s=%s: unknown value\n", var, v);
-	return -EINVAL;
+	return env_bad(quiet, var, v, expected);
 }
 
 /* The backend ZCRECV_BACKEND names, dflt when unset, or -EINVAL (said). */
-static int env_backend(int dflt)
+static int env_backend(bool quiet, int dflt)
 {
 	const char *v = getenv("ZCRECV_BACKEND");
 	int id;
@@ -46,13 +59,14 @@ static int env_backend(int dflt)
 		return dflt;
 	id = __zcr_remap_lookup(v);
 	if (id < 0)
-		fprintf(stderr, "libzcrecv: ZCRECV_BACKEND=%s: unknown backend "
-			"(auto, kmod, uffd-move, copy)\n", v);
+		return env_bad(quiet, "ZCRECV_BACKEND", v,
+			       "auto, kmod, uffd-move or copy");
 	return id;
 }
 
-/* A positive number of ms from var, dflt when unset, or -EINVAL. */
-static int env_ms(const char *var, int dflt)
+/* A number in [1, INT_MAX] from var, dflt when unset, or -EINVAL. */
+static int env_pos(bool quiet, const char *var, int dflt,
+		   const char *expected)
 {
 	const char *v = getenv(var);
 	char *end;
@@ -63,8 +77,38 @@ static int env_ms(const char *var, int dflt)
 	errno = 0;
 	ms = strtol(v, &end, 10);
 	if (errno || *end || ms <= 0 || ms > INT_MAX)
-		return -EINVAL;
+		return env_bad(quiet, var, v, expected);
 	return (int)ms;
+}
+
+/* ZCRECV_QUIET: 1 quiet, 0 not, unset: the attribute. Or -EINVAL. */
+static int env_quiet(int attr)
+{
+	const char *v = getenv("ZCRECV_QUIET");
+
+	if (!v || !*v)
+		return !!attr;
+	if (!strcmp(v, "0") || !strcmp(v, "1"))
+		return *v == '1';
+	return env_bad(attr, "ZCRECV_QUIET", v, "0 or 1");
+}
+
+/* The job secret: the attribute, else ZCRECV_JOB_SECRET, else none. */
+static int job_secret(struct zcr_ctx *ctx, const char *attr)
+{
+	const char *v = attr ? attr : getenv("ZCRECV_JOB_SECRET");
+	size_t n = v ? strlen(v) : 0;
+
+	if (n > ZCR_SECRET_MAX)
+		return attr ? -EINVAL :
+		       env_bad(ctx->quiet, "ZCRECV_JOB_SECRET", "...",
+			       "at most 256 bytes");
+	if (attr && !n)
+		return -EINVAL;
+	if (n)
+		memcpy(ctx->secret, v, n);
+	ctx->secret_len = n;
+	return 0;
 }
 
 static void *progress_thread(void *arg)
@@ -101,35 +145,56 @@ static bool all_zero(const void *p, size_t n)
 static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 {
 	static const char *const policies[] = { "auto", "copy", "remap" };
+	static const char ms[] = "a positive number of milliseconds";
 	struct zcr_ctx *ctx;
 	const char *pred;
-	int ret, policy, backend, hs_ms;
+	int ret, policy, backend, hs_ms, pr_ms, conns, quiet;
 
 	if (attr->rank < 0 || attr->policy < 0 ||
 	    attr->policy > ZCRECV_POLICY_REMAP || attr->backend < 0 ||
 	    attr->backend > ZCRECV_BACKEND_COPY ||
-	    attr->handshake_timeout_ms < 0)
+	    attr->handshake_timeout_ms < 0 || attr->progress_timeout_ms < 0 ||
+	    attr->max_conns < 0)
 		return -EINVAL;
-	policy = env_choice("ZCRECV_POLICY", policies, 3, attr->policy);
-	backend = env_backend(attr->backend);
-	hs_ms = env_ms("ZCRECV_HANDSHAKE_TIMEOUT_MS",
-		       attr->handshake_timeout_ms ?
-		       attr->handshake_timeout_ms : ZCR_DEFAULT_HANDSHAKE_MS);
-	if (policy < 0 || backend < 0 || hs_ms < 0)
+	quiet = env_quiet(attr->quiet);
+	if (quiet < 0)
+		return quiet;
+	policy = env_choice(quiet, "ZCRECV_POLICY", policies, 3,
+			    attr->policy, "auto, copy or remap");
+	backend = env_backend(quiet, attr->backend);
+	hs_ms = env_pos(quiet, "ZCRECV_HANDSHAKE_TIMEOUT_MS",
+			attr->handshake_timeout_ms ?
+			attr->handshake_timeout_ms : ZCR_DEFAULT_HANDSHAKE_MS,
+			ms);
+	pr_ms = env_pos(quiet, "ZCRECV_PROGRESS_TIMEOUT_MS",
+			attr->progress_timeout_ms ?
+			attr->progress_timeout_ms : ZCR_DEFAULT_PROGRESS_MS,
+			ms);
+	conns = env_pos(quiet, "ZCRECV_MAX_CONNS", attr->max_conns ?
+			attr->max_conns : ZCR_DEFAULT_MAX_CONNS,
+			"a positive number of connections");
+	if (policy < 0 || backend < 0 || hs_ms < 0 || pr_ms < 0 || conns < 0)
 		return -EINVAL;
 
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return -ENOMEM;
+	ctx->quiet = quiet;
+	ret = job_secret(ctx, attr->job_secret);
+	if (ret) {
+		free(ctx);
+		return ret;
+	}
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_cond_init(&ctx->cond, NULL);
 	ctx->rank = attr->rank;
 	ctx->policy = policy;
-	ctx->quiet = attr->quiet || getenv("ZCRECV_QUIET");
 	ctx->max_msg = attr->max_msg ? attr->max_msg : ZCR_DEFAULT_MAX_MSG;
 	ctx->staging_limit = attr->staging_bytes ? attr->staging_bytes :
 						   ZCR_DEFAULT_STAGING;
 	ctx->hs_timeout_ns = (uint64_t)hs_ms * 1000000;
+	ctx->progress_timeout_ns = (uint64_t)pr_ms * 1000000;
+	ctx->max_conns = (unsigned int)conns;
 	ctx->page = (size_t)sysconf(_SC_PAGESIZE);
 	zcr_list_init(&ctx->eps);
 	zcr_list_init(&ctx->posted);
@@ -183,6 +248,7 @@ err_remap:
 		close(ctx->kmod_fd);
 	close(ctx->wake_fd);
 err_free:
+	explicit_bzero(ctx->secret, sizeof(ctx->secret));
 	free(ctx);
 	return ret;
 }
@@ -249,6 +315,7 @@ void zcr_ctx_destroy(struct zcr_ctx *ctx)
 	close(ctx->wake_fd);
 	pthread_cond_destroy(&ctx->cond);
 	pthread_mutex_destroy(&ctx->lock);
+	explicit_bzero(ctx->secret, sizeof(ctx->secret));
 	free(ctx);
 }
 

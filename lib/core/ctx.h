@@ -25,6 +25,7 @@
 #include "predict/predict.h"
 #include "remap/remap.h"
 #include "staging/staging.h"
+#include "transport/auth.h"
 #include "transport/transport.h"
 
 enum zcr_req_kind { ZCR_REQ_SEND = 1, ZCR_REQ_RECV = 2 };
@@ -76,6 +77,7 @@ struct zcr_ep {
 	char peer[64];
 	uint64_t send_seq, recv_seq;	/* last message numbers */
 	uint64_t hs_deadline;		/* zcr_now_ns() the handshake ends */
+	uint64_t peer_max_msg;		/* the peer's limit (UINT64_MAX: unknown) */
 	struct zcr_list sendq;		/* send requests, in order */
 	struct zcr_arrival rx;
 };
@@ -114,6 +116,12 @@ struct zcr_ctx {
 	unsigned int nep;		/* endpoints on eps */
 	unsigned int nhandshake;	/* of them in ZCR_EP_HANDSHAKE */
 	uint64_t hs_timeout_ns;
+	uint64_t progress_timeout_ns;	/* a message in flight must move */
+	unsigned int max_conns;		/* most live endpoints */
+	bool conns_warned, loopback_warned;
+	/* job secret (lib/transport/auth.c); secret_len 0: none */
+	uint8_t secret[ZCR_SECRET_MAX];
+	size_t secret_len;
 	/* progress */
 	struct zcr_pollset *pollsets;	/* idle poll sets, for reuse */
 	/* prediction */

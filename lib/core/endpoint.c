@@ -43,6 +43,11 @@ int zcr_ep_connect(struct zcr_ctx *ctx, const char *addr,
 	t = __zcr_transport_find(ctx, addr, &rest);
 	if (!t)
 		return -EPROTONOSUPPORT;
+	pthread_mutex_lock(&ctx->lock);
+	ret = __zcr_ep_live_locked(ctx) >= ctx->max_conns ? -EMFILE : 0;
+	pthread_mutex_unlock(&ctx->lock);
+	if (ret)
+		return ret;
 	ret = t->ops->connect(ctx, t->priv, rest, &priv);
 	if (ret < 0)
 		return ret;
@@ -65,14 +70,14 @@ static long ms_since(const struct timespec *t0)
 	       (t.tv_nsec - t0->tv_nsec) / 1000000;
 }
 
-int zcr_ep_accept(struct zcr_ctx *ctx, int timeout_ms, struct zcr_ep **out)
+/* An accepted endpoint of rank (-1: any) not handed out yet, waiting. */
+static int accept_rank(struct zcr_ctx *ctx, int rank, int timeout_ms,
+		       struct zcr_ep **out)
 {
 	struct timespec t0;
 	struct zcr_list *pos;
 	int ret = -ETIMEDOUT;
 
-	if (!ctx || !out)
-		return -EINVAL;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	pthread_mutex_lock(&ctx->lock);
 	for (;;) {
@@ -82,7 +87,8 @@ int zcr_ep_accept(struct zcr_ctx *ctx, int timeout_ms, struct zcr_ep **out)
 							     link);
 
 			if (ep->accepted && !ep->returned &&
-			    ep->state == ZCR_EP_OPEN) {
+			    ep->state == ZCR_EP_OPEN &&
+			    (rank < 0 || ep->rank == rank)) {
 				ep->returned = true;
 				*out = ep;
 				ret = 0;
@@ -111,6 +117,21 @@ int zcr_ep_accept(struct zcr_ctx *ctx, int timeout_ms, struct zcr_ep **out)
 out:
 	pthread_mutex_unlock(&ctx->lock);
 	return ret;
+}
+
+int zcr_ep_accept(struct zcr_ctx *ctx, int timeout_ms, struct zcr_ep **out)
+{
+	if (!ctx || !out)
+		return -EINVAL;
+	return accept_rank(ctx, -1, timeout_ms, out);
+}
+
+int zcr_ep_accept_rank(struct zcr_ctx *ctx, int rank, int timeout_ms,
+		       struct zcr_ep **out)
+{
+	if (!ctx || !out || rank < 0)
+		return -EINVAL;
+	return accept_rank(ctx, rank, timeout_ms, out);
 }
 
 int zcr_ep_rank(struct zcr_ep *ep)

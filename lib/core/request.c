@@ -81,6 +81,9 @@ int zcr_irecv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
 	r->size = size;
 	r->src = src;
 	r->tag = tag;
+	/* Until a message matches: a failed receive reports no sender. */
+	r->st.source = ZCRECV_ANY_SOURCE;
+	r->st.tag = ZCRECV_ANY_TAG;
 	c.buf = (uintptr_t)buf;
 	c.size = size;
 	c.src = src;
@@ -135,34 +138,88 @@ int zcr_test(struct zcr_req *r, struct zcr_status *st)
 	return err ? err : 1;
 }
 
-int zcr_wait(struct zcr_req *r, struct zcr_status *st)
+/* Milliseconds left until the monotonic deadline end (0 when past). */
+static int ms_left(uint64_t end)
 {
-	struct zcr_ctx *ctx;
-	bool done;
-	int ret = 0;
+	uint64_t now = zcr_now_ns();
 
-	if (!r)
-		return -EINVAL;
-	ctx = r->ctx;
+	return now >= end ? 0 : (int)((end - now + 999999) / 1000000);
+}
+
+/*
+ * Progress (or wait for the progress thread) until r completes or
+ * timeout_ms passes (-1: no limit). 0, -ETIMEDOUT or a progress error;
+ * the request is freed only when it completed.
+ */
+static int wait_for(struct zcr_req *r, struct zcr_status *st,
+		    int timeout_ms)
+{
+	uint64_t end = timeout_ms < 0 ? UINT64_MAX :
+		       zcr_now_ns() + (uint64_t)timeout_ms * 1000000;
+	struct zcr_ctx *ctx = r->ctx;
+	int ret = 0, left = 100;
+	bool done;
+
 	pthread_mutex_lock(&ctx->lock);
 	while (!r->done) {
+		if (end != UINT64_MAX) {
+			left = ms_left(end);
+			if (!left) {
+				ret = -ETIMEDOUT;
+				break;
+			}
+			if (left > 100)
+				left = 100;
+		}
 		if (ctx->thread_on) {
 			struct timespec dl;
 
 			clock_gettime(CLOCK_REALTIME, &dl);
-			dl.tv_sec += 1;
+			dl.tv_nsec += (long)left * 1000000;
+			dl.tv_sec += dl.tv_nsec / 1000000000;
+			dl.tv_nsec %= 1000000000;
 			pthread_cond_timedwait(&ctx->cond, &ctx->lock, &dl);
 			continue;
 		}
-		ret = __zcr_progress_locked(ctx, 100);
+		ret = __zcr_progress_locked(ctx, left);
 		if (ret < 0)
 			break;
+		ret = 0;
 	}
 	done = r->done;
 	pthread_mutex_unlock(&ctx->lock);
-	if (ret < 0 && !done)
+	if (!done)
 		return ret;	/* the request stays pending */
 	return finish(r, st);
+}
+
+int zcr_wait(struct zcr_req *r, struct zcr_status *st)
+{
+	if (!r)
+		return -EINVAL;
+	return wait_for(r, st, -1);
+}
+
+int zcr_wait_timeout(struct zcr_req *r, struct zcr_status *st,
+		     int timeout_ms)
+{
+	if (!r || timeout_ms < -1)
+		return -EINVAL;
+	return wait_for(r, st, timeout_ms);
+}
+
+int zcr_cancel(struct zcr_req *r)
+{
+	int ret;
+
+	if (!r)
+		return -EINVAL;
+	if (r->kind != ZCR_REQ_RECV)
+		return -EOPNOTSUPP;
+	pthread_mutex_lock(&r->ctx->lock);
+	ret = r->done ? -EBUSY : __zcr_match_cancel_locked(r->ctx, r);
+	pthread_mutex_unlock(&r->ctx->lock);
+	return ret;
 }
 
 int zcr_send(struct zcr_ep *ep, const void *buf, size_t len, int tag)

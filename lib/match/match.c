@@ -380,7 +380,8 @@ bool __zcr_source_possible(struct zcr_ctx *ctx, int src)
 {
 	struct zcr_list *pos;
 
-	if (src == ZCRECV_ANY_SOURCE && ctx->listening)
+	/* As in MPI, a receive may name a rank that has not connected yet. */
+	if (ctx->listening)
 		return true;
 	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
 		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
@@ -400,8 +401,8 @@ void __zcr_match_source_lost_locked(struct zcr_ctx *ctx, int rank, bool gone)
 
 	/*
 	 * Receives that only this peer could satisfy will never complete:
-	 * those naming its rank, and those that no connection left (nor,
-	 * for ANY_SOURCE, the listener) can satisfy, e.g. a source named
+	 * those naming its rank, and those that no connection left (nor the
+	 * listener, while there is one) can satisfy, e.g. a source named
 	 * while this connection was still in its handshake.
 	 */
 	zcr_list_for_each_safe(pos, tmp, &ctx->posted) {
@@ -458,6 +459,17 @@ int __zcr_post_recv_locked(struct zcr_ctx *ctx, struct zcr_req *r)
 		return r->src == ZCRECV_ANY_SOURCE ? -ENOTCONN : -ECONNRESET;
 	zcr_list_add_tail(&r->link, &ctx->posted);
 	r->posted = true;
+	return 0;
+}
+
+int __zcr_match_cancel_locked(struct zcr_ctx *ctx, struct zcr_req *r)
+{
+	(void)ctx;
+	if (!r->posted)
+		return -EBUSY;
+	zcr_list_del(&r->link);
+	r->posted = false;
+	__zcr_req_complete_locked(r, -ECANCELED);
 	return 0;
 }
 

@@ -123,7 +123,12 @@ void __zcr_match_peer_closed_locked(struct zcr_ctx *ctx, int rank);
 int __zcr_match_drain_locked(struct zcr_ctx *ctx);
 /* Match receive r against queued and stalled messages, else post it. */
 int __zcr_post_recv_locked(struct zcr_ctx *ctx, struct zcr_req *r);
-/* Can an endpoint (or the listener, for ANY_SOURCE) still bring src? */
+/*
+ * Cancel receive r if it is still posted (not matched): it completes with
+ * -ECANCELED. Returns 0, or -EBUSY when it matched a message already.
+ */
+int __zcr_match_cancel_locked(struct zcr_ctx *ctx, struct zcr_req *r);
+/* Can an endpoint, or a peer yet to connect to our listener, bring src? */
 bool __zcr_source_possible(struct zcr_ctx *ctx, int src);
 /* At context destruction: free queued messages and pending receives. */
 void __zcr_match_fini(struct zcr_ctx *ctx);

@@ -104,6 +104,7 @@ struct zcr_ep *__zcr_ep_new_locked(struct zcr_ctx *ctx,
 	ep->tp = ops;
 	ep->tp_priv = ep_priv;
 	ep->rank = -1;
+	ep->peer_max_msg = UINT64_MAX;
 	ep->accepted = accepted;
 	ep->state = ZCR_EP_HANDSHAKE;
 	ep->hs_deadline = zcr_now_ns() + ctx->hs_timeout_ns;
@@ -118,6 +119,18 @@ struct zcr_ep *__zcr_ep_new_locked(struct zcr_ctx *ctx,
 	return ep;
 }
 
+unsigned int __zcr_ep_live_locked(struct zcr_ctx *ctx)
+{
+	struct zcr_list *pos;
+	unsigned int n = 0;
+
+	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next)
+		if (zcr_container_of(pos, struct zcr_ep, link)->state !=
+		    ZCR_EP_CLOSED)
+			n++;
+	return n;
+}
+
 static bool rank_has_open_ep(struct zcr_ctx *ctx, int rank)
 {
 	struct zcr_list *pos;
@@ -129,6 +142,28 @@ static bool rank_has_open_ep(struct zcr_ctx *ctx, int rank)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * Sends queued during the handshake (transports hold them until the
+ * endpoint opens): fail those above the peer's max_msg, now known, and
+ * number the rest from 1 again.
+ */
+static void sends_checked(struct zcr_ep *ep)
+{
+	struct zcr_list *pos, *tmp;
+
+	ep->send_seq = 0;
+	zcr_list_for_each_safe(pos, tmp, &ep->sendq) {
+		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
+
+		if (r->len > ep->peer_max_msg) {
+			zcr_list_del(&r->link);
+			__zcr_req_complete_locked(r, -EMSGSIZE);
+		} else {
+			r->seq = ++ep->send_seq;
+		}
+	}
 }
 
 int __zcr_ep_open_locked(struct zcr_ep *ep, int rank)
@@ -152,6 +187,7 @@ int __zcr_ep_open_locked(struct zcr_ep *ep, int rank)
 	ep->rank = rank;
 	ep->state = ZCR_EP_OPEN;
 	ctx->nhandshake--;
+	sends_checked(ep);
 	pthread_cond_broadcast(&ctx->cond);
 	return 0;
 }
@@ -196,6 +232,8 @@ int __zcr_ep_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 {
 	if (ep->state == ZCR_EP_CLOSED)
 		return ep->error ? ep->error : -ENOTCONN;
+	if (r->len > ep->peer_max_msg)
+		return -EMSGSIZE;
 	r->seq = ++ep->send_seq;
 	r->sent = 0;
 	return ep->tp->send(ep, r);

@@ -63,7 +63,9 @@ struct zcr_req;
  *		completed), write queued sends. Returns the number of events
  *		(messages moved, connections accepted or closed) or -errno
  * @send:	queue send request @r (on ep->sendq, r->sent = 0) and start
- *		pushing it; the transport completes it with
+ *		pushing it once the endpoint is open (until then the core
+ *		may still renumber r->seq or fail r: see
+ *		__zcr_ep_open_locked()); the transport completes it with
  *		__zcr_req_complete_locked() once written, or the endpoint
  *		fails. Returns 0 or -errno (r not queued)
  * @ep_close:	the endpoint failed or was closed: stop the I/O of its state
@@ -153,8 +155,11 @@ struct zcr_ep *__zcr_ep_new_locked(struct zcr_ctx *ctx,
 				   const struct zcr_transport_ops *ops,
 				   void *ep_priv, bool accepted);
 /*
- * The handshake of ep completed: the peer is rank. Fails the endpoint
- * (and returns -errno) if rank is ours or taken by another open endpoint.
+ * The handshake of ep completed: the peer is rank (the transport has set
+ * ep->peer_max_msg if the peer said it). Fails the endpoint (and returns
+ * -errno) if rank is ours or taken by another open endpoint. Sends queued
+ * meanwhile that exceed the peer's max_msg fail with -EMSGSIZE; the others
+ * are numbered from 1 again.
  */
 int __zcr_ep_open_locked(struct zcr_ep *ep, int rank);
 /*
@@ -163,6 +168,8 @@ int __zcr_ep_open_locked(struct zcr_ep *ep, int rank);
  */
 void __zcr_ep_fail_locked(struct zcr_ep *ep, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Endpoints not closed (open or in their handshake): what max_conns bounds. */
+unsigned int __zcr_ep_live_locked(struct zcr_ctx *ctx);
 /* Queue a send request on ep's transport. Returns 0 or -errno. */
 int __zcr_ep_send_locked(struct zcr_ep *ep, struct zcr_req *r);
 void __zcr_ep_free(struct zcr_ep *ep);

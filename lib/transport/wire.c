@@ -74,8 +74,9 @@ int __zcr_wire_parse(const uint8_t in[ZCR_WIRE_HDR_LEN], uint64_t max_len,
 		*why = "bad header length";
 		return -EBADMSG;
 	}
-	if (h->type < ZCR_WIRE_HELLO || h->type > ZCR_WIRE_SHM_SWITCH ||
-	    (h->version < 2 && h->type > ZCR_WIRE_DATA)) {
+	if (h->type < ZCR_WIRE_HELLO || h->type > ZCR_WIRE_AUTH ||
+	    (h->version < 2 && h->type > ZCR_WIRE_DATA &&
+	     h->type != ZCR_WIRE_AUTH)) {
 		*why = "unknown message type";
 		return -EBADMSG;
 	}
@@ -83,17 +84,18 @@ int __zcr_wire_parse(const uint8_t in[ZCR_WIRE_HDR_LEN], uint64_t max_len,
 		*why = "negative rank or tag";
 		return -EBADMSG;
 	}
-	if (h->type == ZCR_WIRE_HELLO && (h->len || h->tag || h->seq)) {
-		*why = "handshake with a payload";
-		return -EMSGSIZE;
+	if ((h->type == ZCR_WIRE_HELLO && (h->tag & ~ZCR_HELLO_FLAGS)) ||
+	    (h->type == ZCR_WIRE_AUTH && h->tag)) {
+		*why = "unknown handshake flags";
+		return -EBADMSG;
 	}
-	if (h->type > ZCR_WIRE_DATA &&
+	if (h->type >= ZCR_WIRE_SHM_OFFER && h->type <= ZCR_WIRE_SHM_SWITCH &&
 	    (h->seq || h->len != (h->type == ZCR_WIRE_SHM_OFFER ?
 				  ZCR_WIRE_OFFER_LEN : 0))) {
 		*why = "shm negotiation of the wrong size";
 		return -EMSGSIZE;
 	}
-	if (h->type > ZCR_WIRE_DATA) {
+	if (h->type != ZCR_WIRE_DATA) {
 		*why = NULL;
 		return 0;	/* the limit is for messages, not these */
 	}

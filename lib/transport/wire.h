@@ -15,13 +15,18 @@
 #define ZCR_WIRE_HDR_LEN	32
 
 enum zcr_wire_type {
-	ZCR_WIRE_HELLO = 1,	/* handshake: src = sender's rank, len = 0 */
+	ZCR_WIRE_HELLO = 1,	/* handshake: see ZCR_HELLO_* below */
 	ZCR_WIRE_DATA = 2,	/* one message: src, tag, len, seq */
 	/* Version 2 only, after both HELLOs (Documentation/shm.md): */
 	ZCR_WIRE_SHM_OFFER = 3,	/* len = ZCR_WIRE_OFFER_LEN, the offer */
 	ZCR_WIRE_SHM_GRANT = 4,	/* tag 0: you may attach; else errno */
 	ZCR_WIRE_SHM_SWITCH = 5,	/* tag 0: moving to shm; else errno */
+	ZCR_WIRE_AUTH = 6,	/* src; len, seq: the handshake MAC */
 };
+
+/* HELLO: tag holds flags, len the sender's max_msg, seq its nonce. */
+#define ZCR_HELLO_AUTH		1	/* the sender will send AUTH */
+#define ZCR_HELLO_FLAGS		ZCR_HELLO_AUTH
 
 struct zcr_wire_hdr {
 	uint32_t magic;
@@ -38,8 +43,10 @@ void __zcr_wire_encode(const struct zcr_wire_hdr *h,
 		       uint8_t out[ZCR_WIRE_HDR_LEN]);
 /*
  * Parse and validate one header. Returns 0, or -EBADMSG (magic, type, header
- * length, negative src/tag), -EPROTONOSUPPORT (version), -EMSGSIZE (len
- * above max_len or a HELLO with a payload); *why says which, for humans.
+ * length, negative src/tag, unknown HELLO flags, AUTH with a tag),
+ * -EPROTONOSUPPORT (version), -EMSGSIZE (a DATA len above max_len); *why
+ * says which, for humans. HELLO's len (the peer's max_msg) and seq (its
+ * nonce), AUTH's len and seq (its MAC) are not lengths.
  */
 int __zcr_wire_parse(const uint8_t in[ZCR_WIRE_HDR_LEN], uint64_t max_len,
 		     struct zcr_wire_hdr *h, const char **why);

@@ -230,6 +230,170 @@ ZT_TEST(wildcard_receive_survives_its_claimant)
 }
 
 /*
+ * F5: with a job secret, a local process that does not know it cannot
+ * claim a rank: its connection is refused, and the real rank connects.
+ */
+ZT_TEST(impostor_without_the_secret)
+{
+	char buf[32];
+	struct zcr_req *r;
+	struct zcr_status st;
+	struct zcr_ep *ep = NULL;
+	struct pair p;
+	const char *msg;
+	int fd, ret;
+
+	setenv("ZCRECV_JOB_SECRET", "test-secret-0123456789", 1);
+	memset(&p, 0, sizeof(p));
+	ZT_EXPECT_EQ(zcr_ctx_create(&(struct zcr_ctx_attr){ .quiet = 1 },
+				    &p.c[0]), 0);
+	ZT_EXPECT_EQ(zcr_ctx_create(&(struct zcr_ctx_attr){ .rank = 1,
+							     .quiet = 1 },
+				    &p.c[1]), 0);
+	p.n = 2;
+	p.port = zcr_ctx_listen(p.c[0], "127.0.0.1:0");
+	ZT_ASSERT(p.port > 0);
+	snprintf(p.addr, sizeof(p.addr), "127.0.0.1:%d", p.port);
+	/* The impostor says HELLO as rank 1 first. */
+	fd = raw_connect(&p);
+	raw_hello(fd, 1);
+	PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).disconnects == 1 ||
+			zcr_ep_accept(p.c[0], 0, &ep) == 0);
+	ZT_ASSERT_MSG(!ep, "the impostor was accepted as rank %d",
+		      zcr_ep_rank(ep));
+	/* The real rank 1 is accepted and its message arrives. */
+	ZT_EXPECT_EQ(zcr_ep_connect(p.c[1], p.addr, &p.to0[1]), 0);
+	PAIR_PUMP_UNTIL(&p, zcr_ep_accept(p.c[0], 0, &ep) == 0);
+	ZT_EXPECT_EQ(zcr_ep_rank(ep), 1);
+	PAIR_PUMP_UNTIL(&p, zcr_ep_rank(p.to0[1]) == 0);
+	ZT_EXPECT_EQ(zcr_send(p.to0[1], "hello", 6, 0), 0);
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], buf, sizeof(buf), 1, 0, &r), 0);
+	PAIR_PUMP_UNTIL(&p, (ret = zcr_test(r, &st)) != 0);
+	ZT_EXPECT_EQ(ret, 1);
+	ZT_EXPECT_EQ(strcmp(buf, "hello"), 0);
+	close(fd);
+	/* A peer with another secret is refused on both sides. */
+	setenv("ZCRECV_JOB_SECRET", "another-secret", 1);
+	ZT_EXPECT_EQ(zcr_ctx_create(&(struct zcr_ctx_attr){ .rank = 2,
+							     .quiet = 1 },
+				    &p.c[2]), 0);
+	p.n = 3;
+	ZT_EXPECT_EQ(zcr_ep_connect(p.c[2], p.addr, &p.to0[2]), 0);
+	PAIR_PUMP_UNTIL(&p, zcr_ep_error(p.to0[2], NULL) != 0);
+	zcr_ep_error(p.to0[2], &msg);
+	printf("# wrong secret: %s\n", msg);
+	ZT_EXPECT_EQ(zcr_ep_error(p.to0[2], NULL), -EACCES);
+	ZT_EXPECT_EQ(zcr_ep_accept(p.c[0], 0, &ep), -ETIMEDOUT);
+	pair_close(&p);
+}
+
+/* A raw peer sending one byte every 20 ms until told to stop. */
+struct trickle {
+	int fd;
+	volatile int stop;
+};
+
+static void *trickler(void *arg)
+{
+	struct trickle *t = arg;
+	char b = 0;
+
+	while (!t->stop && write(t->fd, &b, 1) == 1)
+		usleep(20000);
+	return NULL;
+}
+
+/*
+ * F5: a message in flight must make progress: a peer that trickles its
+ * payload is closed with -ETIMEDOUT after the progress timeout, however
+ * steadily it trickles.
+ */
+ZT_TEST(trickling_payload_times_out)
+{
+	struct trickle t;
+	struct zcr_ep *ep;
+	pthread_t th;
+	struct pair p;
+	const char *msg;
+	double t0;
+
+	setenv("ZCRECV_PROGRESS_TIMEOUT_MS", "300", 1);
+	pair_open(&p, 1, NULL);
+	t.fd = raw_connect(&p);
+	t.stop = 0;
+	ep = accept_raw(&p, t.fd, 1);
+	raw_data(t.fd, 1, 0, 1 << 20, 1);
+	ZT_EXPECT_EQ(pthread_create(&th, NULL, trickler, &t), 0);
+	t0 = pair_now();
+	ZT_EXPECT_EQ(closed_within(p.c[0], ep, 3), -ETIMEDOUT);
+	t0 = pair_now() - t0;
+	t.stop = 1;
+	pthread_join(th, NULL);
+	zcr_ep_error(ep, &msg);
+	printf("# closed after %.0f ms: %s\n", t0 * 1e3, msg);
+	ZT_ASSERT(t0 > 0.25);
+	close(t.fd);
+	pair_close(&p);
+}
+
+/* F5: connections past the cap are closed at once, others keep working. */
+ZT_TEST(connection_cap)
+{
+	int fds[10], i, eof = 0;
+	struct zcr_ep *ep;
+	struct pair p;
+	char b;
+
+	setenv("ZCRECV_MAX_CONNS", "4", 1);
+	pair_open(&p, 2, NULL);		/* rank 1 is one of the 4 */
+	for (i = 0; i < 10; i++)
+		fds[i] = raw_connect(&p);
+	for (i = 0; i < 50; i++)
+		ZT_ASSERT(zcr_progress(p.c[0], 10) >= 0);
+	for (i = 0; i < 10; i++) {
+		struct pollfd q = { .fd = fds[i], .events = POLLIN };
+
+		if (poll(&q, 1, 0) == 1 && read(fds[i], &b, 1) == 0)
+			eof++;
+		close(fds[i]);
+	}
+	printf("# %d of 10 raw connections closed at once\n", eof);
+	ZT_EXPECT_EQ(eof, 7);
+	ZT_EXPECT_EQ(zcr_ep_accept(p.c[0], 0, &ep), -ETIMEDOUT);
+	ZT_EXPECT_EQ(zcr_send(p.to0[1], "x", 1, 0), 0);
+	pair_close(&p);
+}
+
+/*
+ * A send larger than the peer's max_msg fails up front with -EMSGSIZE
+ * (the peer says its limit in the handshake) and the connection stays.
+ */
+ZT_TEST(send_above_the_peers_limit)
+{
+	struct zcr_ctx_attr a = { .max_msg = 1000 };
+	static char buf[2000];
+	struct zcr_req *r;
+	struct pair p;
+
+	pair_open(&p, 2, NULL);
+	zcr_ctx_destroy(p.c[0]);
+	/* Rank 0 again, with a limit of 1000 bytes. */
+	a.quiet = 1;
+	ZT_EXPECT_EQ(zcr_ctx_create(&a, &p.c[0]), 0);
+	p.port = zcr_ctx_listen(p.c[0], "127.0.0.1:0");
+	ZT_ASSERT(p.port > 0);
+	snprintf(p.addr, sizeof(p.addr), "127.0.0.1:%d", p.port);
+	ZT_EXPECT_EQ(zcr_ep_connect(p.c[1], p.addr, &p.to0[1]), 0);
+	PAIR_PUMP_UNTIL(&p, zcr_ep_rank(p.to0[1]) == 0);
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], buf, sizeof(buf), 0, &r), -EMSGSIZE);
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], buf, 1000, 0, &r), 0);
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], buf, 1000, 1, 0, &r), 0);
+	PAIR_PUMP_UNTIL(&p, zcr_test(r, NULL) != 0);
+	ZT_EXPECT_EQ(zcr_ep_error(p.to0[1], NULL), 0);
+	pair_close(&p);
+}
+
+/*
  * F6: an accepted endpoint the application closes is freed: many
  * connect/close cycles leave no endpoint behind.
  */

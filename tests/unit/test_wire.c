@@ -12,6 +12,7 @@
 #include <malloc.h>
 #include <stdlib.h>
 
+#include "transport/auth.h"
 #include "transport/wire.h"
 #include "zcr_pair.h"
 
@@ -61,6 +62,19 @@ static void m_type(struct zcr_wire_hdr *h) { h->type = 9; }
 static void m_src(struct zcr_wire_hdr *h) { h->src = -1; }
 static void m_tag(struct zcr_wire_hdr *h) { h->tag = -5; }
 static void m_hello(struct zcr_wire_hdr *h) { h->type = ZCR_WIRE_HELLO; }
+static void m_hello_ok(struct zcr_wire_hdr *h)
+{
+	h->type = ZCR_WIRE_HELLO;
+	h->tag = ZCR_HELLO_AUTH;
+	h->len = ~0ULL;		/* the peer's max_msg, not a length */
+}
+static void m_auth_tag(struct zcr_wire_hdr *h) { h->type = ZCR_WIRE_AUTH; }
+static void m_auth(struct zcr_wire_hdr *h)
+{
+	h->type = ZCR_WIRE_AUTH;
+	h->tag = 0;
+	h->len = ~0ULL;		/* half of the MAC */
+}
 static void m_none(struct zcr_wire_hdr *h) { (void)h; }
 
 ZT_TEST(invalid_fields)
@@ -71,7 +85,10 @@ ZT_TEST(invalid_fields)
 	ZT_EXPECT_EQ(parse_mod(m_type, MAXLEN), -EBADMSG);
 	ZT_EXPECT_EQ(parse_mod(m_src, MAXLEN), -EBADMSG);
 	ZT_EXPECT_EQ(parse_mod(m_tag, MAXLEN), -EBADMSG);
-	ZT_EXPECT_EQ(parse_mod(m_hello, MAXLEN), -EMSGSIZE);
+	ZT_EXPECT_EQ(parse_mod(m_hello, MAXLEN), -EBADMSG);	/* flags 77 */
+	ZT_EXPECT_EQ(parse_mod(m_hello_ok, MAXLEN), 0);
+	ZT_EXPECT_EQ(parse_mod(m_auth_tag, MAXLEN), -EBADMSG);
+	ZT_EXPECT_EQ(parse_mod(m_auth, MAXLEN), 0);
 	ZT_EXPECT_EQ(parse_mod(m_none, 1000), -EMSGSIZE);
 	ZT_EXPECT_EQ(parse_mod(m_none, 123456), 0);
 }
@@ -82,17 +99,66 @@ static void check_accepted(const struct zcr_wire_hdr *g)
 	ZT_ASSERT(g->version >= ZCR_WIRE_VERSION &&
 		  g->version <= ZCR_WIRE_VERSION_MAX);
 	ZT_EXPECT_EQ(g->hdr_len, ZCR_WIRE_HDR_LEN);
-	ZT_ASSERT(g->type >= ZCR_WIRE_HELLO && g->type <= ZCR_WIRE_SHM_SWITCH);
+	ZT_ASSERT(g->type >= ZCR_WIRE_HELLO && g->type <= ZCR_WIRE_AUTH);
 	/* The shm negotiation exists in version 2 only. */
-	ZT_ASSERT(g->type <= ZCR_WIRE_DATA || g->version == 2);
+	ZT_ASSERT(g->type <= ZCR_WIRE_DATA || g->type == ZCR_WIRE_AUTH ||
+		  g->version == 2);
 	ZT_ASSERT(g->src >= 0 && g->tag >= 0);
-	if (g->type != ZCR_WIRE_SHM_OFFER)
+	if (g->type == ZCR_WIRE_DATA)
 		ZT_ASSERT(g->len <= MAXLEN);
 	if (g->type == ZCR_WIRE_HELLO)
-		ZT_ASSERT(!g->len && !g->tag && !g->seq);
-	if (g->type > ZCR_WIRE_DATA)
+		ZT_ASSERT(!(g->tag & ~ZCR_HELLO_FLAGS));
+	if (g->type == ZCR_WIRE_AUTH)
+		ZT_ASSERT(!g->tag);
+	if (g->type >= ZCR_WIRE_SHM_OFFER && g->type <= ZCR_WIRE_SHM_SWITCH)
 		ZT_ASSERT(!g->seq && g->len == (g->type == ZCR_WIRE_SHM_OFFER ?
 						ZCR_WIRE_OFFER_LEN : 0));
+}
+
+static void hex(const uint8_t *b, size_t n, char *out)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", b[i]);
+}
+
+/* SHA-256 (FIPS 180-4 examples) and HMAC-SHA256 (RFC 4231 cases 1, 2, 6). */
+ZT_TEST(sha256_and_hmac_vectors)
+{
+	static const char *const abc56 =
+		"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+	uint8_t d[32], key[131];
+	char s[65];
+
+	__zcr_sha256("abc", 3, d);
+	hex(d, 32, s);
+	ZT_EXPECT_EQ(strcmp(s, "ba7816bf8f01cfea414140de5dae2223"
+			       "b00361a396177a9cb410ff61f20015ad"), 0);
+	__zcr_sha256(abc56, strlen(abc56), d);
+	hex(d, 32, s);
+	ZT_EXPECT_EQ(strcmp(s, "248d6a61d20638b8e5c026930c3e6039"
+			       "a33ce45964ff2167f6ecedd419db06c1"), 0);
+	__zcr_sha256("", 0, d);
+	hex(d, 32, s);
+	ZT_EXPECT_EQ(strcmp(s, "e3b0c44298fc1c149afbf4c8996fb924"
+			       "27ae41e4649b934ca495991b7852b855"), 0);
+	memset(key, 0x0b, 20);
+	__zcr_hmac_sha256(key, 20, "Hi There", 8, d);
+	hex(d, 32, s);
+	ZT_EXPECT_EQ(strcmp(s, "b0344c61d8db38535ca8afceaf0bf12b"
+			       "881dc200c9833da726e9376c2e32cff7"), 0);
+	__zcr_hmac_sha256("Jefe", 4, "what do ya want for nothing?", 28, d);
+	hex(d, 32, s);
+	ZT_EXPECT_EQ(strcmp(s, "5bdcc146bf60754e6a042426089575c7"
+			       "5a003f089d2739839dec58b964ec3843"), 0);
+	memset(key, 0xaa, sizeof(key));
+	__zcr_hmac_sha256(key, sizeof(key),
+			  "Test Using Larger Than Block-Size Key - Hash Key "
+			  "First", 54, d);
+	hex(d, 32, s);
+	ZT_EXPECT_EQ(strcmp(s, "60e431591ee0b67f0d8a26aacbf5b77f"
+			       "8e0bc6213728c5140546040f0ee37f54"), 0);
 }
 
 static unsigned int iters(void)

@@ -86,7 +86,8 @@ static inline void pair_open(struct pair *p, int n,
 			memset(&a, 0, sizeof(a));
 		a.rank = i;
 		a.quiet = 1;
-		ZT_EXPECT_EQ(zcr_ctx_create(&a, &p->c[i]), 0);
+		ZT_EXPECT_EQ(zcr_ctx_create_sized(&a, sizeof(a), &p->c[i]),
+			     0);
 	}
 	p->port = zcr_ctx_listen(p->c[0], "127.0.0.1:0");
 	ZT_ASSERT(p->port > 0);

@@ -35,6 +35,7 @@
 
 #include "core/ctx.h"
 #include "match/match.h"
+#include "transport/auth.h"
 #include "transport/shm/shm.h"
 #include "transport/transport.h"
 #include "transport/wire.h"
@@ -65,9 +66,23 @@ struct tcp_ep {
 	struct zcr_shm_nego *sn;
 	uint8_t offer[ZCR_WIRE_OFFER_LEN];
 	bool peer_done;			/* paused, and the peer closed */
+	/* job secret (lib/transport/auth.c) */
+	uint64_t nonce, peer_nonce;
+	bool got_hello;			/* the peer's HELLO; AUTH awaited */
+	int hello_src;			/* the rank it claimed */
+	/* progress of a message in flight */
+	uint64_t rx_total;		/* bytes ever read */
+	uint64_t rx_mark;		/* rx_total when rx_deadline was set */
+	uint64_t rx_deadline;		/* 0: nothing in flight */
 };
 
+/* A message in flight must bring this much, or its end, per timeout. */
+#define ZCR_PROGRESS_QUANTUM	(64 << 10)
+
 static int push(struct zcr_ep *ep);
+static bool hello_auth(struct zcr_ep *ep);
+static bool hello_open(struct zcr_ep *ep);
+static void encode_data(struct zcr_ep *ep, struct zcr_req *r);
 
 #define NEGO_SENT_SWITCH	1u
 #define NEGO_GOT_SWITCH		2u
@@ -84,12 +99,28 @@ static inline bool is_tcp(const struct zcr_ep *ep)
 	return ep->tp == &__zcr_transport_tcp;
 }
 
+/*
+ * "HOST:PORT", "[IPV6]:PORT" or ":PORT" (empty host) into host and port.
+ */
 static int split_hostport(const char *hostport, char *host, size_t hlen,
 			  const char **port)
 {
 	const char *c = strrchr(hostport, ':');
 	size_t n;
 
+	if (hostport[0] == '[') {
+		const char *e = strchr(hostport, ']');
+
+		if (!e || e[1] != ':')
+			return -EINVAL;
+		c = e + 1;
+		n = (size_t)(e - hostport - 1);
+		if (n >= hlen)
+			return -EINVAL;
+		memcpy(host, hostport + 1, n);
+		host[n] = 0;
+		hostport = NULL;	/* host done */
+	}
 	if (!c || !c[1])
 		return -EINVAL;
 	/* getaddrinfo() takes "99999" and binds port 99999 % 65536. */
@@ -100,11 +131,13 @@ static int split_hostport(const char *hostport, char *host, size_t hlen,
 		if (!*end && v > 65535)
 			return -EINVAL;
 	}
-	n = (size_t)(c - hostport);
-	if (n >= hlen)
-		return -EINVAL;
-	memcpy(host, hostport, n);
-	host[n] = 0;
+	if (hostport) {
+		n = (size_t)(c - hostport);
+		if (n >= hlen)
+			return -EINVAL;
+		memcpy(host, hostport, n);
+		host[n] = 0;
+	}
 	*port = c + 1;
 	return 0;
 }
@@ -124,8 +157,70 @@ static int resolve(const char *hostport, bool passive, struct addrinfo **res)
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = passive ? AI_PASSIVE : 0;
 	ret = getaddrinfo(host[0] ? host : NULL, port, &hints, res);
-	if (ret)
-		return ret == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+	switch (ret) {
+	case 0:
+		return 0;
+	case EAI_SYSTEM:
+		return -errno;
+	case EAI_NONAME:
+	case EAI_NODATA:
+	case EAI_ADDRFAMILY:
+		return -ENXIO;		/* no such host */
+	case EAI_AGAIN:
+		return -EAGAIN;		/* the resolver failed, for now */
+	case EAI_MEMORY:
+		return -ENOMEM;
+	default:
+		return -EHOSTUNREACH;
+	}
+}
+
+static bool is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr)
+			>> 24) == 127;
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a =
+			&((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
+/*
+ * Without a job secret any local process can claim a rank, so the
+ * listener stays on loopback: an empty or wildcard host becomes loopback
+ * (said once), another address is refused.
+ */
+static int loopback_only(struct zcr_ctx *ctx, struct addrinfo *ai)
+{
+	if (ctx->secret_len || is_loopback(ai->ai_addr))
+		return 0;
+	if (ai->ai_family == AF_INET &&
+	    ((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr ==
+	    htonl(INADDR_ANY)) {
+		((struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr =
+			htonl(INADDR_LOOPBACK);
+	} else if (ai->ai_family == AF_INET6 &&
+		   IN6_IS_ADDR_UNSPECIFIED(
+			&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr)) {
+		((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr =
+			in6addr_loopback;
+	} else {
+		if (!ctx->quiet)
+			fprintf(stderr, "zcrecv: rank %d: listening on a "
+				"non-loopback address needs a job secret "
+				"(ZCRECV_JOB_SECRET)\n", ctx->rank);
+		return -EACCES;
+	}
+	if (!ctx->quiet && !ctx->loopback_warned)
+		fprintf(stderr, "zcrecv: rank %d: no job secret "
+			"(ZCRECV_JOB_SECRET): listening on loopback only\n",
+			ctx->rank);
+	ctx->loopback_warned = true;
 	return 0;
 }
 
@@ -147,6 +242,11 @@ static int tcp_listen(struct zcr_ctx *ctx, void *priv, const char *hostport)
 	ret = resolve(hostport, true, &res);
 	if (ret)
 		return ret;
+	pthread_mutex_lock(&ctx->lock);
+	ret = loopback_only(ctx, res);
+	pthread_mutex_unlock(&ctx->lock);
+	if (ret)
+		goto out;
 	fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		    0);
 	if (fd < 0) {
@@ -270,13 +370,69 @@ static int send_ctl(struct zcr_ep *ep, int type, int tag, const void *body,
 	return -1;
 }
 
+/*
+ * Our HELLO: our rank, whether we will prove the job secret (AUTH), the
+ * largest message we take, and this connection's nonce.
+ */
+static int send_hello(struct zcr_ep *ep)
+{
+	struct zcr_ctx *ctx = ep->ctx;
+	struct zcr_wire_hdr h = {
+		.magic = ZCR_WIRE_MAGIC,
+		.version = (uint8_t)T(ep)->ver,
+		.type = ZCR_WIRE_HELLO,
+		.hdr_len = ZCR_WIRE_HDR_LEN,
+		.src = ctx->rank,
+		.tag = ctx->secret_len ? ZCR_HELLO_AUTH : 0,
+		.len = ctx->max_msg,
+		.seq = T(ep)->nonce,
+	};
+	uint8_t buf[ZCR_WIRE_HDR_LEN];
+
+	__zcr_wire_encode(&h, buf);
+	if (send(T(ep)->fd, buf, sizeof(buf), MSG_NOSIGNAL) == sizeof(buf))
+		return 0;
+	__zcr_ep_fail_locked(ep, errno ? -errno : -EIO,
+			     "cannot send the handshake");
+	return -1;
+}
+
+/* Our AUTH: the MAC of the job secret over both ranks and nonces. */
+static int send_auth(struct zcr_ep *ep)
+{
+	struct zcr_ctx *ctx = ep->ctx;
+	struct tcp_ep *te = T(ep);
+	uint8_t mac[ZCR_AUTH_MAC_LEN], buf[ZCR_WIRE_HDR_LEN];
+	struct zcr_wire_hdr h = {
+		.magic = ZCR_WIRE_MAGIC,
+		.version = (uint8_t)te->ver,
+		.type = ZCR_WIRE_AUTH,
+		.hdr_len = ZCR_WIRE_HDR_LEN,
+		.src = ctx->rank,
+	};
+	int i;
+
+	__zcr_auth_mac(ctx, ctx->rank, te->hello_src, te->peer_nonce,
+		       te->nonce, mac);
+	for (i = 0; i < 8; i++) {
+		h.len |= (uint64_t)mac[i] << (8 * i);
+		h.seq |= (uint64_t)mac[8 + i] << (8 * i);
+	}
+	__zcr_wire_encode(&h, buf);
+	if (send(te->fd, buf, sizeof(buf), MSG_NOSIGNAL) == sizeof(buf))
+		return 0;
+	__zcr_ep_fail_locked(ep, errno ? -errno : -EIO,
+			     "cannot send the handshake");
+	return -1;
+}
+
 /* Name the peer, then send our HELLO (or await the peer's). */
 static void tcp_start(struct zcr_ep *ep)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	char host[48], serv[16];
-	int fd = T(ep)->fd;
+	int fd = T(ep)->fd, ret;
 
 	if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0 &&
 	    getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), serv,
@@ -284,6 +440,11 @@ static void tcp_start(struct zcr_ep *ep)
 		snprintf(ep->peer, sizeof(ep->peer), "%s:%s", host, serv);
 	else
 		snprintf(ep->peer, sizeof(ep->peer), "fd %d", fd);
+	ret = __zcr_auth_nonce(&T(ep)->nonce);
+	if (ret) {
+		__zcr_ep_fail_locked(ep, ret, "no random nonce");
+		return;
+	}
 	/*
 	 * The side that accepted answers the HELLO in the version it came
 	 * in: an old peer is never sent version 2.
@@ -293,7 +454,7 @@ static void tcp_start(struct zcr_ep *ep)
 	if (!T(ep)->ver)
 		T(ep)->ver = ZCR_WIRE_VERSION;
 	T(ep)->hold = T(ep)->ver > ZCR_WIRE_VERSION;
-	send_ctl(ep, ZCR_WIRE_HELLO, 0, NULL, 0);
+	send_hello(ep);
 }
 
 static void nego_end(struct tcp_ep *te)
@@ -386,9 +547,13 @@ static bool rx_hello(struct zcr_ep *ep)
 	int fd;
 
 	te->hdr_got = 0;
+	if (te->got_hello) {
+		__zcr_ep_fail_locked(ep, -EPROTO, "second handshake");
+		return false;
+	}
 	if (ep->state == ZCR_EP_HANDSHAKE && ep->accepted) {
 		te->ver = te->h.version;
-		if (send_ctl(ep, ZCR_WIRE_HELLO, 0, NULL, 0))
+		if (send_hello(ep))
 			return false;
 	} else if (ep->state == ZCR_EP_HANDSHAKE && te->ver == 2 &&
 		   te->h.version == 1 && te->redial) {
@@ -404,13 +569,92 @@ static bool rx_hello(struct zcr_ep *ep)
 		nego_end(te);
 		snprintf(ep->errmsg, sizeof(ep->errmsg),
 			 "tcp (shm: peer speaks wire version 1 only)");
-		return send_ctl(ep, ZCR_WIRE_HELLO, 0, NULL, 0) == 0;
+		if (__zcr_auth_nonce(&te->nonce)) {
+			__zcr_ep_fail_locked(ep, -EIO, "no random nonce");
+			return false;
+		}
+		return send_hello(ep) == 0;
 	} else if (te->h.version != te->ver) {
 		__zcr_ep_fail_locked(ep, -EPROTO, "peer answered in wire "
 				     "version %d", te->h.version);
 		return false;
 	}
-	if (__zcr_ep_open_locked(ep, te->h.src))
+	return hello_auth(ep);
+}
+
+/*
+ * The peer's HELLO is in (the versions agree). Without a job secret the
+ * connection opens now. With one, we send our AUTH and open when the
+ * peer's AUTH proves it knows the secret too; a peer that will not prove
+ * it is refused at once.
+ */
+static bool hello_auth(struct zcr_ep *ep)
+{
+	struct zcr_ctx *ctx = ep->ctx;
+	struct tcp_ep *te = T(ep);
+
+	if (ep->state != ZCR_EP_HANDSHAKE) {
+		__zcr_ep_fail_locked(ep, -EPROTO, "second handshake");
+		return false;
+	}
+	ep->peer_max_msg = te->h.len ? te->h.len : UINT64_MAX;
+	te->peer_nonce = te->h.seq;
+	te->hello_src = te->h.src;
+	if (!ctx->secret_len) {
+		if (te->h.tag & ZCR_HELLO_AUTH) {
+			__zcr_ep_fail_locked(ep, -EACCES, "peer requires a "
+					     "job secret, we have none");
+			return false;
+		}
+		return hello_open(ep);
+	}
+	if (!(te->h.tag & ZCR_HELLO_AUTH)) {
+		__zcr_ep_fail_locked(ep, -EACCES, "peer (claiming rank %d) "
+				     "does not know the job secret",
+				     te->h.src);
+		return false;
+	}
+	te->got_hello = true;
+	return send_auth(ep) == 0;
+}
+
+/* The peer's AUTH: its MAC must be the one the job secret gives. */
+static bool rx_auth(struct zcr_ep *ep)
+{
+	struct zcr_ctx *ctx = ep->ctx;
+	struct tcp_ep *te = T(ep);
+	uint8_t want[ZCR_AUTH_MAC_LEN], got[ZCR_AUTH_MAC_LEN];
+	int i;
+
+	te->hdr_got = 0;
+	if (!ctx->secret_len || !te->got_hello ||
+	    ep->state != ZCR_EP_HANDSHAKE || te->h.src != te->hello_src) {
+		ctx->st.bad_headers++;
+		__zcr_ep_fail_locked(ep, -EPROTO, "authentication out of "
+				     "protocol");
+		return false;
+	}
+	for (i = 0; i < 8; i++) {
+		got[i] = (uint8_t)(te->h.len >> (8 * i));
+		got[8 + i] = (uint8_t)(te->h.seq >> (8 * i));
+	}
+	__zcr_auth_mac(ctx, te->hello_src, ctx->rank, te->nonce,
+		       te->peer_nonce, want);
+	if (!__zcr_auth_equal(want, got, sizeof(want))) {
+		__zcr_ep_fail_locked(ep, -EACCES, "peer (claiming rank %d) "
+				     "failed authentication: another job "
+				     "secret", te->hello_src);
+		return false;
+	}
+	return hello_open(ep);
+}
+
+/* The handshake is through: open, then (version 2) negotiate shm. */
+static bool hello_open(struct zcr_ep *ep)
+{
+	struct tcp_ep *te = T(ep);
+
+	if (__zcr_ep_open_locked(ep, te->hello_src))
 		return false;
 	if (te->ver < 2)
 		return true;
@@ -531,6 +775,8 @@ static bool rx_header(struct zcr_ep *ep)
 	}
 	if (te->h.type == ZCR_WIRE_HELLO)
 		return rx_hello(ep);
+	if (te->h.type == ZCR_WIRE_AUTH)
+		return rx_auth(ep);
 	if (te->h.type != ZCR_WIRE_DATA)
 		return rx_nego(ep);
 	if (ep->state != ZCR_EP_OPEN || te->h.src != ep->rank ||
@@ -569,6 +815,7 @@ static bool rx_done(struct zcr_ep *ep, long r)
 		__zcr_ep_fail_locked(ep, (int)r, "receive failed");
 		return false;
 	}
+	te->rx_total += (uint64_t)r;
 	if (!te->have_hdr) {
 		te->hdr_got += (size_t)r;
 		if (te->hdr_got < ZCR_WIRE_HDR_LEN)
@@ -662,7 +909,8 @@ static int push(struct zcr_ep *ep)
 
 	if (T(ep)->hold)
 		return 0;	/* negotiating: the path is not chosen yet */
-	while (ep->state != ZCR_EP_CLOSED && !zcr_list_empty(&ep->sendq)) {
+	/* Held until the handshake is through (the core renumbers then). */
+	while (ep->state == ZCR_EP_OPEN && !zcr_list_empty(&ep->sendq)) {
 		struct zcr_req *r = zcr_container_of(ep->sendq.next,
 						     struct zcr_req, link);
 		struct iovec iov[2];
@@ -670,6 +918,8 @@ static int push(struct zcr_ep *ep)
 		int niov = 0;
 		ssize_t w;
 
+		if (!r->sent)
+			encode_data(ep, r);
 		if (r->sent < ZCR_WIRE_HDR_LEN) {
 			iov[niov].iov_base = r->tx + r->sent;
 			iov[niov++].iov_len = ZCR_WIRE_HDR_LEN - r->sent;
@@ -704,7 +954,7 @@ static int push(struct zcr_ep *ep)
 	return n;
 }
 
-static int tcp_send(struct zcr_ep *ep, struct zcr_req *r)
+static void encode_data(struct zcr_ep *ep, struct zcr_req *r)
 {
 	struct zcr_wire_hdr h = {
 		.magic = ZCR_WIRE_MAGIC,
@@ -718,6 +968,10 @@ static int tcp_send(struct zcr_ep *ep, struct zcr_req *r)
 	};
 
 	__zcr_wire_encode(&h, r->tx);
+}
+
+static int tcp_send(struct zcr_ep *ep, struct zcr_req *r)
+{
 	zcr_list_add_tail(&r->link, &ep->sendq);
 	/* Start writing now: a small message usually leaves at once. */
 	push(ep);
@@ -777,6 +1031,7 @@ static void paused_error(struct zcr_ctx *ctx, int fd)
 
 static int accept_all(struct zcr_ctx *ctx, struct tcp_ctx *tc)
 {
+	unsigned int live = ~0u;
 	int n = 0, fd;
 	void *te;
 
@@ -789,6 +1044,20 @@ static int accept_all(struct zcr_ctx *ctx, struct tcp_ctx *tc)
 	}
 	while ((fd = accept4(tc->listen_fd, NULL, NULL,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		if (live == ~0u)
+			live = __zcr_ep_live_locked(ctx);
+		if (live >= ctx->max_conns) {
+			/* Closed at once: the peer sees it, nothing is held. */
+			if (!ctx->quiet && !ctx->conns_warned)
+				fprintf(stderr, "zcrecv: rank %d: %u "
+					"connections (max_conns): closing new "
+					"ones\n", ctx->rank, ctx->max_conns);
+			ctx->conns_warned = true;
+			close(fd);
+			n++;
+			continue;
+		}
+		live++;
 		tune(fd);
 		if (tcp_ep_alloc(fd, &te))
 			close(fd);
@@ -901,8 +1170,11 @@ static unsigned int tcp_poll_fill(struct zcr_ctx *ctx, void *priv,
 			pfd[n].events = POLLIN;
 		else
 			pfd[n].events = T(ep)->peer_done ? 0 : POLLRDHUP;
-		if (!zcr_list_empty(&ep->sendq) && !T(ep)->hold)
+		if (!zcr_list_empty(&ep->sendq) && !T(ep)->hold &&
+		    ep->state == ZCR_EP_OPEN)
 			pfd[n].events |= POLLOUT;
+		if (T(ep)->rx_deadline && T(ep)->rx_deadline < *deadline)
+			*deadline = T(ep)->rx_deadline;
 		n++;
 	}
 	return n;
@@ -921,11 +1193,46 @@ static void tcp_poll_done(struct zcr_ctx *ctx, void *priv,
 			paused_error(ctx, pfd[i].fd);
 }
 
+/*
+ * A message in flight on an open connection (a header or a payload partly
+ * read, not paused by us) must bring ZCR_PROGRESS_QUANTUM bytes or its
+ * end within the progress timeout: a peer trickling its payload, or gone
+ * silent mid-message, would otherwise hold its connection, its landing
+ * and a receive for ever. Returns 1 if ep was closed.
+ */
+static int check_progress(struct zcr_ep *ep, uint64_t now)
+{
+	struct zcr_ctx *ctx = ep->ctx;
+	struct tcp_ep *te = T(ep);
+	bool busy;
+
+	busy = ep->state == ZCR_EP_OPEN &&
+	       ((!te->have_hdr && te->hdr_got) ||
+		(te->have_hdr && ep->rx.state == ZCR_RX_LANDING));
+	if (!busy) {
+		te->rx_deadline = 0;
+		return 0;
+	}
+	if (!te->rx_deadline ||
+	    te->rx_total - te->rx_mark >= ZCR_PROGRESS_QUANTUM) {
+		te->rx_deadline = now + ctx->progress_timeout_ns;
+		te->rx_mark = te->rx_total;
+		return 0;
+	}
+	if (now < te->rx_deadline)
+		return 0;
+	__zcr_ep_fail_locked(ep, -ETIMEDOUT, "no progress mid-message for "
+			     "%llu ms", (unsigned long long)
+			     (ctx->progress_timeout_ns / 1000000));
+	return 1;
+}
+
 static int tcp_progress(struct zcr_ctx *ctx, void *priv)
 {
 	struct tcp_ctx *tc = priv;
 	struct zcr_list *pos, *tmp;
 	int n, r = -1;
+	uint64_t now;
 
 	n = accept_all(ctx, tc);
 	zcr_list_for_each_safe(pos, tmp, &ctx->eps) {
@@ -938,10 +1245,20 @@ static int tcp_progress(struct zcr_ctx *ctx, void *priv)
 	if (tc->ring)
 		r = read_batch(ctx, tc->ring);
 #endif
-	if (r >= 0)
-		return n + r;
-	zcr_list_for_each_safe(pos, tmp, &ctx->eps)
-		n += read_ep(zcr_container_of(pos, struct zcr_ep, link));
+	if (r >= 0) {
+		n += r;
+	} else {
+		zcr_list_for_each_safe(pos, tmp, &ctx->eps)
+			n += read_ep(zcr_container_of(pos, struct zcr_ep,
+						      link));
+	}
+	now = zcr_now_ns();
+	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
+		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
+
+		if (is_tcp(ep) && ep->state != ZCR_EP_CLOSED)
+			n += check_progress(ep, now);
+	}
 	return n;
 }
 
