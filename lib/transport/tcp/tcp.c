@@ -62,7 +62,8 @@ struct tcp_ep {
 	bool take_ok;			/* the peer's offer suits us */
 	unsigned int nego;		/* NEGO_* */
 	int my_switch, peer_switch;	/* 0: moving to shm, else errno */
-	char *redial;			/* where we dialled, to retry in v1 */
+	char *redial;			/* where we dialled, to dial again */
+	bool legacy;			/* a 0.1 peer: HELLO fields all 0 */
 	struct zcr_shm_nego *sn;
 	uint8_t offer[ZCR_WIRE_OFFER_LEN];
 	bool peer_done;			/* paused, and the peer closed */
@@ -320,25 +321,34 @@ static int dial(const char *hostport)
 static int tcp_connect(struct zcr_ctx *ctx, void *priv, const char *hostport,
 		       void **ep_priv)
 {
+	struct tcp_ep *te;
+	char *redial;
 	int fd, ret;
 
 	(void)ctx;
 	(void)priv;
+	/*
+	 * Kept to dial again for an old peer: in wire version 1 when it does
+	 * not speak 2 (offering shm is version 2), in the 0.1 form of the
+	 * HELLO when it is 0.1 (see rx_hello).
+	 */
+	redial = strdup(hostport);
+	if (!redial)
+		return -ENOMEM;
 	fd = dial(hostport);
-	if (fd < 0)
+	if (fd < 0) {
+		free(redial);
 		return fd;
+	}
 	ret = tcp_ep_alloc(fd, ep_priv);
 	if (ret) {
 		close(fd);
+		free(redial);
 		return ret;
 	}
-	/* Offering shm: wire version 2, and v1 again for an old peer. */
-	if (__zcr_shm_wanted()) {
-		struct tcp_ep *te = *ep_priv;
-
-		te->redial = strdup(hostport);
-		te->ver = te->redial ? 2 : 1;
-	}
+	te = *ep_priv;
+	te->redial = redial;
+	te->ver = __zcr_shm_wanted() ? 2 : 1;
 	return 0;
 }
 
@@ -372,7 +382,8 @@ static int send_ctl(struct zcr_ep *ep, int type, int tag, const void *body,
 
 /*
  * Our HELLO: our rank, whether we will prove the job secret (AUTH), the
- * largest message we take, and this connection's nonce.
+ * largest message we take, and this connection's nonce. To a 0.1 peer,
+ * which refuses a HELLO with any of these set, only the rank.
  */
 static int send_hello(struct zcr_ep *ep)
 {
@@ -389,6 +400,8 @@ static int send_hello(struct zcr_ep *ep)
 	};
 	uint8_t buf[ZCR_WIRE_HDR_LEN];
 
+	if (T(ep)->legacy)
+		h.tag = 0, h.len = 0, h.seq = 0;
 	__zcr_wire_encode(&h, buf);
 	if (send(T(ep)->fd, buf, sizeof(buf), MSG_NOSIGNAL) == sizeof(buf))
 		return 0;
@@ -536,14 +549,24 @@ static size_t rx_target(struct zcr_ep *ep, char **p)
 	return left < sizeof(rx_discard) ? left : sizeof(rx_discard);
 }
 
+/* A HELLO as zcrecv 0.1 sends it: the rank alone, nothing it refuses. */
+static bool hello_is_legacy(const struct zcr_wire_hdr *h)
+{
+	return h->version == 1 && !h->tag && !h->len && !h->seq;
+}
+
 /*
- * The peer's HELLO. The side that accepted answers in the same version;
- * the side that dialled in version 2 and hears version 1 talks to an old
- * peer, which is closing on our HELLO: dial again in version 1.
+ * The peer's HELLO. The side that accepted answers in the same version,
+ * and in the 0.1 form to a 0.1 HELLO. The side that dialled hears an old
+ * peer, which is closing on our HELLO, when it hears version 1 after
+ * offering version 2, or a 0.1 HELLO after sending a full one: dial again
+ * in version 1, in the 0.1 form if the peer is 0.1. (A 0.1 peer sends
+ * its HELLO at once on both sides; a later one answers the dialler's.)
  */
 static bool rx_hello(struct zcr_ep *ep)
 {
 	struct tcp_ep *te = T(ep);
+	bool legacy = hello_is_legacy(&te->h);
 	int fd;
 
 	te->hdr_got = 0;
@@ -553,10 +576,17 @@ static bool rx_hello(struct zcr_ep *ep)
 	}
 	if (ep->state == ZCR_EP_HANDSHAKE && ep->accepted) {
 		te->ver = te->h.version;
+		te->legacy = legacy;
 		if (send_hello(ep))
 			return false;
-	} else if (ep->state == ZCR_EP_HANDSHAKE && te->ver == 2 &&
-		   te->h.version == 1 && te->redial) {
+	} else if (ep->state == ZCR_EP_HANDSHAKE && te->redial &&
+		   te->h.version == 1 &&
+		   (te->ver == 2 || (legacy && !te->legacy))) {
+		if (legacy && ep->ctx->secret_len) {
+			__zcr_ep_fail_locked(ep, -EACCES, "peer is zcrecv "
+					     "0.1, which has no job secret");
+			return false;
+		}
 		fd = dial(te->redial);
 		if (fd < 0) {
 			__zcr_ep_fail_locked(ep, fd, "cannot dial again in "
@@ -565,10 +595,17 @@ static bool rx_hello(struct zcr_ep *ep)
 		}
 		close(te->fd);
 		te->fd = fd;
-		te->ver = 1;
-		nego_end(te);
-		snprintf(ep->errmsg, sizeof(ep->errmsg),
-			 "tcp (shm: peer speaks wire version 1 only)");
+		te->legacy = legacy;
+		if (te->ver == 2) {
+			/* nego_end frees what we dial, so keep a copy */
+			char *again = strdup(te->redial);
+
+			te->ver = 1;
+			nego_end(te);
+			te->redial = again;
+			snprintf(ep->errmsg, sizeof(ep->errmsg),
+				 "tcp (shm: peer speaks wire version 1 only)");
+		}
 		if (__zcr_auth_nonce(&te->nonce)) {
 			__zcr_ep_fail_locked(ep, -EIO, "no random nonce");
 			return false;
@@ -656,8 +693,11 @@ static bool hello_open(struct zcr_ep *ep)
 
 	if (__zcr_ep_open_locked(ep, te->hello_src))
 		return false;
-	if (te->ver < 2)
+	if (te->ver < 2) {
+		free(te->redial);	/* no old peer to dial again for */
+		te->redial = NULL;
 		return true;
+	}
 	/* Version 2: offer shm (or say why not) before any message. */
 	te->sn = calloc(1, sizeof(*te->sn));
 	if (!te->sn) {
