@@ -17,7 +17,9 @@
 # The guest's output is streamed to stdout. Exit status is non-zero on a failed
 # test (exit code other than 0 or 4 = KSFT_SKIP), a test with no result line,
 # a kernel log line that says BUG/WARNING/Oops/KFENCE/general protection/
-# soft lockup/hung task, a guest that did not finish, or a timeout.
+# soft lockup/hung task, a guest that did not finish, or a timeout. A test
+# still running after ZCRECV_VM_STALL_DUMP seconds (default 200) makes the
+# guest print every user task's state, wait channel and kernel stack once.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -27,7 +29,7 @@ load=yes
 log=
 results=
 files=()
-usage() { sed -n '2,21s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,23s/^# \{0,1\}//p' "$0"; }
 for a in "$@"; do
 	case $a in
 	--) break ;;
@@ -79,6 +81,9 @@ cp "$root/tools/vm/init" "$rootfs/init"
 chmod 755 "$rootfs/init"
 cp "$ko" "$rootfs/vm/zcrecv.ko"
 echo "$load" > "$rootfs/vm/load-module"
+if [ -n "${ZCRECV_VM_STALL_DUMP:-}" ]; then
+	echo "$ZCRECV_VM_STALL_DUMP" > "$rootfs/vm/stall-dump"
+fi
 echo "root:x:0:0:root:/:/bin/sh" > "$rootfs/etc/passwd"
 
 # Executables and the shared libraries they need, at the paths ld.so expects.
