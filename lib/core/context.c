@@ -145,10 +145,11 @@ static bool all_zero(const void *p, size_t n)
 static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 {
 	static const char *const policies[] = { "auto", "copy", "remap" };
+	static const char *const off_on[] = { "0", "1" };
 	static const char ms[] = "a positive number of milliseconds";
 	struct zcr_ctx *ctx;
 	const char *pred;
-	int ret, policy, backend, hs_ms, pr_ms, conns, quiet;
+	int ret, policy, backend, hs_ms, pr_ms, conns, quiet, huge;
 
 	if (attr->rank < 0 || attr->policy < 0 ||
 	    attr->policy > ZCRECV_POLICY_REMAP || attr->backend < 0 ||
@@ -173,7 +174,9 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	conns = env_pos(quiet, "ZCRECV_MAX_CONNS", attr->max_conns ?
 			attr->max_conns : ZCR_DEFAULT_MAX_CONNS,
 			"a positive number of connections");
-	if (policy < 0 || backend < 0 || hs_ms < 0 || pr_ms < 0 || conns < 0)
+	huge = env_choice(quiet, "ZCRECV_HUGE_ZONES", off_on, 2, 0, "0 or 1");
+	if (policy < 0 || backend < 0 || hs_ms < 0 || pr_ms < 0 || conns < 0 ||
+	    huge < 0)
 		return -EINVAL;
 
 	ctx = calloc(1, sizeof(*ctx));
@@ -195,6 +198,7 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	ctx->hs_timeout_ns = (uint64_t)hs_ms * 1000000;
 	ctx->progress_timeout_ns = (uint64_t)pr_ms * 1000000;
 	ctx->max_conns = (unsigned int)conns;
+	ctx->huge_zones = huge;
 	ctx->page = (size_t)sysconf(_SC_PAGESIZE);
 	zcr_list_init(&ctx->eps);
 	zcr_list_init(&ctx->posted);
@@ -209,7 +213,7 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 		ret = -errno;
 		goto err_free;
 	}
-	ctx->kmod_fd = __zcr_kmod_open(&ctx->kmod);
+	ctx->kmod_fd = __zcr_kmod_open(&ctx->kmod, &ctx->kmod_huge_unit);
 	if (ctx->kmod_fd < 0)
 		ctx->kmod_fd = -1;
 

@@ -10,6 +10,11 @@
  * or more are 2 MiB aligned, a multiple of 2 MiB long and advised
  * MADV_HUGEPAGE: where transparent huge pages are enabled ("always" or
  * "madvise"), UFFDIO_MOVE then moves each 2 MiB unit as one PMD.
+ * With ZCRECV_HUGE_ZONES=1, zones of 2 MiB or more are huge zones
+ * (ZCRECV_ZONE_HUGE) where the module has them, mapped 2 MiB aligned and a
+ * multiple of 2 MiB long: the module exchanges their 2 MiB-aligned middle
+ * unit by unit, and nothing smaller than a unit (such landings are copied).
+ * Hence opt-in: 4 KiB zones remap any full page.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -22,22 +27,57 @@
 
 #include "core/ctx.h"
 
-int __zcr_zone_map(struct zcr_ctx *ctx, size_t len, void **p)
+bool __zcr_zone_huge(struct zcr_ctx *ctx, size_t len)
+{
+	return ctx->huge_zones && ctx->kmod_huge_unit == ZCR_HUGE_SIZE &&
+	       len >= ZCR_HUGE_SIZE && !(len & (ZCR_HUGE_SIZE - 1));
+}
+
+int __zcr_zone_map(struct zcr_ctx *ctx, size_t len, bool huge, void **p)
 {
 	struct zcrecv_zone_create zc;
-	void *a;
+	size_t extra = huge ? ZCR_HUGE_SIZE : 0;
+	char *a, *b;
+	void *m;
+	int ret;
 
 	if (ctx->kmod_fd < 0 || !(ctx->kmod.features & ZCRECV_FEATURE_ZONES))
 		return -EOPNOTSUPP;
+	if (huge && !__zcr_zone_huge(ctx, len))
+		return -EINVAL;
 	memset(&zc, 0, sizeof(zc));
 	zc.pages = len / ctx->page;
-	if (ioctl(ctx->kmod_fd, ZCRECV_IOC_ZONE_CREATE, &zc) < 0)
-		return -errno;
-	a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, ctx->kmod_fd,
-		 (off_t)zc.out_offset);
+	zc.flags = huge ? ZCRECV_ZONE_HUGE : 0;
+	/* Address space first: a huge zone goes at a 2 MiB boundary in it. */
+	a = mmap(NULL, len + extra, PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (a == MAP_FAILED)
 		return -errno;
-	*p = a;
+	b = a;
+	if (huge)
+		b = (char *)(((uintptr_t)a + ZCR_HUGE_SIZE - 1) &
+			     ~(uintptr_t)(ZCR_HUGE_SIZE - 1));
+	if (ioctl(ctx->kmod_fd, ZCRECV_IOC_ZONE_CREATE, &zc) < 0) {
+		ret = -errno;
+		munmap(a, len + extra);
+		return ret;
+	}
+	/*
+	 * A zone whose mmap fails stays with the file (the module frees it
+	 * when the context closes /dev/zcrecv).
+	 */
+	m = mmap(b, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+		 ctx->kmod_fd, (off_t)zc.out_offset);
+	if (m == MAP_FAILED) {
+		ret = -errno;
+		munmap(a, len + extra);
+		return ret;
+	}
+	if (b > a)
+		munmap(a, (size_t)(b - a));
+	if (a + len + extra > b + len)
+		munmap(b + len, (size_t)(a + len + extra - (b + len)));
+	*p = b;
 	return 0;
 }
 
@@ -83,8 +123,18 @@ int zcr_mem_alloc(struct zcr_ctx *ctx, size_t size, void **ptr)
 		return -ENOMEM;
 	/* Zones only serve the kmod backend; uffd-move needs anonymous. */
 	ret = -EOPNOTSUPP;
-	if (ctx->be[0].ops->id == ZCRECV_BACKEND_KMOD)
-		ret = __zcr_zone_map(ctx, len, &a);
+	if (ctx->be[0].ops->id == ZCRECV_BACKEND_KMOD) {
+		size_t hlen = (len + ZCR_HUGE_SIZE - 1) & ~(ZCR_HUGE_SIZE - 1);
+
+		/* 2 MiB units where the module has them, else 4 KiB pages */
+		if (hlen >= len && __zcr_zone_huge(ctx, hlen)) {
+			ret = __zcr_zone_map(ctx, hlen, true, &a);
+			if (ret == 0)
+				len = hlen;
+		}
+		if (ret)
+			ret = __zcr_zone_map(ctx, len, false, &a);
+	}
 	if (ret == 0) {
 		m->zone = true;
 	} else {

@@ -21,7 +21,17 @@ struct zcr_mem {
 	bool zone;
 };
 
-int __zcr_zone_map(struct zcr_ctx *ctx, size_t len, void **p);
+/*
+ * A zone of len bytes (a page multiple) mapped read-write and shared.
+ * huge: a ZCRECV_ZONE_HUGE zone, 2 MiB aligned (len: see __zcr_zone_huge).
+ * Returns 0 or -errno.
+ */
+int __zcr_zone_map(struct zcr_ctx *ctx, size_t len, bool huge, void **p);
+/*
+ * Whether huge zones are wanted (ZCRECV_HUGE_ZONES=1), the module makes
+ * them, and len (2 MiB or more) fits one.
+ */
+bool __zcr_zone_huge(struct zcr_ctx *ctx, size_t len);
 /*
  * Anonymous private memory of len bytes (a multiple of the page size).
  * huge: 2 MiB aligned and advised MADV_HUGEPAGE, so that its 2 MiB

@@ -158,7 +158,7 @@ static int cal_dst(struct zcr_ctx *ctx, const struct zcr_remap_ops *ops,
 		   size_t len, void **p)
 {
 	if (ops->id == ZCRECV_BACKEND_KMOD)
-		return __zcr_zone_map(ctx, len, p);
+		return __zcr_zone_map(ctx, len, __zcr_zone_huge(ctx, len), p);
 	return __zcr_anon_map(len, len >= ZCR_HUGE_SIZE, p);
 }
 
@@ -386,6 +386,13 @@ void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
 	double t;
 	int k;
 
+	if (s->ops->units_only && s->ops->unit) {
+		/* the slot is unit aligned: so is dst's part at its offset */
+		uintptr_t u = s->ops->unit(ctx, bs->priv, s->cap);
+
+		a = (a + u - 1) & ~(u - 1);
+		e &= ~(u - 1);
+	}
 	if (!same_offset || !s->ops->remap || e <= a ||
 	    !s->ops->eligible(ctx, bs->priv, (void *)a, e - a))
 		goto copy_all;

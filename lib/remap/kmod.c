@@ -5,6 +5,15 @@
  * buffer from zcr_mem_alloc() (also a zone). After the exchange the slot
  * holds the buffer's old pages: nothing is allocated, zeroed or freed.
  * Pinned pages make the ioctl fail with EBUSY; the engine then copies.
+ *
+ * 2 MiB units: where the module has huge zones (ZCRECV_FEATURE_HUGE),
+ * slots of 2 MiB or more are huge zones mapped 2 MiB aligned, messages of
+ * 2 MiB or more are staged at the predicted buffer's offset modulo 2 MiB,
+ * and a buffer from zcr_mem_alloc() of 2 MiB or more is a huge zone too:
+ * the module then exchanges the 2 MiB-aligned middle unit by unit (a
+ * compound page and 512 PTEs per unit, one ioctl), and the engine copies
+ * the head and tail that do not fill a unit (units_only). A huge zone
+ * never trades pages with a 4 KiB zone; such a landing is copied.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -28,11 +37,25 @@ static int kmod_init(struct zcr_ctx *ctx, void *priv)
 	return 0;
 }
 
+static size_t kmod_unit(struct zcr_ctx *ctx, void *priv, size_t len)
+{
+	(void)priv;
+	return __zcr_zone_huge(ctx, ZCR_HUGE_SIZE) && len >= ZCR_HUGE_SIZE ?
+	       ZCR_HUGE_SIZE : ctx->page;
+}
+
+static size_t kmod_slot_size(struct zcr_ctx *ctx, void *priv, size_t len)
+{
+	size_t unit = kmod_unit(ctx, priv, len);
+
+	return (len + unit - 1) & ~(unit - 1);
+}
+
 static int kmod_slot_alloc(struct zcr_ctx *ctx, void *priv, size_t len,
 			   void **p)
 {
 	(void)priv;
-	return __zcr_zone_map(ctx, len, p);
+	return __zcr_zone_map(ctx, len, __zcr_zone_huge(ctx, len), p);
 }
 
 static void kmod_slot_free(struct zcr_ctx *ctx, void *priv, void *p,
@@ -73,8 +96,11 @@ const struct zcr_remap_ops __zcr_remap_kmod = {
 	.name = "kmod",
 	.id = ZCRECV_BACKEND_KMOD,
 	.init = kmod_init,
+	.unit = kmod_unit,
+	.slot_size = kmod_slot_size,
 	.slot_alloc = kmod_slot_alloc,
 	.slot_free = kmod_slot_free,
 	.eligible = kmod_eligible,
+	.units_only = true,
 	.remap = kmod_remap,
 };

@@ -13,7 +13,7 @@
 #include "zcrecv.h"
 #include "remap/remap.h"
 
-int __zcr_kmod_open(struct zcr_kmod_info *info)
+int __zcr_kmod_open(struct zcr_kmod_info *info, uint64_t *huge_unit)
 {
 	struct zcrecv_api api;
 	int fd;
@@ -38,12 +38,15 @@ int __zcr_kmod_open(struct zcr_kmod_info *info)
 		info->max_zone_pages = api.out_max_zone_pages;
 		info->max_process_pages = api.out_max_process_pages;
 	}
+	if (huge_unit)
+		*huge_unit = api.out_features & ZCRECV_FEATURE_HUGE ?
+			     api.out_huge_unit_size : 0;
 	return fd;
 }
 
 int zcr_kmod_probe(struct zcr_kmod_info *info)
 {
-	int fd = __zcr_kmod_open(info);
+	int fd = __zcr_kmod_open(info, NULL);
 
 	if (fd < 0)
 		return fd;

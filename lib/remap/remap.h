@@ -18,8 +18,11 @@ struct zcr_slot;
 
 #define ZCR_HUGE_SIZE	(2UL << 20)	/* one PMD of x86-64 and arm64/4K */
 
-/* Open /dev/zcrecv, run the handshake; returns the fd or -errno. */
-int __zcr_kmod_open(struct zcr_kmod_info *info);
+/*
+ * Open /dev/zcrecv, run the handshake; returns the fd or -errno. huge_unit
+ * (may be NULL): bytes of a ZCRECV_ZONE_HUGE unit, 0 without them.
+ */
+int __zcr_kmod_open(struct zcr_kmod_info *info, uint64_t *huge_unit);
 
 /*
  * One backend. Staging slots come from the backend that will remap them,
@@ -54,6 +57,11 @@ struct zcr_remap_ops {
 			  size_t len);
 	bool (*eligible)(struct zcr_ctx *ctx, void *priv, const void *dst,
 			 size_t len);
+	/*
+	 * remap() moves whole units of unit(s->cap) only: the engine copies
+	 * the head and tail of a message that do not fill one.
+	 */
+	bool units_only;
 	long (*remap)(struct zcr_ctx *ctx, void *priv, void *dst,
 		      struct zcr_slot *s, size_t off, size_t len);
 };

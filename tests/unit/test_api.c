@@ -94,6 +94,7 @@ ZT_TEST(environment_values)
 		{ "ZCRECV_POLICY", "fast" },
 		{ "ZCRECV_HANDSHAKE_TIMEOUT_MS", "10s" },
 		{ "ZCRECV_QUIET", "yes" },
+		{ "ZCRECV_HUGE_ZONES", "2" },
 	};
 	struct zcr_ctx *c;
 	char err[512], want[128];

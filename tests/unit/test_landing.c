@@ -6,12 +6,14 @@
  * outlier), and the uffd-move exchange through the library's own landing
  * code: 2 MiB slots reused at two offsets (a spare with pages left over), a
  * user range unmapped and mapped again at the
- * same address (registered again), plain malloc memory, and
- * zcr_ctx_landing_stats(). Run: build/tests/unit/test_landing [name].
+ * same address (registered again), plain malloc memory, the kmod
+ * backend's 2 MiB units (in the VM), and zcr_ctx_landing_stats(). Run: build/tests/unit/test_landing [name].
  */
 #include <errno.h>
 #include <stdint.h>
 #include <sys/mman.h>
+
+#include <linux/zcrecv.h>
 
 #include "core/ctx.h"
 #include "zt.h"
@@ -198,6 +200,57 @@ ZT_TEST(uffd_malloc_memory)
 		land(ctx, u + 3, n - 3, (unsigned)i);
 	ZT_ASSERT(pages(ctx) > 0);
 	free(u);
+	zcr_ctx_destroy(ctx);
+}
+
+/*
+ * kmod with huge zones (ZCRECV_HUGE_ZONES=1, in the VM): buffers and slots
+ * of 2 MiB or more are 2 MiB units; a landing exchanges the whole units of its middle and
+ * copies the head and tail around them, every byte right.
+ */
+ZT_TEST(kmod_huge_units)
+{
+	struct zcr_ctx_attr a = { .policy = ZCRECV_POLICY_REMAP,
+				  .backend = ZCRECV_BACKEND_KMOD, .quiet = 1 };
+	const size_t n = 8 << 20, unit_pages = ZCR_HUGE_SIZE / 4096;
+	struct zcr_stats st;
+	struct zcr_ctx *ctx;
+	uint64_t p0;
+	char *u;
+	void *v;
+	int ret;
+
+	setenv("ZCRECV_HUGE_ZONES", "1", 1);
+	ret = zcr_ctx_create(&a, &ctx);
+	unsetenv("ZCRECV_HUGE_ZONES");
+	if (ret == -ENODEV || ret == -EOPNOTSUPP)
+		ZT_SKIP("no zcrecv.ko (kmod backend): %d", ret);
+	ZT_EXPECT_EQ(ret, 0);
+	if (!(ctx->kmod.features & ZCRECV_FEATURE_HUGE)) {
+		zcr_ctx_destroy(ctx);
+		ZT_SKIP("zcrecv.ko without 2 MiB huge zones");
+	}
+	ZT_EXPECT_EQ(zcr_mem_alloc(ctx, n, &v), 0);
+	u = v;
+	ZT_EXPECT_EQ((uintptr_t)u % ZCR_HUGE_SIZE, 0);
+	memset(u, 1, n);
+	/* aligned: all four units */
+	p0 = pages(ctx);
+	land(ctx, u, n, 1);
+	land(ctx, u, n, 2);
+	ZT_EXPECT_EQ(pages(ctx) - p0, 2 * 4 * unit_pages);
+	/* 4 KiB in: the two whole units of the middle, the rest copied */
+	p0 = pages(ctx);
+	land(ctx, u + 4096, n - 8192, 3);
+	ZT_EXPECT_EQ(pages(ctx) - p0, 2 * unit_pages);
+	/* less than a unit: copied */
+	p0 = pages(ctx);
+	land(ctx, u + 4096, ZCR_HUGE_SIZE, 4);
+	ZT_EXPECT_EQ(pages(ctx) - p0, 0);
+	ZT_EXPECT_EQ(zcr_ctx_stats(ctx, &st), 0);
+	ZT_EXPECT_EQ(st.remap_fallbacks, 0);
+	ZT_EXPECT_EQ(strcmp(zcr_backend_name(st.backend), "kmod"), 0);
+	zcr_mem_free(ctx, u);
 	zcr_ctx_destroy(ctx);
 }
 
