@@ -568,14 +568,19 @@ static void zc_init(void)
 	PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
 	PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
 	if (how && *how && strcmp(how, "auto") && strcmp(how, "pmix") &&
-	    strcmp(how, "mpi"))
-		die("ZCRECV_MPI_WIREUP=%s: expected auto, pmix or mpi", how);
-	/* auto: the launcher's PMIx when there is one, else the MPI's own. */
-	pmix = how && !strcmp(how, "pmix") ? true :
+	    strcmp(how, "mpi") && strcmp(how, "env"))
+		die("ZCRECV_MPI_WIREUP=%s: expected auto, pmix, env or mpi",
+		    how);
+	/*
+	 * auto: the launcher's PMIx when there is one, else the MPI's own
+	 * MPI_Allgather; env: the library's environment fallback.
+	 */
+	pmix = how && (!strcmp(how, "pmix") || !strcmp(how, "env")) ? true :
 	       how && !strcmp(how, "mpi") ? false :
 	       getenv("PMIX_NAMESPACE") != NULL;
 	if (pmix)
-		setenv("ZCRECV_WIREUP", "pmix", 1);
+		setenv("ZCRECV_WIREUP", how && !strcmp(how, "env") ? "env" :
+		       "pmix", 1);
 	ja.rank = world_rank;
 	ja.size = world_size;
 	ja.allgather = mpi_allgather;
