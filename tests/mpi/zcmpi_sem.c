@@ -3,7 +3,8 @@
  * zcmpi_sem.c - MPI point-to-point semantics, run with and without
  * libzcrecv-mpi.so (tests/mpi/check-zcmpi.sh): ordering, wildcards,
  * probe, truncation, cancel, MPI_PROC_NULL, communicators, derived types,
- * the completion calls, self sends, MPI_Alloc_mem. 4 ranks or more.
+ * the completion calls, self sends, persistent requests, MPI_Alloc_mem.
+ * 4 ranks or more.
  *
  *   zcmpi_sem        the suite; rank 0 prints "sem: N checks passed"
  *   zcmpi_sem die    rank 1 exits during the run; the others must fail
@@ -269,6 +270,68 @@ static void completion(void)
 	CHECK(v == rank && fr == MPI_REQUEST_NULL);
 }
 
+/*
+ * Persistent requests mixed with plain calls of one (source, tag): a
+ * plain receive posted first takes the persistent send started first.
+ * They stay allocated and inactive after Waitall; MPI_Start reads the
+ * buffer (packing a vector anew); inactive ones complete at once with an
+ * empty status; MPI_Request_free releases them.
+ */
+static void persistent(void)
+{
+	int right = (rank + 1) % size, left = (rank + size - 1) % size;
+	int out[6], in[6], got[3], b[3], c[3], s3[3], i, k, idx, flag = 0;
+	MPI_Request r[4], pl;
+	MPI_Status sts[4], st;
+	MPI_Datatype vec;
+
+	MPI_Type_vector(3, 1, 2, MPI_INT, &vec);
+	MPI_Type_commit(&vec);
+	MPI_Recv_init(got, 3, MPI_INT, left, 50, MPI_COMM_WORLD, &r[0]);
+	MPI_Send_init(out, 1, vec, right, 50, MPI_COMM_WORLD, &r[1]);
+	MPI_Recv_init(in, 1, vec, MPI_ANY_SOURCE, 51, MPI_COMM_WORLD, &r[2]);
+	MPI_Ssend_init(s3, 3, MPI_INT, right, 51, MPI_COMM_WORLD, &r[3]);
+	for (i = 0; i < 4; i++) {
+		memset(in, 0, sizeof(in));
+		for (k = 0; k < 3; k++) {
+			out[2 * k] = rank * 100 + i * 10 + k;
+			out[2 * k + 1] = -1;
+			c[k] = 1000 + rank * 100 + i * 10 + k;
+			s3[k] = 2000 + rank * 100 + i * 10 + k;
+		}
+		MPI_Irecv(b, 3, MPI_INT, left, 50, MPI_COMM_WORLD, &pl);
+		MPI_Start(&r[0]);
+		MPI_Start(&r[2]);
+		MPI_Start(&r[1]);
+		MPI_Send(c, 3, MPI_INT, right, 50, MPI_COMM_WORLD);
+		MPI_Start(&r[3]);
+		MPI_Waitall(4, r, sts);
+		MPI_Wait(&pl, &st);
+		for (k = 0; k < 3; k++) {
+			CHECK(b[k] == left * 100 + i * 10 + k);
+			CHECK(got[k] == 1000 + left * 100 + i * 10 + k);
+			CHECK(in[2 * k] == 2000 + left * 100 + i * 10 + k);
+		}
+		CHECK(in[1] == 0 && in[3] == 0);
+		CHECK(sts[2].MPI_SOURCE == left && sts[2].MPI_TAG == 51);
+		CHECK(sts[0].MPI_SOURCE == left && sts[0].MPI_TAG == 50);
+		for (k = 0; k < 4; k++)
+			CHECK(r[k] != MPI_REQUEST_NULL);
+	}
+	MPI_Wait(&r[0], &st);
+	CHECK(st.MPI_SOURCE == MPI_ANY_SOURCE && st.MPI_TAG == MPI_ANY_TAG);
+	CHECK(r[0] != MPI_REQUEST_NULL);
+	MPI_Test(&r[1], &flag, &st);
+	CHECK(flag && r[1] != MPI_REQUEST_NULL);
+	MPI_Waitany(4, r, &idx, &st);
+	CHECK(idx == MPI_UNDEFINED);
+	for (k = 0; k < 4; k++) {
+		MPI_Request_free(&r[k]);
+		CHECK(r[k] == MPI_REQUEST_NULL);
+	}
+	MPI_Type_free(&vec);
+}
+
 static void alloc_mem(void)
 {
 	size_t n = 1 << 20;
@@ -323,6 +386,7 @@ int main(int argc, char **argv)
 	communicators();
 	derived();
 	completion();
+	persistent();
 	alloc_mem();
 	MPI_Allreduce(MPI_IN_PLACE, &checks, 1, MPI_INT, MPI_SUM,
 		      MPI_COMM_WORLD);

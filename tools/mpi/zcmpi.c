@@ -58,6 +58,17 @@ struct zreq {
 	uint64_t len;		/* status: bytes */
 	int peer;		/* world rank named (send: dest) or -1 */
 	int next;		/* free list */
+	/*
+	 * Persistent (MPI_*_init): the operation each MPI_Start starts.
+	 * Inactive (not started, or completed by a Wait/Test) it stays
+	 * allocated until MPI_Request_free.
+	 */
+	bool persistent;
+	bool active;
+	int pkind;		/* ZR_SEND or ZR_RECV */
+	const void *pbuf;
+	int pcount, prank, ptag;
+	MPI_Datatype ptype;
 };
 
 #define NREQ		(1 << 20)
@@ -385,8 +396,12 @@ static void status_set(MPI_Status *st, int src, int tag, uint64_t len,
 	PMPI_Status_set_cancelled(st, cancelled);
 }
 
-/* Hand out the status of done z, release it; its MPI error code. */
-static int zreq_collect(struct zreq *z, MPI_Status *st)
+/*
+ * Hand out the status of done z; its MPI error code. A plain request is
+ * released and *req becomes MPI_REQUEST_NULL; a persistent one becomes
+ * inactive and *req stays (released only if MPI_Request_free'd).
+ */
+static int zreq_collect(struct zreq *z, MPI_Status *st, MPI_Request *req)
 {
 	int err = z->err;
 
@@ -394,8 +409,27 @@ static int zreq_collect(struct zreq *z, MPI_Status *st)
 		status_set(st, z->src, z->tag, z->len, z->cancelled, err);
 	else
 		status_set(st, MPI_ANY_SOURCE, MPI_ANY_TAG, 0, false, err);
+	if (z->persistent && !z->freed) {
+		free(z->tmp);
+		z->tmp = NULL;
+		z->active = false;
+		return err;
+	}
 	zreq_release(z);
+	*req = MPI_REQUEST_NULL;
 	return err;
+}
+
+static void empty_status(MPI_Status *st)
+{
+	status_set(st, MPI_ANY_SOURCE, MPI_ANY_TAG, 0, false, MPI_SUCCESS);
+}
+
+/* A null request, or a persistent one of ours not started. */
+static bool inactive(MPI_Request h)
+{
+	return h == MPI_REQUEST_NULL ||
+	       (ours(h) && Z(h)->persistent && !Z(h)->active);
 }
 
 /* Requests the user freed before they completed: release the done ones. */
@@ -423,22 +457,41 @@ static void idle(void)
 
 /* ---- starting operations ------------------------------------------------ */
 
-static int start_send(const void *buf, int count, MPI_Datatype t, int dest,
-		      int tag, MPI_Comm comm, struct zcomm *zc,
-		      MPI_Request *req)
+/* z completes at once as an operation with MPI_PROC_NULL. */
+static void null_op(struct zreq *z)
 {
-	struct zreq *z;
+	z->kind = ZR_NULL;
+	z->done = true;
+	z->src = MPI_PROC_NULL;
+	z->tag = MPI_ANY_TAG;
+}
+
+/* Forget the outcome of z's last run: it starts again (MPI_Start). */
+static void zreq_reset(struct zreq *z)
+{
+	free(z->tmp);
+	z->tmp = NULL;
+	z->r = NULL;
+	z->done = false;
+	z->cancelled = false;
+	z->err = 0;
+	z->len = 0;
+	z->peer = -1;
+}
+
+/* Start a send on z (comm and zc set); an MPI error code. */
+static int send_into(struct zreq *z, const void *buf, int count,
+		     MPI_Datatype t, int dest, int tag)
+{
+	MPI_Comm comm = z->comm;
+	struct zcomm *zc = z->zc;
 	struct zcr_ep *ep;
 	size_t bytes;
 	void *ptr;
 	int ret, pos = 0, cap = 0;
 
 	if (dest == MPI_PROC_NULL) {
-		z = zreq_new(ZR_NULL, comm, zc);
-		z->done = true;
-		z->src = MPI_PROC_NULL;
-		z->tag = MPI_ANY_TAG;
-		*req = H(z);
+		null_op(z);
 		return MPI_SUCCESS;
 	}
 	if (dest < 0 || dest >= zc->size)
@@ -447,7 +500,7 @@ static int start_send(const void *buf, int count, MPI_Datatype t, int dest,
 		return comm_error(comm, MPI_ERR_TAG);
 	if (count < 0)
 		return comm_error(comm, MPI_ERR_COUNT);
-	z = zreq_new(ZR_SEND, comm, zc);
+	z->kind = ZR_SEND;
 	z->peer = zc->world[dest];
 	if (!contig(buf, count, t, &ptr, &bytes)) {
 		PMPI_Pack_size(count, t, comm, &cap);
@@ -462,31 +515,53 @@ static int start_send(const void *buf, int count, MPI_Datatype t, int dest,
 	if (!ret)
 		ret = zcr_isend_comm(ep, zc->id, ptr, bytes, tag, &z->r);
 	if (ret) {
-		int code = mpi_code(ret, ZR_SEND, z->peer);
-
-		zreq_release(z);
-		return comm_error(comm, code);
+		free(z->tmp);
+		z->tmp = NULL;
+		return comm_error(comm, mpi_code(ret, ZR_SEND, z->peer));
 	}
-	*req = H(z);
 	return MPI_SUCCESS;
 }
 
-static int start_recv(void *buf, int count, MPI_Datatype t, int src,
-		      int tag, MPI_Comm comm, struct zcomm *zc,
-		      MPI_Request *req)
+/*
+ * Where a receive of count t into buf lands: the user's buffer, or (not
+ * contiguous) z->tmp, unpacked on completion. Sets z->buf, count, type,
+ * cap; returns the landing address.
+ */
+static void *recv_landing(struct zreq *z, void *buf, int count,
+			  MPI_Datatype t)
 {
-	struct zreq *z;
-	struct zcr_ep *ep;
 	size_t bytes;
 	void *ptr;
-	int ret, cap = 0, wsrc;
+	int cap = 0;
+
+	z->kind = ZR_RECV;
+	z->buf = buf;
+	z->count = count;
+	z->type = t;
+	if (!contig(buf, count, t, &ptr, &bytes)) {
+		PMPI_Pack_size(count, t, z->comm, &cap);
+		z->tmp = malloc(cap ? (size_t)cap : 1);
+		if (!z->tmp)
+			die("out of memory");
+		ptr = z->tmp;
+		bytes = (size_t)cap;
+	}
+	z->cap = bytes;
+	return ptr;
+}
+
+/* Start a receive on z (comm and zc set); an MPI error code. */
+static int recv_into(struct zreq *z, void *buf, int count, MPI_Datatype t,
+		     int src, int tag)
+{
+	MPI_Comm comm = z->comm;
+	struct zcomm *zc = z->zc;
+	struct zcr_ep *ep;
+	void *ptr;
+	int ret, wsrc;
 
 	if (src == MPI_PROC_NULL) {
-		z = zreq_new(ZR_NULL, comm, zc);
-		z->done = true;
-		z->src = MPI_PROC_NULL;
-		z->tag = MPI_ANY_TAG;
-		*req = H(z);
+		null_op(z);
 		return MPI_SUCCESS;
 	}
 	if (src != MPI_ANY_SOURCE && (src < 0 || src >= zc->size))
@@ -496,41 +571,56 @@ static int start_recv(void *buf, int count, MPI_Datatype t, int src,
 	if (count < 0)
 		return comm_error(comm, MPI_ERR_COUNT);
 	wsrc = src == MPI_ANY_SOURCE ? ZCRECV_ANY_SOURCE : zc->world[src];
-	z = zreq_new(ZR_RECV, comm, zc);
-	z->buf = buf;
-	z->count = count;
-	z->type = t;
 	z->peer = wsrc;
-	if (!contig(buf, count, t, &ptr, &bytes)) {
-		PMPI_Pack_size(count, t, comm, &cap);
-		z->tmp = malloc(cap ? (size_t)cap : 1);
-		if (!z->tmp)
-			die("out of memory");
-		ptr = z->tmp;
-		bytes = (size_t)cap;
-	}
-	z->cap = bytes;
+	ptr = recv_landing(z, buf, count, t);
 	/*
 	 * Dial the source now: should it die, the connection's loss fails
 	 * this receive instead of leaving it waiting for ever.
 	 */
 	if (wsrc >= 0)
 		zcr_job_ep(ctx, wsrc, &ep);
-	ret = zcr_irecv_comm(ctx, zc->id, ptr, bytes, wsrc,
+	ret = zcr_irecv_comm(ctx, zc->id, ptr, z->cap, wsrc,
 			     tag == MPI_ANY_TAG ? ZCRECV_ANY_TAG : tag, &z->r);
 	if (ret) {
-		int code = mpi_code(ret, ZR_RECV, wsrc);
+		free(z->tmp);
+		z->tmp = NULL;
+		return comm_error(comm, mpi_code(ret, ZR_RECV, wsrc));
+	}
+	return MPI_SUCCESS;
+}
 
+/* Start a send or receive (kind) on z; an MPI error code. */
+static int zreq_start(struct zreq *z, int kind, const void *buf, int count,
+		      MPI_Datatype t, int rank, int tag)
+{
+	if (kind == ZR_SEND)
+		return send_into(z, buf, count, t, rank, tag);
+	return recv_into(z, (void *)buf, count, t, rank, tag);
+}
+
+/* A new request of ours for a send or receive (kind) started at once. */
+static int start_op(int kind, const void *buf, int count, MPI_Datatype t,
+		    int rank, int tag, MPI_Comm comm, struct zcomm *zc,
+		    MPI_Request *req)
+{
+	struct zreq *z = zreq_new(kind, comm, zc);
+	int ret = zreq_start(z, kind, buf, count, t, rank, tag);
+
+	if (ret) {
 		zreq_release(z);
-		return comm_error(comm, code);
+		return ret;
 	}
 	*req = H(z);
 	return MPI_SUCCESS;
 }
 
-/* Wait for our request z and collect it; MPI error through comm. */
-static int zwait(struct zreq *z, MPI_Status *st)
+#define start_send(...)	start_op(ZR_SEND, __VA_ARGS__)
+#define start_recv(...)	start_op(ZR_RECV, __VA_ARGS__)
+
+/* Wait for our request *req and collect it; MPI error through comm. */
+static int zwait(MPI_Request *req, MPI_Status *st)
 {
+	struct zreq *z = Z(*req);
 	MPI_Comm comm = z->comm;
 	int err;
 
@@ -541,7 +631,7 @@ static int zwait(struct zreq *z, MPI_Status *st)
 		if (ret != -ETIMEDOUT)
 			zreq_finish(z, ret, &zs);
 	}
-	err = zreq_collect(z, st);
+	err = zreq_collect(z, st, req);
 	if (err)
 		comm_error(comm, err);
 	return err;
@@ -723,7 +813,7 @@ static int blocking_send(const void *buf, int count, MPI_Datatype t,
 
 	if (ret)
 		return ret;
-	return zwait(Z(r), MPI_STATUS_IGNORE);
+	return zwait(&r, MPI_STATUS_IGNORE);
 }
 
 int MPI_Send(const void *buf, int count, MPI_Datatype t, int dest, int tag,
@@ -794,7 +884,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype t, int src, int tag,
 	ret = start_recv(buf, count, t, src, tag, comm, zc, &r);
 	if (ret)
 		LEAVE(ret);
-	LEAVE(zwait(Z(r), st));
+	LEAVE(zwait(&r, st));
 }
 
 int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest,
@@ -815,11 +905,11 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest,
 	ret = start_send(sbuf, scount, stype, dest, stag, comm, zc, &sr);
 	if (ret) {
 		zcr_cancel(Z(rr)->r);
-		zwait(Z(rr), MPI_STATUS_IGNORE);
+		zwait(&rr, MPI_STATUS_IGNORE);
 		LEAVE(ret);
 	}
-	ret2 = zwait(Z(sr), MPI_STATUS_IGNORE);
-	ret = zwait(Z(rr), st);
+	ret2 = zwait(&sr, MPI_STATUS_IGNORE);
+	ret = zwait(&rr, st);
 	LEAVE(ret ? ret : ret2);
 }
 
@@ -898,6 +988,100 @@ int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *st)
 	LEAVE(probe(src, tag, comm, zc, &flag, st, true));
 }
 
+static bool any_ours(int n, const MPI_Request *reqs);
+
+/* ---- persistent requests ------------------------------------------------ */
+
+/* A persistent request of ours, inactive: MPI_Start starts it. */
+static int persist(int kind, const void *buf, int count, MPI_Datatype t,
+		   int rank, int tag, MPI_Comm comm, struct zcomm *zc,
+		   MPI_Request *req)
+{
+	struct zreq *z;
+
+	if (rank != MPI_PROC_NULL &&
+	    !(kind == ZR_RECV && rank == MPI_ANY_SOURCE) &&
+	    (rank < 0 || rank >= zc->size))
+		return comm_error(comm, MPI_ERR_RANK);
+	if (tag < 0 && !(kind == ZR_RECV && tag == MPI_ANY_TAG))
+		return comm_error(comm, MPI_ERR_TAG);
+	if (count < 0)
+		return comm_error(comm, MPI_ERR_COUNT);
+	z = zreq_new(kind, comm, zc);
+	z->persistent = true;
+	z->done = true;
+	z->pkind = kind;
+	z->pbuf = buf;
+	z->pcount = count;
+	z->ptype = t;
+	z->prank = rank;
+	z->ptag = tag;
+	*req = H(z);
+	return MPI_SUCCESS;
+}
+
+#define SEND_INIT(name)							\
+int MPI_##name(const void *buf, int count, MPI_Datatype t, int dest,	\
+	       int tag, MPI_Comm comm, MPI_Request *req)		\
+{									\
+	struct zcomm *zc = zcomm_of(comm);				\
+	ENTER;								\
+									\
+	if (!zc)							\
+		LEAVE(PMPI_##name(buf, count, t, dest, tag, comm, req)); \
+	LEAVE(persist(ZR_SEND, buf, count, t, dest, tag, comm, zc, req)); \
+}
+SEND_INIT(Send_init)
+SEND_INIT(Bsend_init)
+SEND_INIT(Rsend_init)
+SEND_INIT(Ssend_init)
+
+int MPI_Recv_init(void *buf, int count, MPI_Datatype t, int src, int tag,
+		  MPI_Comm comm, MPI_Request *req)
+{
+	struct zcomm *zc = zcomm_of(comm);
+	ENTER;
+
+	if (!zc)
+		LEAVE(PMPI_Recv_init(buf, count, t, src, tag, comm, req));
+	LEAVE(persist(ZR_RECV, buf, count, t, src, tag, comm, zc, req));
+}
+
+int MPI_Start(MPI_Request *req)
+{
+	struct zreq *z;
+	int ret;
+	ENTER;
+
+	if (!ours(*req))
+		LEAVE(PMPI_Start(req));
+	z = Z(*req);
+	if (!z->persistent || z->active)
+		LEAVE(comm_error(z->comm, MPI_ERR_REQUEST));
+	zreq_reset(z);
+	z->active = true;
+	ret = zreq_start(z, z->pkind, z->pbuf, z->pcount, z->ptype, z->prank,
+			 z->ptag);
+	if (ret)
+		z->active = false;
+	LEAVE(ret);
+}
+
+int MPI_Startall(int n, MPI_Request reqs[])
+{
+	int i, ret;
+	ENTER;
+
+	if (!any_ours(n, reqs))
+		LEAVE(PMPI_Startall(n, reqs));
+	for (i = 0; i < n; i++) {
+		ret = MPI_Start(&reqs[i]);
+		if (ret)
+			LEAVE(ret);
+	}
+	LEAVE(MPI_SUCCESS);
+}
+
 /* ---- completion calls ----------------------------------------------------- */
 
 int MPI_Wait(MPI_Request *req, MPI_Status *st)
@@ -907,8 +1091,11 @@ int MPI_Wait(MPI_Request *req, MPI_Status *st)
 
 	if (!ours(*req))
 		LEAVE(PMPI_Wait(req, st));
-	ret = zwait(Z(*req), st);
-	*req = MPI_REQUEST_NULL;
+	if (inactive(*req)) {
+		empty_status(st);
+		LEAVE(MPI_SUCCESS);
+	}
+	ret = zwait(req, st);
 	reap_freed();
 	LEAVE(ret);
 }
@@ -921,6 +1108,11 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
 
 	if (!ours(*req))
 		LEAVE(PMPI_Test(req, flag, st));
+	if (inactive(*req)) {
+		*flag = 1;
+		empty_status(st);
+		LEAVE(MPI_SUCCESS);
+	}
 	z = Z(*req);
 	*flag = zreq_poll(z);
 	if (!*flag)
@@ -928,8 +1120,7 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *st)
 	{
 		MPI_Comm comm = z->comm;
 
-		ret = zreq_collect(z, st);
-		*req = MPI_REQUEST_NULL;
+		ret = zreq_collect(z, st, req);
 		if (ret)
 			comm_error(comm, ret);
 	}
@@ -955,7 +1146,7 @@ static int poll_all(int n, MPI_Request *reqs, MPI_Status *sts, char *done,
 
 	*active = 0;
 	for (i = 0; i < n; i++) {
-		if (done[i] || reqs[i] == MPI_REQUEST_NULL)
+		if (done[i] || inactive(reqs[i]))
 			continue;
 		(*active)++;
 		if (ours(reqs[i])) {
@@ -971,8 +1162,7 @@ static int poll_all(int n, MPI_Request *reqs, MPI_Status *sts, char *done,
 				*firsterr = z->err;
 				*errcomm = z->comm;
 			}
-			zreq_collect(z, st_at(sts, i));
-			reqs[i] = MPI_REQUEST_NULL;
+			zreq_collect(z, st_at(sts, i), &reqs[i]);
 		} else {
 			if (!take)
 				continue;
@@ -1002,9 +1192,15 @@ static bool any_ours(int n, const MPI_Request *reqs)
 	return false;
 }
 
-static void empty_status(MPI_Status *st)
+/* Are any of ours among reqs not done yet? */
+static bool any_ours_left(int n, const MPI_Request *reqs, const char *done)
 {
-	status_set(st, MPI_ANY_SOURCE, MPI_ANY_TAG, 0, false, MPI_SUCCESS);
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!done[i] && !inactive(reqs[i]) && ours(reqs[i]))
+			return true;
+	return false;
 }
 
 int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
@@ -1020,16 +1216,16 @@ int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 	if (!done)
 		die("out of memory");
 	for (i = 0; i < n; i++)
-		if (reqs[i] == MPI_REQUEST_NULL)
+		if (inactive(reqs[i]))
 			empty_status(st_at(sts, i));
 	for (;;) {
 		poll_all(n, reqs, sts, done, &active, &err, &ecomm, true,
 			 false);
 		if (!active)
 			break;
-		if (!any_ours(n, reqs)) {
+		if (!any_ours_left(n, reqs, done)) {
 			for (i = 0; i < n; i++)
-				if (!done[i] && reqs[i] != MPI_REQUEST_NULL) {
+				if (!done[i] && !inactive(reqs[i])) {
 					int r = PMPI_Wait(&reqs[i],
 							  st_at(sts, i));
 
@@ -1063,7 +1259,8 @@ int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[])
 		LEAVE(PMPI_Testall(n, reqs, flag, sts));
 	/* All or nothing: first see whether ours are all done. */
 	for (i = 0; i < n; i++)
-		if (ours(reqs[i]) && !zreq_poll(Z(reqs[i]))) {
+		if (!inactive(reqs[i]) && ours(reqs[i]) &&
+		    !zreq_poll(Z(reqs[i]))) {
 			*flag = 0;
 			LEAVE(MPI_SUCCESS);
 		}
@@ -1091,7 +1288,7 @@ int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[])
 				sts[map[i]] = rst[i];
 		}
 		for (i = 0; i < n; i++)
-			if (reqs[i] == MPI_REQUEST_NULL && !done[i])
+			if (inactive(reqs[i]) && !done[i])
 				empty_status(st_at(sts, i));
 		poll_all(n, reqs, sts, done, &active, &err, &ecomm, true,
 			 false);
@@ -1219,7 +1416,7 @@ int MPI_Request_free(MPI_Request *req)
 		LEAVE(PMPI_Request_free(req));
 	z = Z(*req);
 	*req = MPI_REQUEST_NULL;
-	if (zreq_poll(z)) {
+	if ((z->persistent && !z->active) || zreq_poll(z)) {
 		zreq_release(z);
 	} else {
 		z->freed = true;
@@ -1249,6 +1446,11 @@ int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *st)
 
 	if (!ours(req))
 		LEAVE(PMPI_Request_get_status(req, flag, st));
+	if (inactive(req)) {
+		*flag = 1;
+		empty_status(st);
+		LEAVE(MPI_SUCCESS);
+	}
 	z = Z(req);
 	*flag = zreq_poll(z);
 	if (*flag)
@@ -1489,6 +1691,34 @@ FISEND(mpi_issend_, MPI_Issend)
 FISEND(mpi_ibsend_, MPI_Ibsend)
 FISEND(mpi_irsend_, MPI_Irsend)
 FISEND(mpi_irecv_, MPI_Irecv)
+FISEND(mpi_send_init_, MPI_Send_init)
+FISEND(mpi_bsend_init_, MPI_Bsend_init)
+FISEND(mpi_rsend_init_, MPI_Rsend_init)
+FISEND(mpi_ssend_init_, MPI_Ssend_init)
+FISEND(mpi_recv_init_, MPI_Recv_init)
+
+void mpi_start_(MPI_Fint *req, MPI_Fint *ierr)
+{
+	MPI_Request r = f2c_req(*req);
+
+	*ierr = MPI_Start(&r);
+	*req = c2f_req(r);
+}
+
+void mpi_startall_(MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *ierr)
+{
+	MPI_Request *r = calloc((size_t)*n + 1, sizeof(*r));
+	int i;
+
+	if (!r)
+		die("out of memory");
+	for (i = 0; i < *n; i++)
+		r[i] = f2c_req(reqs[i]);
+	*ierr = MPI_Startall(*n, r);
+	for (i = 0; i < *n; i++)
+		reqs[i] = c2f_req(r[i]);
+	free(r);
+}
 
 void mpi_recv_(void *buf, MPI_Fint *count, MPI_Fint *t, MPI_Fint *src,
 	       MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *st, MPI_Fint *ierr)
