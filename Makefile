@@ -68,7 +68,7 @@ need-cc:
 # ---- library ---------------------------------------------------------------
 # Explicit source lists, one per layer of lib/ (Documentation/design.md).
 LIB_CORE      := lib/core/context.c lib/core/endpoint.c lib/core/mem.c \
-		 lib/core/request.c lib/core/version.c
+		 lib/core/request.c lib/core/version.c lib/core/job.c
 # Each transport is one folder: every lib/transport/*/*.c is built.
 LIB_TRANSPORT := lib/transport/transport.c lib/transport/wire.c \
 		 lib/transport/auth.c $(sort $(wildcard lib/transport/*/*.c))
@@ -93,6 +93,12 @@ $(B)/lib/%.o: lib/%.c $(LIB_HDRS)
 	$(CC) $(ZCR_CFLAGS) -fPIC -c -o $@ $<
 
 $(LIB_OBJS): | need-cc
+
+# PMIx wire-up (lib/core/job.c): Debian's libpmix-dev keeps pmix.h in its
+# own tree; libpmix itself is opened at run time.
+PMIX_INC := $(patsubst %/pmix.h,%,$(firstword $(wildcard \
+	/usr/lib/*/pmix2/include/pmix.h /usr/include/pmix.h)))
+$(B)/lib/core/job.o: ZCR_CFLAGS += $(if $(PMIX_INC),-I$(PMIX_INC))
 
 $(LIB_SO): $(LIB_OBJS) lib/libzcrecv.map
 	$(if $(ZCR_NO_URING),@echo "$(ZCR_NO_URING)" >&2)

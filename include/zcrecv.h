@@ -489,6 +489,109 @@ int zcr_wait_timeout(struct zcr_req *req, struct zcr_status *st,
  */
 int zcr_cancel(struct zcr_req *req);
 
+/*
+ * ---- Communicators (since 0.2) -------------------------------------------
+ *
+ * A communicator id separates the traffic of independent libraries or MPI
+ * communicators: a receive only takes messages sent with its id; wildcards
+ * never cross ids. zcr_isend() and zcr_irecv() use id 0. Ids other than 0
+ * need a peer that carries them (a 0.2 library whose connection was
+ * dialled by a zcr_ctx_create_job() context, or that dialled one): to any
+ * other peer such a send fails with -EPROTONOSUPPORT.
+ */
+
+/**
+ * zcr_isend_comm() - zcr_isend() of a message of communicator @comm.
+ * Return: as zcr_isend(); -EPROTONOSUPPORT: @comm is not 0 and the peer
+ * does not carry communicator ids. Since 0.2.
+ */
+int zcr_isend_comm(struct zcr_ep *ep, uint32_t comm, const void *buf,
+		   size_t len, int tag, struct zcr_req **req);
+
+/**
+ * zcr_irecv_comm() - zcr_irecv() matching only messages of @comm.
+ * Return: as zcr_irecv(). Since 0.2.
+ */
+int zcr_irecv_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
+		   size_t size, int src, int tag, struct zcr_req **req);
+
+/**
+ * zcr_iprobe() - is a message of @comm from @src (or ZCRECV_ANY_SOURCE)
+ * with @tag (or ZCRECV_ANY_TAG) there for a receive to take?
+ * @st: on 1, its source, tag and length (error 0); may be NULL
+ *
+ * Makes progress once (without waiting) when no progress thread runs.
+ * The message found is the one a receive posted now with the same
+ * arguments would take. Nothing is taken.
+ * Return: 1 found, 0 not (yet), -EINVAL. Since 0.2.
+ */
+int zcr_iprobe(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
+	       struct zcr_status *st);
+
+/*
+ * ---- Jobs (since 0.2) ----------------------------------------------------
+ */
+
+/**
+ * struct zcr_job_attr - a job whose caller exchanges the addresses
+ * @rank:	this process's rank in the job, 0 <= @rank < @size
+ * @size:	number of ranks
+ * @allgather:	collective over all ranks: gather @len bytes at @mine of
+ *		every rank into @all (rank r's at @all + r * @len); returns
+ *		0 or nonzero on failure
+ * @arg:	passed to @allgather
+ */
+struct zcr_job_attr {
+	int rank;
+	int size;
+	int (*allgather)(const void *mine, void *all, size_t len, void *arg);
+	void *arg;
+};
+
+/**
+ * zcr_ctx_create_job() - create the context of one rank of a job wired up
+ * by its launcher
+ * @attr: context options as for zcr_ctx_create_sized() (rank ignored), or
+ *	NULL
+ * @attr_size: sizeof(*@attr)
+ * @job: NULL: rank, size and the exchange come from the launcher (PMIx:
+ *	PMIX_NAMESPACE set; else ZCRECV_JOB_DIR with ZCRECV_RANK/ZCRECV_SIZE
+ *	or PMI_RANK/PMI_SIZE); else the caller's allgather
+ * @job_size: sizeof(*@job)
+ * @ctx: the new context
+ *
+ * Collective: every rank of the job calls it. Without a secret in @attr
+ * or ZCRECV_JOB_SECRET, rank 0 draws one and hands it out in a first
+ * exchange. Each rank listens (ZCRECV_JOB_LISTEN, default 0.0.0.0:0) and
+ * publishes HOST:PORT (HOST: ZCRECV_JOB_HOST, else the address of the
+ * default route, else 127.0.0.1). Connections are dialled by
+ * zcr_job_ep() on first use, one per direction. Messages carry
+ * communicator ids (zcr_isend_comm()).
+ * Return: 0; -ENOENT (no PMIx server and no environment fallback: said on
+ * stderr); -ETIMEDOUT (ZCRECV_JOB_DIR: a rank did not show up within
+ * ZCRECV_JOB_TIMEOUT_MS, default 60000); -EINVAL; another -errno.
+ * Since 0.2.
+ */
+int zcr_ctx_create_job(const struct zcr_ctx_attr *attr, size_t attr_size,
+		       const struct zcr_job_attr *job, size_t job_size,
+		       struct zcr_ctx **ctx);
+
+/**
+ * zcr_ctx_job() - rank and size of a job context (either may be NULL).
+ * Return: 0, or -EINVAL when @ctx is not from zcr_ctx_create_job().
+ * Since 0.2.
+ */
+int zcr_ctx_job(struct zcr_ctx *ctx, int *rank, int *size);
+
+/**
+ * zcr_job_ep() - the endpoint to send to @rank of the job (our own rank
+ * included), dialled on the first call. The endpoint belongs to the
+ * context: do not close it.
+ * Return: 0 with *@ep set; -EINVAL; an error of zcr_ep_connect().
+ * Since 0.2.
+ */
+int zcr_job_ep(struct zcr_ctx *ctx, int rank, struct zcr_ep **ep);
+
 /**
  * zcr_send() - blocking send: zcr_isend() then zcr_wait(). Since 0.1.
  */

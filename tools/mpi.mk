@@ -57,3 +57,57 @@ $(MPI_DIR)/ring-mpich: tools/mpi/ring.f90
 	$(MPIF90_MPICH) -O2 -o $@ $<
 PROGS += $(MPI_DIR)/ring-mpich
 endif
+
+# libzcrecv-mpi.so: MPI point-to-point over zcrecv (tools/mpi/zcmpi.c,
+# Documentation/mpi.md), one per MPI, linked to the libzcrecv.so next to
+# it in build/ (rpath), else the installed one.
+ZCMPI_FLAGS = $(MPI_CFLAGS) -std=gnu11 -Iinclude -fPIC -shared \
+	-Wl,-rpath,'$$ORIGIN/../../lib'
+ifneq ($(MPICC),)
+$(MPI_DIR)/libzcrecv-mpi.so: tools/mpi/zcmpi.c include/zcrecv.h $(LIB_SO)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(ZCMPI_FLAGS) -o $@ $< -L$(B)/lib -lzcrecv -ldl -lpthread
+PROGS += $(MPI_DIR)/libzcrecv-mpi.so
+endif
+ifneq ($(MPICC_MPICH),)
+$(MPI_DIR)/libzcrecv-mpi-mpich.so: tools/mpi/zcmpi.c include/zcrecv.h $(LIB_SO)
+	@mkdir -p $(dir $@)
+	$(MPICC_MPICH) $(ZCMPI_FLAGS) -o $@ $< -L$(B)/lib -lzcrecv -ldl -lpthread
+PROGS += $(MPI_DIR)/libzcrecv-mpi-mpich.so
+endif
+
+# The MPI tests of libzcrecv-mpi (tests/mpi/check-zcmpi.sh): the semantics
+# suite, a mixed Fortran/C program, and the sample programs under MPICH.
+ZCMPI_TESTS :=
+ifneq ($(MPICC),)
+$(MPI_DIR)/zcmpi_sem: tests/mpi/zcmpi_sem.c
+	@mkdir -p $(dir $@)
+	$(MPICC) $(MPI_CFLAGS) -o $@ $<
+ZCMPI_TESTS += $(MPI_DIR)/zcmpi_sem
+ifneq ($(MPIF90),)
+$(MPI_DIR)/mixed: tests/mpi/mixed.f90 tests/mpi/mixed_c.c
+	@mkdir -p $(dir $@)
+	$(MPICC) $(MPI_CFLAGS) -c -o $@-c.o tests/mpi/mixed_c.c
+	$(MPIF90) -O2 -o $@ tests/mpi/mixed.f90 $@-c.o
+ZCMPI_TESTS += $(MPI_DIR)/mixed
+endif
+endif
+ifneq ($(MPICC_MPICH),)
+$(MPI_DIR)/zcmpi_sem-mpich: tests/mpi/zcmpi_sem.c
+	@mkdir -p $(dir $@)
+	$(MPICC_MPICH) $(MPI_CFLAGS) -o $@ $<
+# MPICH's MPI_STATUSES_IGNORE, (MPI_Status *)1, trips gcc's access checks.
+$(MPI_DIR)/%-mpich: tools/mpi/%.c
+	@mkdir -p $(dir $@)
+	$(MPICC_MPICH) $(MPI_CFLAGS) -Wno-stringop-overflow -o $@ $< -lm
+ZCMPI_TESTS += $(MPI_DIR)/zcmpi_sem-mpich \
+	$(addprefix $(MPI_DIR)/,$(addsuffix -mpich,$(MPI_APPS)))
+ifneq ($(MPIF90_MPICH),)
+$(MPI_DIR)/mixed-mpich: tests/mpi/mixed.f90 tests/mpi/mixed_c.c
+	@mkdir -p $(dir $@)
+	$(MPICC_MPICH) $(MPI_CFLAGS) -c -o $@-c.o tests/mpi/mixed_c.c
+	$(MPIF90_MPICH) -O2 -o $@ tests/mpi/mixed.f90 $@-c.o
+ZCMPI_TESTS += $(MPI_DIR)/mixed-mpich
+endif
+endif
+PROGS += $(ZCMPI_TESTS)

@@ -57,6 +57,11 @@ if [ "$mode" != vm ]; then
 	host_check "--help and a bad option on every tool and script" tests/tools/check-help.sh
 	host_check "plain make, lib, install never install packages" tests/deps/check-no-install.sh
 	host_check "receive-path tests under ThreadSanitizer" tests/unit/check-tsan.sh
+	# libzcrecv-mpi: each of its checks counts.
+	echo "== libzcrecv-mpi under Open MPI and MPICH"
+	tests/mpi/check-zcmpi.sh 2>&1 | tee "$res/zcmpi.log"
+	echo "$(grep -c '^ok ' "$res/zcmpi.log") $(grep -c '^not ok ' "$res/zcmpi.log") 0" >> "$totals"
+	grep -q '^libzcrecv-mpi: .* all passed' "$res/zcmpi.log" || echo "0 1 0" >> "$totals"
 	echo "== host unit tests"
 	for t in build/tests/unit/test_*; do
 		[ -x "$t" ] || continue

@@ -297,6 +297,7 @@ void zcr_ctx_destroy(struct zcr_ctx *ctx)
 	__zcr_match_fini(ctx);
 	zcr_list_for_each_safe(pos, tmp, &ctx->eps)
 		__zcr_ep_free(zcr_container_of(pos, struct zcr_ep, link));
+	__zcr_job_free(ctx->job);
 	while (ctx->pollsets) {
 		struct zcr_pollset *ps = ctx->pollsets;
 

@@ -23,5 +23,7 @@ struct zcr_pollset {
 
 int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms);
 void __zcr_wake(struct zcr_ctx *ctx);
+/* Free a job's wire-up state (lib/core/job.c); NULL is ignored. */
+void __zcr_job_free(struct zcr_job *job);
 
 #endif /* ZCR_CORE_H */

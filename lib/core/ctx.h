@@ -34,6 +34,7 @@ enum zcr_req_kind { ZCR_REQ_SEND = 1, ZCR_REQ_RECV = 2 };
 #define ZCR_TX_SCRATCH	32
 
 struct zcr_ep;
+struct zcr_job;
 
 struct zcr_req {
 	struct zcr_list link;
@@ -44,6 +45,7 @@ struct zcr_req {
 	/* receive */
 	char *buf;
 	size_t size;
+	uint32_t comm;			/* communicator id; 0: the default */
 	int src, tag;
 	bool posted;			/* on ctx->posted (match's) */
 	uint64_t post_seq;		/* posting order, from 1 */
@@ -78,6 +80,7 @@ struct zcr_ep {
 	uint64_t send_seq, recv_seq;	/* last message numbers */
 	uint64_t hs_deadline;		/* zcr_now_ns() the handshake ends */
 	uint64_t peer_max_msg;		/* the peer's limit (UINT64_MAX: unknown) */
+	bool comm_ok;			/* both sides carry communicator ids */
 	struct zcr_list sendq;		/* send requests, in order */
 	struct zcr_arrival rx;
 };
@@ -91,6 +94,8 @@ struct zcr_ctx {
 	uint64_t max_msg;
 	size_t page;
 	bool listening;			/* some transport accepts peers */
+	bool comm_ids;			/* dial announcing communicator ids */
+	struct zcr_job *job;		/* zcr_ctx_create_job(), or NULL */
 	int wake_fd;			/* eventfd: wake a poller */
 	int kmod_fd;
 	struct zcr_kmod_info kmod;

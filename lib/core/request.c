@@ -19,8 +19,8 @@ void __zcr_req_complete_locked(struct zcr_req *r, int error)
 	pthread_cond_broadcast(&r->ctx->cond);
 }
 
-int zcr_isend(struct zcr_ep *ep, const void *buf, size_t len, int tag,
-	      struct zcr_req **out)
+static int isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
+		 size_t len, int tag, struct zcr_req **out)
 {
 	struct zcr_ctx *ctx;
 	struct zcr_req *r;
@@ -37,6 +37,7 @@ int zcr_isend(struct zcr_ep *ep, const void *buf, size_t len, int tag,
 		return -ENOMEM;
 	r->ctx = ctx;
 	r->kind = ZCR_REQ_SEND;
+	r->comm = comm;
 	r->ep = ep;
 	r->sbuf = buf;
 	r->len = len;
@@ -61,8 +62,21 @@ int zcr_isend(struct zcr_ep *ep, const void *buf, size_t len, int tag,
 	return 0;
 }
 
-int zcr_irecv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
+int zcr_isend(struct zcr_ep *ep, const void *buf, size_t len, int tag,
 	      struct zcr_req **out)
+{
+	return isend(ep, 0, buf, len, tag, out);
+}
+
+int zcr_isend_comm(struct zcr_ep *ep, uint32_t comm, const void *buf,
+		   size_t len, int tag, struct zcr_req **out)
+{
+	return isend(ep, comm, buf, len, tag, out);
+}
+
+/* site: the caller's return address, what the predictor calls a site. */
+static int irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
+		 int src, int tag, struct zcr_req **out, const void *site)
 {
 	struct zcr_call c = { 0 };
 	struct zcr_req *r;
@@ -77,6 +91,7 @@ int zcr_irecv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
 		return -ENOMEM;
 	r->ctx = ctx;
 	r->kind = ZCR_REQ_RECV;
+	r->comm = comm;
 	r->buf = buf;
 	r->size = size;
 	r->src = src;
@@ -88,7 +103,7 @@ int zcr_irecv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
 	c.size = size;
 	c.src = src;
 	c.tag = tag;
-	c.site = (uintptr_t)__builtin_return_address(0);
+	c.site = (uintptr_t)site;
 	pthread_mutex_lock(&ctx->lock);
 	__zcr_pred_observe(ctx->pred, &c);
 	ret = __zcr_post_recv_locked(ctx, r);
@@ -106,6 +121,40 @@ int zcr_irecv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
 		__zcr_wake(ctx);
 	*out = r;
 	return 0;
+}
+
+int zcr_irecv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
+	      struct zcr_req **out)
+{
+	return irecv(ctx, 0, buf, size, src, tag, out,
+		     __builtin_return_address(0));
+}
+
+int zcr_irecv_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
+		   size_t size, int src, int tag, struct zcr_req **out)
+{
+	return irecv(ctx, comm, buf, size, src, tag, out,
+		     __builtin_return_address(0));
+}
+
+int zcr_iprobe(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
+	       struct zcr_status *st)
+{
+	struct zcr_status tmp;
+	bool found;
+
+	if (!ctx || src < ZCRECV_ANY_SOURCE || tag < ZCRECV_ANY_TAG)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	found = __zcr_match_probe_locked(ctx, comm, src, tag, &tmp);
+	if (!found && !ctx->thread_on) {
+		__zcr_progress_locked(ctx, 0);
+		found = __zcr_match_probe_locked(ctx, comm, src, tag, &tmp);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (found && st)
+		*st = tmp;
+	return found;
 }
 
 static int finish(struct zcr_req *r, struct zcr_status *st)

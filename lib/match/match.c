@@ -35,14 +35,15 @@ bool __zcr_match(int want_src, int want_tag, int src, int tag)
 	       (want_tag == ZCRECV_ANY_TAG || want_tag == tag);
 }
 
-static struct zcr_req *match_posted(struct zcr_ctx *ctx, int src, int tag)
+static struct zcr_req *match_posted(struct zcr_ctx *ctx, uint32_t comm,
+				    int src, int tag)
 {
 	struct zcr_list *pos;
 
 	for (pos = ctx->posted.next; pos != &ctx->posted; pos = pos->next) {
 		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
 
-		if (__zcr_match(r->src, r->tag, src, tag)) {
+		if (r->comm == comm && __zcr_match(r->src, r->tag, src, tag)) {
 			zcr_list_del(&r->link);
 			r->posted = false;
 			return r;
@@ -177,7 +178,7 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	struct zcr_req *r;
 	size_t off;
 
-	r = match_posted(ctx, a->src, a->tag);
+	r = match_posted(ctx, a->comm, a->src, a->tag);
 	if (r) {
 		land_posted(ctx, a, r);
 		return 0;
@@ -215,6 +216,7 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 		return -EAGAIN;
 	}
 	unstall(a);
+	m->comm = a->comm;
 	m->src = a->src;
 	m->tag = a->tag;
 	m->len = a->len;
@@ -234,15 +236,23 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	return 0;
 }
 
-int __zcr_match_arrive_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
-			      int src, int tag, uint64_t len)
+int __zcr_match_arrive_comm_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
+				   uint32_t comm, int src, int tag,
+				   uint64_t len)
 {
 	memset(a, 0, sizeof(*a));
 	zcr_list_init(&a->stall_link);
+	a->comm = comm;
 	a->src = src;
 	a->tag = tag;
 	a->len = len;
 	return find_landing(ctx, a);
+}
+
+int __zcr_match_arrive_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
+			      int src, int tag, uint64_t len)
+{
+	return __zcr_match_arrive_comm_locked(ctx, a, 0, src, tag, len);
 }
 
 /*
@@ -429,7 +439,8 @@ static bool take_queued(struct zcr_ctx *ctx, struct zcr_req *r)
 	     pos = pos->next) {
 		struct zcr_msg *m = zcr_container_of(pos, struct zcr_msg, link);
 
-		if (m->req || !__zcr_match(r->src, r->tag, m->src, m->tag))
+		if (m->req || m->comm != r->comm ||
+		    !__zcr_match(r->src, r->tag, m->src, m->tag))
 			continue;
 		if (m->complete)
 			msg_deliver(ctx, m, r);
@@ -442,12 +453,54 @@ static bool take_queued(struct zcr_ctx *ctx, struct zcr_req *r)
 							 struct zcr_arrival,
 							 stall_link);
 
-		if (__zcr_match(r->src, r->tag, a->src, a->tag)) {
+		if (a->comm == r->comm &&
+		    __zcr_match(r->src, r->tag, a->src, a->tag)) {
 			land_posted(ctx, a, r);
 			return true;
 		}
 	}
 	return false;
+}
+
+/* Where take_queued() would look, in the same order; nothing taken. */
+bool __zcr_match_probe_locked(struct zcr_ctx *ctx, uint32_t comm, int src,
+			      int tag, struct zcr_status *st)
+{
+	struct zcr_list *pos;
+	int s = -1, t = -1;
+	uint64_t len = 0;
+
+	for (pos = ctx->unexpected.next; pos != &ctx->unexpected;
+	     pos = pos->next) {
+		struct zcr_msg *m = zcr_container_of(pos, struct zcr_msg, link);
+
+		if (!m->req && m->comm == comm &&
+		    __zcr_match(src, tag, m->src, m->tag)) {
+			s = m->src;
+			t = m->tag;
+			len = m->len;
+			goto found;
+		}
+	}
+	for (pos = ctx->stalled.next; pos != &ctx->stalled; pos = pos->next) {
+		struct zcr_arrival *a = zcr_container_of(pos,
+							 struct zcr_arrival,
+							 stall_link);
+
+		if (a->comm == comm && __zcr_match(src, tag, a->src, a->tag)) {
+			s = a->src;
+			t = a->tag;
+			len = a->len;
+			goto found;
+		}
+	}
+	return false;
+found:
+	st->source = s;
+	st->tag = t;
+	st->len = len;
+	st->error = 0;
+	return true;
 }
 
 int __zcr_post_recv_locked(struct zcr_ctx *ctx, struct zcr_req *r)

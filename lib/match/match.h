@@ -29,6 +29,7 @@
 struct zcr_ctx;
 struct zcr_req;
 struct zcr_slot;
+struct zcr_status;
 
 /*
  * A source rank's account of staging: the pool is shared out between the
@@ -46,6 +47,7 @@ struct zcr_peer {
 /* A message whose header arrived before a matching receive was posted. */
 struct zcr_msg {
 	struct zcr_list link;		/* on ctx->unexpected */
+	uint32_t comm;
 	int src, tag;
 	uint64_t len;
 	struct zcr_slot *slot;
@@ -64,6 +66,7 @@ enum zcr_rx_state {
 /**
  * struct zcr_arrival - one message coming in on one endpoint
  * @state:	enum zcr_rx_state; only match changes it
+ * @comm:	communicator id, from the header (0 where the wire has none)
  * @src:	sender's rank, from the header
  * @tag:	tag, from the header
  * @len:	payload length, from the header
@@ -78,6 +81,7 @@ enum zcr_rx_state {
  */
 struct zcr_arrival {
 	int state;
+	uint32_t comm;
 	int src, tag;
 	uint64_t len;
 	char *dst;
@@ -96,6 +100,10 @@ struct zcr_arrival {
  */
 int __zcr_match_arrive_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
 			      int src, int tag, uint64_t len);
+/* The same for a message of communicator comm (the other call: comm 0). */
+int __zcr_match_arrive_comm_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
+				   uint32_t comm, int src, int tag,
+				   uint64_t len);
 /* All len payload bytes of a landing arrival are in: complete it. */
 void __zcr_match_payload_done_locked(struct zcr_ctx *ctx,
 				     struct zcr_arrival *a);
@@ -128,6 +136,12 @@ int __zcr_post_recv_locked(struct zcr_ctx *ctx, struct zcr_req *r);
  * -ECANCELED. Returns 0, or -EBUSY when it matched a message already.
  */
 int __zcr_match_cancel_locked(struct zcr_ctx *ctx, struct zcr_req *r);
+/*
+ * The first message receive (comm, src, tag) would take, queued or
+ * stalled, without taking it: true with *st set (error 0), else false.
+ */
+bool __zcr_match_probe_locked(struct zcr_ctx *ctx, uint32_t comm, int src,
+			      int tag, struct zcr_status *st);
 /* Can an endpoint, or a peer yet to connect to our listener, bring src? */
 bool __zcr_source_possible(struct zcr_ctx *ctx, int src);
 /* At context destruction: free queued messages and pending receives. */

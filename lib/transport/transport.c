@@ -131,14 +131,22 @@ unsigned int __zcr_ep_live_locked(struct zcr_ctx *ctx)
 	return n;
 }
 
-static bool rank_has_open_ep(struct zcr_ctx *ctx, int rank)
+/*
+ * Is rank taken by an open endpoint? In a job (zcr_ctx_create_job()) each
+ * rank sends on the connection it dialled, so a pair has one connection
+ * per direction: only one of the same direction as like (if not NULL)
+ * counts.
+ */
+static bool rank_has_open_ep(struct zcr_ctx *ctx, int rank,
+			     const struct zcr_ep *like)
 {
 	struct zcr_list *pos;
 
 	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
 		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
 
-		if (ep->state == ZCR_EP_OPEN && ep->rank == rank)
+		if (ep->state == ZCR_EP_OPEN && ep->rank == rank &&
+		    (!like || !ctx->job || ep->accepted == like->accepted))
 			return true;
 	}
 	return false;
@@ -157,9 +165,10 @@ static void sends_checked(struct zcr_ep *ep)
 	zcr_list_for_each_safe(pos, tmp, &ep->sendq) {
 		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
 
-		if (r->len > ep->peer_max_msg) {
+		if (r->len > ep->peer_max_msg || (r->comm && !ep->comm_ok)) {
 			zcr_list_del(&r->link);
-			__zcr_req_complete_locked(r, -EMSGSIZE);
+			__zcr_req_complete_locked(r, r->comm && !ep->comm_ok ?
+						  -EPROTONOSUPPORT : -EMSGSIZE);
 		} else {
 			r->seq = ++ep->send_seq;
 		}
@@ -174,7 +183,9 @@ int __zcr_ep_open_locked(struct zcr_ep *ep, int rank)
 		__zcr_ep_fail_locked(ep, -EPROTO, "second handshake");
 		return -EPROTO;
 	}
-	if (rank < 0 || rank == ctx->rank || rank_has_open_ep(ctx, rank)) {
+	/* A job's rank may talk to itself: its two ends are one process. */
+	if (rank < 0 || (rank == ctx->rank && !ctx->job) ||
+	    rank_has_open_ep(ctx, rank, ep)) {
 		__zcr_ep_fail_locked(ep, -EADDRINUSE,
 				     "peer claims rank %d, already in use",
 				     rank);
@@ -225,7 +236,7 @@ void __zcr_ep_fail_locked(struct zcr_ep *ep, int err, const char *fmt, ...)
 	/* A message cut short is never delivered. */
 	__zcr_match_abort_locked(ctx, &ep->rx);
 	__zcr_match_source_lost_locked(ctx, ep->rank, ep->rank >= 0 &&
-				       !rank_has_open_ep(ctx, ep->rank));
+				       !rank_has_open_ep(ctx, ep->rank, NULL));
 }
 
 int __zcr_ep_send_locked(struct zcr_ep *ep, struct zcr_req *r)
@@ -234,6 +245,8 @@ int __zcr_ep_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 		return ep->error ? ep->error : -ENOTCONN;
 	if (r->len > ep->peer_max_msg)
 		return -EMSGSIZE;
+	if (r->comm && ep->state == ZCR_EP_OPEN && !ep->comm_ok)
+		return -EPROTONOSUPPORT;	/* an old peer: comm 0 only */
 	r->seq = ++ep->send_seq;
 	r->sent = 0;
 	return ep->tp->send(ep, r);

@@ -26,7 +26,14 @@ enum zcr_wire_type {
 
 /* HELLO: tag holds flags, len the sender's max_msg, seq its nonce. */
 #define ZCR_HELLO_AUTH		1	/* the sender will send AUTH */
-#define ZCR_HELLO_FLAGS		ZCR_HELLO_AUTH
+/*
+ * The sender carries communicator ids: with it on both HELLOs, DATA's seq
+ * is the message number mod 2^32 in bits 0-31 and the id in bits 32-63.
+ * Only the dialling side sets it first; the side that accepted answers it.
+ */
+#define ZCR_HELLO_COMM		2
+#define ZCR_HELLO_FLAGS		(ZCR_HELLO_AUTH | ZCR_HELLO_COMM)
+#define ZCR_SEQ_MASK		0xffffffffULL
 
 struct zcr_wire_hdr {
 	uint32_t magic;

@@ -153,6 +153,7 @@ static int push_sends(struct zcr_ep *ep)
 			c->tag = r->st.tag;
 			c->len = r->len;
 			c->seq = r->seq;
+			c->pad[0] = r->comm;	/* 0 for an old peer */
 			c->addr = (uintptr_t)r->sbuf;
 			if (eager && r->len)
 				memcpy(c + 1, r->sbuf, r->len);
@@ -249,10 +250,11 @@ static int rx_ep(struct zcr_ep *ep)
 			}
 			if (!c || !open_cell(ep, c))
 				break;
-			if (__zcr_match_arrive_locked(ep->ctx, &ep->rx,
-						      se->cur.src,
-						      se->cur.tag,
-						      se->cur.len) < 0)
+			if (__zcr_match_arrive_comm_locked(ep->ctx, &ep->rx,
+					ep->comm_ok ?
+					(uint32_t)se->cur.pad[0] : 0,
+					se->cur.src, se->cur.tag,
+					se->cur.len) < 0)
 				break;	/* stalled: stays in the ring */
 		}
 		if (ep->rx.state != ZCR_RX_LANDING)

@@ -388,13 +388,17 @@ static int send_ctl(struct zcr_ep *ep, int type, int tag, const void *body,
 static int send_hello(struct zcr_ep *ep)
 {
 	struct zcr_ctx *ctx = ep->ctx;
+	/* Communicator ids: the dialler offers them, the acceptor answers. */
+	bool comm = ep->accepted ? (T(ep)->h.tag & ZCR_HELLO_COMM) :
+		    ctx->comm_ids;
 	struct zcr_wire_hdr h = {
 		.magic = ZCR_WIRE_MAGIC,
 		.version = (uint8_t)T(ep)->ver,
 		.type = ZCR_WIRE_HELLO,
 		.hdr_len = ZCR_WIRE_HDR_LEN,
 		.src = ctx->rank,
-		.tag = ctx->secret_len ? ZCR_HELLO_AUTH : 0,
+		.tag = (ctx->secret_len ? ZCR_HELLO_AUTH : 0) |
+		       (comm ? ZCR_HELLO_COMM : 0),
 		.len = ctx->max_msg,
 		.seq = T(ep)->nonce,
 	};
@@ -635,6 +639,8 @@ static bool hello_auth(struct zcr_ep *ep)
 		return false;
 	}
 	ep->peer_max_msg = te->h.len ? te->h.len : UINT64_MAX;
+	ep->comm_ok = (te->h.tag & ZCR_HELLO_COMM) &&
+		      (ep->accepted || ctx->comm_ids);
 	te->peer_nonce = te->h.seq;
 	te->hello_src = te->h.src;
 	if (!ctx->secret_len) {
@@ -820,19 +826,22 @@ static bool rx_header(struct zcr_ep *ep)
 	if (te->h.type != ZCR_WIRE_DATA)
 		return rx_nego(ep);
 	if (ep->state != ZCR_EP_OPEN || te->h.src != ep->rank ||
-	    te->h.seq != ep->recv_seq + 1) {
+	    (ep->comm_ok ? (te->h.seq & ZCR_SEQ_MASK) !=
+			   ((ep->recv_seq + 1) & ZCR_SEQ_MASK) :
+			   te->h.seq != ep->recv_seq + 1)) {
 		ep->ctx->st.bad_headers++;
 		__zcr_ep_fail_locked(ep, -EPROTO,
 				     "header out of protocol (src %d, seq %llu)",
 				     te->h.src, (unsigned long long)te->h.seq);
 		return false;
 	}
-	ep->recv_seq = te->h.seq;
+	ep->recv_seq++;
 	te->have_hdr = true;
 	te->got = 0;
 	/* -EAGAIN: stalled; rx_target() reads nothing until it lands. */
-	__zcr_match_arrive_locked(ep->ctx, &ep->rx, te->h.src, te->h.tag,
-				  te->h.len);
+	__zcr_match_arrive_comm_locked(ep->ctx, &ep->rx, ep->comm_ok ?
+				       (uint32_t)(te->h.seq >> 32) : 0,
+				       te->h.src, te->h.tag, te->h.len);
 	return true;
 }
 
@@ -1004,7 +1013,8 @@ static void encode_data(struct zcr_ep *ep, struct zcr_req *r)
 		.src = ep->ctx->rank,
 		.tag = r->st.tag,
 		.len = r->len,
-		.seq = r->seq,
+		.seq = ep->comm_ok ? ((uint64_t)r->comm << 32) |
+				     (r->seq & ZCR_SEQ_MASK) : r->seq,
 	};
 
 	__zcr_wire_encode(&h, r->tx);

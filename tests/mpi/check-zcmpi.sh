@@ -1,0 +1,140 @@
+#!/bin/bash
+# check-zcmpi.sh - libzcrecv-mpi.so with real MPI programs, 4 ranks on
+# whatever cores there are, under Open MPI and MPICH:
+#   - every sample program of tools/mpi (C and Fortran) prints the same
+#     with the layer as without it, and the layer carried its messages
+#     (ZCRECV_REPORT=1 lines from every rank);
+#   - the semantics suite tests/mpi/zcmpi_sem.c passes with and without;
+#   - mixed Fortran/C (tests/mpi/mixed.f90) shares one path;
+#   - MPICH with the environment wire-up (ZCRECV_JOB_DIR);
+#   - bad use: a rank that exits mid-job makes the job fail, not hang; a
+#     job asked to use PMIx without a PMIx server says so and fails.
+# Prints one "ok"/"not ok" line per check; exits 1 on any failure.
+set -uo pipefail
+usage() { sed -n '2,12s/^# \{0,1\}//p' "$0"; }
+case ${1:-} in
+-h|--help) usage; exit 0 ;;
+-*) usage >&2; exit 2 ;;
+esac
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+bin=build/tools/mpi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+n=0
+ok() { n=$((n + 1)); echo "ok $n $*"; }
+bad() { n=$((n + 1)); fail=1; echo "not ok $n $*"; }
+
+ompi() {	# ompi [ENV=V...] PROG ARGS...: 4 ranks, shared memory
+	local env=()
+	while [[ $1 == *=* ]]; do env+=(-x "$1"); shift; done
+	timeout 60 mpirun --allow-run-as-root --oversubscribe \
+		--mca btl self,vader --mca btl_vader_single_copy_mechanism none \
+		"${env[@]}" -np 4 "$@" </dev/null
+}
+mpich() {	# mpich [ENV=V...] PROG ARGS...
+	local env=()
+	while [[ $1 == *=* ]]; do env+=(-genv "${1%%=*}" "${1#*=}"); shift; done
+	timeout 60 mpiexec.mpich -launcher fork -n 4 "${env[@]}" "$@" </dev/null
+}
+
+# same MPI LIB NAME PROG: output with and without the layer, report lines.
+same() {
+	local mpi=$1 lib=$2 name=$3 prog=$4 rc1 rc2 lines
+	$mpi "$prog" >"$tmp/$name.ref" 2>"$tmp/$name.ref.err"
+	rc1=$?
+	$mpi ZCRECV_REPORT=1 LD_PRELOAD="$root/$bin/$lib" "$prog" \
+		>"$tmp/$name.zc" 2>"$tmp/$name.zc.err"
+	rc2=$?
+	lines=$(grep -c '^zcrecv-mpi: rank [0-9]*: msgs' "$tmp/$name.zc.err")
+	if [ $rc1 = 0 ] && [ $rc2 = 0 ] && [ -s "$tmp/$name.ref" ] &&
+	   cmp -s "$tmp/$name.ref" "$tmp/$name.zc" && [ "$lines" = 4 ]; then
+		ok "$name: same output with libzcrecv-mpi ($(grep -o 'msgs [0-9]* sent' "$tmp/$name.zc.err" | awk '{s += $2} END {print s}') messages carried)"
+	else
+		bad "$name: rc $rc1 / $rc2, $lines report lines"
+		diff "$tmp/$name.ref" "$tmp/$name.zc" | head -5
+		tail -5 "$tmp/$name.zc.err"
+	fi
+}
+
+# sem MPI LIB PROG NAME
+sem() {
+	local mpi=$1 lib=$2 prog=$3 name=$4
+	if $mpi "$prog" >"$tmp/$name.plain" 2>&1 &&
+	   grep -q 'checks passed' "$tmp/$name.plain"; then
+		ok "$name: semantics suite with the real MPI"
+	else
+		bad "$name: semantics suite with the real MPI"
+		tail -5 "$tmp/$name.plain"
+	fi
+	if $mpi LD_PRELOAD="$root/$bin/$lib" "$prog" >"$tmp/$name.out" 2>&1 &&
+	   grep -q 'checks passed' "$tmp/$name.out"; then
+		ok "$name: semantics suite over zcrecv: $(grep -o '[0-9]* checks' "$tmp/$name.out")"
+	else
+		bad "$name: semantics suite over zcrecv"
+		tail -5 "$tmp/$name.out"
+	fi
+}
+
+# die MPI LIB PROG NAME: a rank exits mid-job; the job must fail quickly.
+die() {
+	local mpi=$1 lib=$2 prog=$3 name=$4 rc
+	$mpi LD_PRELOAD="$root/$bin/$lib" "$prog" die >"$tmp/$name.die" 2>&1
+	rc=$?
+	if [ $rc != 0 ] && [ $rc != 124 ]; then
+		ok "$name: a rank that exits fails the job (rc $rc), no hang"
+	else
+		bad "$name: a rank that exits: rc $rc (124: hung)"
+		tail -5 "$tmp/$name.die"
+	fi
+}
+
+if [ -f $bin/libzcrecv-mpi.so ]; then
+	for app in poisson matmul nbody fft cg ring mixed; do
+		[ -x $bin/$app ] && same ompi libzcrecv-mpi.so "ompi-$app" $bin/$app
+	done
+	sem ompi libzcrecv-mpi.so $bin/zcmpi_sem ompi-sem
+	die ompi libzcrecv-mpi.so $bin/zcmpi_sem ompi
+	# The layer picked PMIx under Open MPI; the MPI_Allgather way too.
+	if ompi ZCRECV_MPI_WIREUP=mpi LD_PRELOAD="$root/$bin/libzcrecv-mpi.so" \
+		$bin/cg > "$tmp/cg.mpi" 2>&1 && cmp -s "$tmp/cg.mpi" "$tmp/ompi-cg.ref"; then
+		ok "ompi-cg: wire-up through MPI_Allgather"
+	else
+		bad "ompi-cg: wire-up through MPI_Allgather"
+		tail -5 "$tmp/cg.mpi"
+	fi
+else
+	bad "build/tools/mpi/libzcrecv-mpi.so missing (Open MPI's mpicc)"
+fi
+
+if [ -f $bin/libzcrecv-mpi-mpich.so ]; then
+	for app in poisson matmul nbody fft cg ring mixed; do
+		[ -x $bin/$app-mpich ] && same mpich libzcrecv-mpi-mpich.so "mpich-$app" $bin/$app-mpich
+	done
+	sem mpich libzcrecv-mpi-mpich.so $bin/zcmpi_sem-mpich mpich-sem
+	die mpich libzcrecv-mpi-mpich.so $bin/zcmpi_sem-mpich mpich
+	mkdir "$tmp/job"
+	if mpich ZCRECV_MPI_WIREUP=env ZCRECV_JOB_DIR="$tmp/job" \
+		LD_PRELOAD="$root/$bin/libzcrecv-mpi-mpich.so" $bin/cg-mpich \
+		> "$tmp/cg.env" 2>&1 && cmp -s "$tmp/cg.env" "$tmp/mpich-cg.ref"; then
+		ok "mpich-cg: environment wire-up (PMI_RANK, ZCRECV_JOB_DIR)"
+	else
+		bad "mpich-cg: environment wire-up"
+		tail -5 "$tmp/cg.env"
+	fi
+	# Hydra has no PMIx server: asking for PMIx must fail and say why.
+	mpich ZCRECV_MPI_WIREUP=pmix LD_PRELOAD="$root/$bin/libzcrecv-mpi-mpich.so" \
+		$bin/cg-mpich > "$tmp/nopmix" 2>&1
+	rc=$?
+	if [ $rc != 0 ] && [ $rc != 124 ] && grep -q 'no PMIx server' "$tmp/nopmix"; then
+		ok "mpich: no PMIx server gives a clear message (rc $rc)"
+	else
+		bad "mpich: no PMIx server: rc $rc"
+		tail -5 "$tmp/nopmix"
+	fi
+else
+	bad "build/tools/mpi/libzcrecv-mpi-mpich.so missing (MPICH's mpicc.mpich)"
+fi
+echo "libzcrecv-mpi: $n checks, $([ $fail = 0 ] && echo all passed || echo some failed)"
+exit $fail

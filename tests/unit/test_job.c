@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * test_job.c - zcr_ctx_create_job() through the environment fallback
+ * (ZCRECV_RANK, ZCRECV_SIZE, ZCRECV_JOB_DIR) with two forked ranks, and
+ * communicator ids: messages of two ids never match each other's
+ * receives, iprobe sees without taking. Without any launcher the call
+ * fails with -ENOENT.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "zcrecv.h"
+#include "zt.h"
+
+static void unset_launcher(void)
+{
+	static const char *const vars[] = {
+		"PMIX_NAMESPACE", "ZCRECV_RANK", "ZCRECV_SIZE", "PMI_RANK",
+		"PMI_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+		"SLURM_PROCID", "SLURM_NTASKS", "ZCRECV_JOB_DIR",
+		"ZCRECV_WIREUP", "ZCRECV_JOB_SECRET",
+	};
+	unsigned int i;
+
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		unsetenv(vars[i]);
+}
+
+ZT_TEST(no_launcher_is_enoent)
+{
+	struct zcr_ctx *ctx = NULL;
+
+	unset_launcher();
+	setenv("ZCRECV_QUIET", "1", 1);
+	ZT_EXPECT_EQ(zcr_ctx_create_job(NULL, 0, NULL, 0, &ctx), -ENOENT);
+	ZT_ASSERT(ctx == NULL);
+	unsetenv("ZCRECV_QUIET");
+}
+
+/* One rank of the two; exit status 0 when all it checked held. */
+static int rank_main(int rank)
+{
+	struct zcr_ctx *ctx;
+	struct zcr_status st;
+	struct zcr_req *req;
+	struct zcr_ep *ep;
+	int r, size, a = 5, b = 7, c = 0, found = 0;
+
+	if (zcr_ctx_create_job(NULL, 0, NULL, 0, &ctx))
+		return 10;
+	if (zcr_ctx_job(ctx, &r, &size) || r != rank || size != 2)
+		return 11;
+	if (zcr_job_ep(ctx, 1 - rank, &ep))
+		return 12;
+	if (rank == 0) {
+		/* Comm 5 first, then comm 0, then wait for the answer. */
+		if (zcr_isend_comm(ep, 5, &b, sizeof(b), 1, &req) ||
+		    zcr_wait(req, NULL))
+			return 14;
+		if (zcr_send(ep, &a, sizeof(a), 1))
+			return 13;
+		if (zcr_recv(ctx, &c, sizeof(c), 1, 9, NULL) || c != 99)
+			return 15;
+	} else {
+		/* Comm 5's message is queued first; comm 0's wildcards skip it. */
+		while (!found)
+			found = zcr_iprobe(ctx, 5, ZCRECV_ANY_SOURCE,
+					   ZCRECV_ANY_TAG, &st);
+		if (found != 1 || st.source != 0 || st.len != sizeof(int))
+			return 16;
+		if (zcr_recv(ctx, &c, sizeof(c), ZCRECV_ANY_SOURCE,
+			     ZCRECV_ANY_TAG, &st) || c != 5)
+			return 17;
+		if (zcr_iprobe(ctx, 0, ZCRECV_ANY_SOURCE, ZCRECV_ANY_TAG,
+			       &st) != 0)
+			return 18;
+		if (zcr_irecv_comm(ctx, 5, &c, sizeof(c), 0, 1, &req) ||
+		    zcr_wait(req, &st) || c != 7)
+			return 19;
+		c = 99;
+		if (zcr_send(ep, &c, sizeof(c), 9))
+			return 20;
+	}
+	sleep(1);	/* the peer reads before we close */
+	zcr_ctx_destroy(ctx);
+	return 0;
+}
+
+ZT_TEST(two_ranks_through_a_job_dir)
+{
+	char dir[] = "/tmp/zcr-job-XXXXXX", cmd[64];
+	int rank, status;
+	pid_t pid[2];
+
+	ZT_ASSERT(mkdtemp(dir));
+	for (rank = 0; rank < 2; rank++) {
+		pid[rank] = fork();
+		ZT_ASSERT(pid[rank] >= 0);
+		if (pid[rank] == 0) {
+			char v[8];
+
+			unset_launcher();
+			snprintf(v, sizeof(v), "%d", rank);
+			setenv("ZCRECV_RANK", v, 1);
+			setenv("ZCRECV_SIZE", "2", 1);
+			setenv("ZCRECV_JOB_DIR", dir, 1);
+			setenv("ZCRECV_JOB_TIMEOUT_MS", "20000", 1);
+			_exit(rank_main(rank));
+		}
+	}
+	for (rank = 0; rank < 2; rank++) {
+		ZT_ASSERT(waitpid(pid[rank], &status, 0) == pid[rank]);
+		ZT_ASSERT_MSG(WIFEXITED(status) && !WEXITSTATUS(status),
+			      "rank %d: status %#x", rank, status);
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ZT_ASSERT(system(cmd) == 0);
+}
