@@ -185,6 +185,28 @@ static void usage(FILE *f)
 }
 
 /* Two zones of @pages pages with @flags, mapped and touched, in rc. */
+/* The memcpy references: hot over hot_bytes, cold walking COLD_BYTES. */
+static int copy_setup(struct copy_ctx *hot, struct copy_ctx *cold,
+		      size_t hot_bytes)
+{
+	hot->src = aligned_alloc(page, hot_bytes);
+	hot->dst = aligned_alloc(page, hot_bytes);
+	cold->src = aligned_alloc(page, COLD_BYTES);
+	cold->dst = aligned_alloc(page, COLD_BYTES);
+	if (!hot->src || !hot->dst || !cold->src || !cold->dst) {
+		fprintf(stderr, "zcremap-bench: out of memory\n");
+		return -1;
+	}
+	memset(hot->src, 1, hot_bytes);
+	memset(hot->dst, 2, hot_bytes);
+	memset(cold->src, 1, COLD_BYTES);
+	memset(cold->dst, 2, COLD_BYTES);
+	hot->span = hot_bytes;
+	cold->span = COLD_BYTES;
+	hot->off = cold->off = 0;
+	return 0;
+}
+
 static int zones_setup(struct remap_ctx *rc, unsigned long pages, __u32 flags)
 {
 	struct zcrecv_zone_create zc = { .pages = pages, .flags = flags };
@@ -234,21 +256,8 @@ static int run_huge(int csv, unsigned long maxunits)
 		fprintf(stderr, "zcremap-bench: zones: %s\n", strerror(-ret));
 		return 1;
 	}
-	hot.src = aligned_alloc(page, maxunits * unit);
-	hot.dst = aligned_alloc(page, maxunits * unit);
-	cold.src = aligned_alloc(page, COLD_BYTES);
-	cold.dst = aligned_alloc(page, COLD_BYTES);
-	if (!hot.src || !hot.dst || !cold.src || !cold.dst) {
-		fprintf(stderr, "zcremap-bench: out of memory\n");
+	if (copy_setup(&hot, &cold, maxunits * unit))
 		return 1;
-	}
-	memset(hot.src, 1, maxunits * unit);
-	memset(hot.dst, 2, maxunits * unit);
-	memset(cold.src, 1, COLD_BYTES);
-	memset(cold.dst, 2, COLD_BYTES);
-	hot.span = maxunits * unit;
-	cold.span = COLD_BYTES;
-	hot.off = cold.off = 0;
 
 	if (csv) {
 		printf("kernel,units,remap_2m_ns_per_unit,remap_4k_ns_per_unit,"
@@ -332,22 +341,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	hot.src = aligned_alloc(page, maxpages * page);
-	hot.dst = aligned_alloc(page, maxpages * page);
-	cold.src = aligned_alloc(page, COLD_BYTES);
-	cold.dst = aligned_alloc(page, COLD_BYTES);
-	if (!hot.src || !hot.dst || !cold.src || !cold.dst) {
-		fprintf(stderr, "zcremap-bench: out of memory\n");
+	if (copy_setup(&hot, &cold, maxpages * page))
 		return 1;
-	}
-	memset(hot.src, 1, maxpages * page);
-	memset(hot.dst, 2, maxpages * page);
-	memset(cold.src, 1, COLD_BYTES);
-	memset(cold.dst, 2, COLD_BYTES);
-	hot.span = maxpages * page;
-	hot.off = 0;
-	cold.span = COLD_BYTES;
-	cold.off = 0;
 	have_uffd = uffd_setup(&uc, maxpages) == 0;
 
 	if (csv) {
