@@ -49,6 +49,15 @@ struct zcr_req {
 	int src, tag;
 	bool posted;			/* on ctx->posted (match's) */
 	uint64_t post_seq;		/* posting order, from 1 */
+	/*
+	 * A claim of zcr_improbe(): a staged message (mmsg, its m->req is
+	 * this) delivered only once claim is cleared by zcr_imrecv(); or a
+	 * stalled one landing in own, copied to ubuf at completion.
+	 */
+	bool claim;
+	struct zcr_msg *mmsg;
+	char *own, *ubuf;
+	size_t usize;
 	/* send */
 	struct zcr_ep *ep;
 	const char *sbuf;

@@ -291,6 +291,7 @@ static void msg_deliver(struct zcr_ctx *ctx, struct zcr_msg *m,
 	r->st.source = m->src;
 	r->st.tag = m->tag;
 	r->st.len = m->len;
+	r->mmsg = NULL;
 	ctx->st.msgs_recv++;
 	msg_free(ctx, m);
 	__zcr_req_complete_locked(r, r->st.len > r->size ? -EMSGSIZE : 0);
@@ -310,7 +311,7 @@ void __zcr_match_payload_done_locked(struct zcr_ctx *ctx,
 		struct zcr_msg *m = a->msg;
 
 		m->complete = true;
-		if (m->req)
+		if (m->req && !m->req->claim)
 			msg_deliver(ctx, m, m->req);
 	}
 	a->req = NULL;
@@ -330,6 +331,7 @@ static void claimant_lost(struct zcr_ctx *ctx, struct zcr_req *r)
 {
 	struct zcr_list *pos;
 
+	r->mmsg = NULL;
 	if (r->src != ZCRECV_ANY_SOURCE) {
 		__zcr_req_complete_locked(r, -ECONNRESET);
 		return;
@@ -462,6 +464,65 @@ static bool take_queued(struct zcr_ctx *ctx, struct zcr_req *r)
 	return false;
 }
 
+int __zcr_match_claim_locked(struct zcr_ctx *ctx, struct zcr_req *r,
+			     int src, int tag)
+{
+	struct zcr_arrival *a = NULL;
+	struct zcr_list *pos;
+	struct zcr_msg *m;
+
+	for (pos = ctx->unexpected.next; pos != &ctx->unexpected;
+	     pos = pos->next) {
+		m = zcr_container_of(pos, struct zcr_msg, link);
+		if (!m->req && m->comm == r->comm &&
+		    __zcr_match(src, tag, m->src, m->tag)) {
+			m->req = r;	/* no receive takes it now */
+			r->mmsg = m;
+			r->src = m->src;
+			r->tag = m->tag;
+			r->st.source = m->src;
+			r->st.tag = m->tag;
+			r->st.len = m->len;
+			return 1;
+		}
+	}
+	for (pos = ctx->stalled.next; pos != &ctx->stalled; pos = pos->next) {
+		a = zcr_container_of(pos, struct zcr_arrival, stall_link);
+		if (a->comm == r->comm && __zcr_match(src, tag, a->src, a->tag))
+			break;
+		a = NULL;
+	}
+	if (!a)
+		return 0;
+	/* Staging is full: it lands in a buffer of its own. */
+	r->own = a->len <= SIZE_MAX ? malloc(a->len ? (size_t)a->len : 1) :
+		 NULL;
+	if (!r->own)
+		return -ENOMEM;
+	r->buf = r->own;
+	r->size = (size_t)a->len;
+	r->src = a->src;
+	r->tag = a->tag;
+	land_posted(ctx, a, r);
+	return 1;
+}
+
+void __zcr_match_mrecv_locked(struct zcr_ctx *ctx, struct zcr_req *r,
+			      void *buf, size_t size)
+{
+	r->claim = false;
+	if (!r->mmsg) {		/* in r->own, or failed */
+		r->ubuf = buf;
+		r->usize = size;
+		return;
+	}
+	r->buf = buf;
+	r->size = size;
+	if (r->mmsg->complete)
+		msg_deliver(ctx, r->mmsg, r);
+	/* else delivered when its payload is in */
+}
+
 /* Where take_queued() would look, in the same order; nothing taken. */
 bool __zcr_match_probe_locked(struct zcr_ctx *ctx, uint32_t comm, int src,
 			      int tag, struct zcr_status *st)
@@ -544,8 +605,10 @@ void __zcr_match_fini(struct zcr_ctx *ctx)
 	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
 		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
 
-		if (ep->rx.req && !ep->rx.req->done)
+		if (ep->rx.req && !ep->rx.req->done) {
+			free(ep->rx.req->own);
 			free(ep->rx.req);
+		}
 		ep->rx.req = NULL;
 		ep->rx.msg = NULL;
 	}

@@ -142,6 +142,15 @@ int __zcr_match_cancel_locked(struct zcr_ctx *ctx, struct zcr_req *r);
  */
 bool __zcr_match_probe_locked(struct zcr_ctx *ctx, uint32_t comm, int src,
 			      int tag, struct zcr_status *st);
+/*
+ * Claim for r (r->comm, src, tag) the message receive r would take: 1
+ * (r->src, r->tag and r->st say which), 0 none, -ENOMEM.
+ */
+int __zcr_match_claim_locked(struct zcr_ctx *ctx, struct zcr_req *r,
+			     int src, int tag);
+/* The claimed message of r goes to buf (size bytes). */
+void __zcr_match_mrecv_locked(struct zcr_ctx *ctx, struct zcr_req *r,
+			      void *buf, size_t size);
 /* Can an endpoint, or a peer yet to connect to our listener, bring src? */
 bool __zcr_source_possible(struct zcr_ctx *ctx, int src);
 /* At context destruction: free queued messages and pending receives. */

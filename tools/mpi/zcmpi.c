@@ -36,7 +36,7 @@ struct zcomm {
 	int *local;		/* world rank -> comm rank, or -1 */
 };
 
-enum { ZR_FREE = 0, ZR_SEND, ZR_RECV, ZR_NULL };
+enum { ZR_FREE = 0, ZR_SEND, ZR_RECV, ZR_NULL, ZR_MSG };
 
 /* One of our requests: what MPI_Request handles of ours point at. */
 struct zreq {
@@ -46,6 +46,7 @@ struct zreq {
 	bool cancelled;
 	int err;		/* MPI error code of the completion */
 	struct zcr_req *r;	/* NULL once completed */
+	struct zcr_message *msg;	/* ZR_MSG: claimed by MPI_(I)mprobe */
 	MPI_Comm comm;
 	struct zcomm *zc;
 	/* receive */
@@ -123,30 +124,39 @@ static void die(const char *fmt, ...)
 
 /* ---- request handles ---------------------------------------------------- */
 
+/*
+ * Handles of ours point into the pool: Open MPI's handles are pointers,
+ * so ours are addresses in the pool; MPICH's are ints, ours carry a top
+ * byte no MPICH handle has (one for requests, one for messages) and the
+ * pool index.
+ */
 #ifdef OPEN_MPI
-static inline bool ours(MPI_Request h)
-{
-	return pool && (char *)h >= (char *)pool &&
-	       (char *)h < (char *)(pool + NREQ);
-}
-static inline struct zreq *Z(MPI_Request h) { return (struct zreq *)h; }
-static inline MPI_Request H(struct zreq *z) { return (MPI_Request)z; }
+#define HANDLES(T, ours, Z, H, prefix)					\
+static inline bool ours(T h)						\
+{									\
+	return pool && (char *)h >= (char *)pool &&			\
+	       (char *)h < (char *)(pool + NREQ);			\
+}									\
+static inline struct zreq *Z(T h) { return (struct zreq *)h; }		\
+static inline T H(struct zreq *z) { return (T)z; }
 #else
-#define ZHANDLE	0x01000000
-static inline bool ours(MPI_Request h)
-{
-	return pool && ((unsigned int)h & 0xff000000U) == ZHANDLE &&
-	       ((unsigned int)h & 0xffffffU) < NREQ;
-}
-static inline struct zreq *Z(MPI_Request h)
-{
-	return &pool[(unsigned int)h & 0xffffffU];
-}
-static inline MPI_Request H(struct zreq *z)
-{
-	return (MPI_Request)(ZHANDLE | (int)(z - pool));
+#define HANDLES(T, ours, Z, H, prefix)					\
+static inline bool ours(T h)						\
+{									\
+	return pool && ((unsigned int)h & 0xff000000U) == (prefix) &&	\
+	       ((unsigned int)h & 0xffffffU) < NREQ;			\
+}									\
+static inline struct zreq *Z(T h)					\
+{									\
+	return &pool[(unsigned int)h & 0xffffffU];			\
+}									\
+static inline T H(struct zreq *z)					\
+{									\
+	return (T)((prefix) | (int)(z - pool));				\
 }
 #endif
+HANDLES(MPI_Request, ours, Z, H, 0x01000000U)
+HANDLES(MPI_Message, ours_msg, ZM, HM, 0x02000000U)
 
 static struct zreq *zreq_new(int kind, MPI_Comm comm, struct zcomm *zc)
 {
@@ -937,33 +947,53 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype t, int dest,
 	LEAVE(ret);
 }
 
+/*
+ * MPI_(I)probe, or with message MPI_(I)mprobe: the message found is then
+ * claimed (no other receive or probe sees it) and *message names it.
+ */
 static int probe(int src, int tag, MPI_Comm comm, struct zcomm *zc,
-		 int *flag, MPI_Status *st, bool block)
+		 int *flag, MPI_Message *message, MPI_Status *st, bool block)
 {
+	struct zcr_message *m = NULL;
 	struct zcr_status zs;
-	int ret;
+	struct zreq *z;
+	int ret, wsrc, wtag;
 
 	if (src == MPI_PROC_NULL) {
 		*flag = 1;
+		if (message)
+			*message = MPI_MESSAGE_NO_PROC;
 		status_set(st, MPI_PROC_NULL, MPI_ANY_TAG, 0, false, 0);
 		return MPI_SUCCESS;
 	}
 	if (src != MPI_ANY_SOURCE && (src < 0 || src >= zc->size))
 		return comm_error(comm, MPI_ERR_RANK);
+	if (tag < 0 && tag != MPI_ANY_TAG)
+		return comm_error(comm, MPI_ERR_TAG);
+	wsrc = src == MPI_ANY_SOURCE ? ZCRECV_ANY_SOURCE : zc->world[src];
+	wtag = tag == MPI_ANY_TAG ? ZCRECV_ANY_TAG : tag;
 	for (;;) {
-		ret = zcr_iprobe(ctx, zc->id, src == MPI_ANY_SOURCE ?
-				 ZCRECV_ANY_SOURCE : zc->world[src],
-				 tag == MPI_ANY_TAG ? ZCRECV_ANY_TAG : tag,
-				 &zs);
+		ret = message ? zcr_improbe(ctx, zc->id, wsrc, wtag, &m, &zs) :
+		      zcr_iprobe(ctx, zc->id, wsrc, wtag, &zs);
 		if (ret < 0)
-			return comm_error(comm, MPI_ERR_ARG);
+			return comm_error(comm, ret == -ENOMEM ?
+					  MPI_ERR_NO_MEM : MPI_ERR_ARG);
 		if (ret || !block)
 			break;
 		idle();
 	}
 	*flag = ret;
-	if (ret)
-		status_set(st, zc->local[zs.source], zs.tag, zs.len, false, 0);
+	if (message && !ret)
+		*message = MPI_MESSAGE_NULL;
+	if (!ret)
+		return MPI_SUCCESS;
+	if (message) {
+		z = zreq_new(ZR_MSG, comm, zc);
+		z->msg = m;
+		z->peer = zs.source;
+		*message = HM(z);
+	}
+	status_set(st, zc->local[zs.source], zs.tag, zs.len, false, 0);
 	return MPI_SUCCESS;
 }
 
@@ -974,7 +1004,7 @@ int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
 
 	if (!zc)
 		LEAVE(PMPI_Iprobe(src, tag, comm, flag, st));
-	LEAVE(probe(src, tag, comm, zc, flag, st, false));
+	LEAVE(probe(src, tag, comm, zc, flag, NULL, st, false));
 }
 
 int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *st)
@@ -985,10 +1015,98 @@ int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *st)
 
 	if (!zc)
 		LEAVE(PMPI_Probe(src, tag, comm, st));
-	LEAVE(probe(src, tag, comm, zc, &flag, st, true));
+	LEAVE(probe(src, tag, comm, zc, &flag, NULL, st, true));
 }
 
 static bool any_ours(int n, const MPI_Request *reqs);
+
+/* ---- matched probes ----------------------------------------------------- */
+
+int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag,
+		MPI_Message *message, MPI_Status *st)
+{
+	struct zcomm *zc = zcomm_of(comm);
+	ENTER;
+
+	if (!zc)
+		LEAVE(PMPI_Improbe(src, tag, comm, flag, message, st));
+	LEAVE(probe(src, tag, comm, zc, flag, message, st, false));
+}
+
+int MPI_Mprobe(int src, int tag, MPI_Comm comm, MPI_Message *message,
+	       MPI_Status *st)
+{
+	struct zcomm *zc = zcomm_of(comm);
+	int flag;
+	ENTER;
+
+	if (!zc)
+		LEAVE(PMPI_Mprobe(src, tag, comm, message, st));
+	LEAVE(probe(src, tag, comm, zc, &flag, message, st, true));
+}
+
+/*
+ * Receive the message of ours *message into buf: *req (ours) receives it;
+ * *message becomes MPI_MESSAGE_NULL.
+ */
+static int mrecv_start(void *buf, int count, MPI_Datatype t,
+		       MPI_Message *message, MPI_Request *req)
+{
+	struct zreq *z = ZM(*message);
+	void *ptr;
+	int ret;
+
+	*message = MPI_MESSAGE_NULL;
+	ptr = recv_landing(z, buf, count, t);
+	ret = zcr_imrecv(z->msg, ptr, z->cap, &z->r);
+	z->msg = NULL;
+	if (ret) {
+		MPI_Comm comm = z->comm;
+
+		zreq_release(z);
+		return comm_error(comm, mpi_code(ret, ZR_RECV, -1));
+	}
+	*req = H(z);
+	return MPI_SUCCESS;
+}
+
+int MPI_Imrecv(void *buf, int count, MPI_Datatype t, MPI_Message *message,
+	       MPI_Request *req)
+{
+	struct zreq *z;
+	ENTER;
+
+	if (*message == MPI_MESSAGE_NO_PROC && ctx) {
+		z = zreq_new(ZR_NULL, MPI_COMM_WORLD, &world);
+		null_op(z);
+		*message = MPI_MESSAGE_NULL;
+		*req = H(z);
+		LEAVE(MPI_SUCCESS);
+	}
+	if (!ours_msg(*message))
+		LEAVE(PMPI_Imrecv(buf, count, t, message, req));
+	LEAVE(mrecv_start(buf, count, t, message, req));
+}
+
+int MPI_Mrecv(void *buf, int count, MPI_Datatype t, MPI_Message *message,
+	      MPI_Status *st)
+{
+	MPI_Request r;
+	int ret;
+	ENTER;
+
+	if (*message == MPI_MESSAGE_NO_PROC) {
+		*message = MPI_MESSAGE_NULL;
+		status_set(st, MPI_PROC_NULL, MPI_ANY_TAG, 0, false, 0);
+		LEAVE(MPI_SUCCESS);
+	}
+	if (!ours_msg(*message))
+		LEAVE(PMPI_Mrecv(buf, count, t, message, st));
+	ret = mrecv_start(buf, count, t, message, &r);
+	if (ret)
+		LEAVE(ret);
+	LEAVE(zwait(&r, st));
+}
 
 /* ---- persistent requests ------------------------------------------------ */
 
@@ -1608,19 +1726,24 @@ int MPI_Free_mem(void *base)
 
 static MPI_Fint *f_status_ignore, *f_statuses_ignore;
 
-static MPI_Request f2c_req(MPI_Fint f)
-{
-	if (pool && f >= FREQ_BASE && f - FREQ_BASE < pool_top)
-		return H(&pool[f - FREQ_BASE]);
-	return PMPI_Request_f2c(f);
+/* Fortran handles: ours from FREQ_BASE on, the real MPI's converted. */
+#define F_HANDLES(T, f2c, c2f, ours, Z, H, real_f2c, real_c2f)		\
+static T f2c(MPI_Fint f)						\
+{									\
+	if (pool && f >= FREQ_BASE && f - FREQ_BASE < pool_top)		\
+		return H(&pool[f - FREQ_BASE]);				\
+	return real_f2c(f);						\
+}									\
+static MPI_Fint c2f(T r)						\
+{									\
+	if (ours(r))							\
+		return FREQ_BASE + (MPI_Fint)(Z(r) - pool);		\
+	return real_c2f(r);						\
 }
-
-static MPI_Fint c2f_req(MPI_Request r)
-{
-	if (ours(r))
-		return FREQ_BASE + (MPI_Fint)(Z(r) - pool);
-	return PMPI_Request_c2f(r);
-}
+F_HANDLES(MPI_Request, f2c_req, c2f_req, ours, Z, H, PMPI_Request_f2c,
+	  PMPI_Request_c2f)
+F_HANDLES(MPI_Message, f2c_msg, c2f_msg, ours_msg, ZM, HM, PMPI_Message_f2c,
+	  PMPI_Message_c2f)
 
 static void f_lookup(void)
 {
@@ -1696,6 +1819,60 @@ FISEND(mpi_bsend_init_, MPI_Bsend_init)
 FISEND(mpi_rsend_init_, MPI_Rsend_init)
 FISEND(mpi_ssend_init_, MPI_Ssend_init)
 FISEND(mpi_recv_init_, MPI_Recv_init)
+
+void mpi_mprobe_(MPI_Fint *src, MPI_Fint *tag, MPI_Fint *comm,
+		 MPI_Fint *msg, MPI_Fint *st, MPI_Fint *ierr)
+{
+	MPI_Message m;
+	MPI_Status c;
+
+	f_lookup();
+	*ierr = MPI_Mprobe(*src, *tag, FC(comm), &m, FST(st, c));
+	if (*ierr == MPI_SUCCESS) {
+		*msg = c2f_msg(m);
+		FST_OUT(st, c);
+	}
+}
+
+void mpi_improbe_(MPI_Fint *src, MPI_Fint *tag, MPI_Fint *comm,
+		  MPI_Fint *flag, MPI_Fint *msg, MPI_Fint *st, MPI_Fint *ierr)
+{
+	MPI_Message m;
+	MPI_Status c;
+	int f = 0;
+
+	f_lookup();
+	*ierr = MPI_Improbe(*src, *tag, FC(comm), &f, &m, FST(st, c));
+	*flag = f;
+	if (f) {
+		*msg = c2f_msg(m);
+		FST_OUT(st, c);
+	}
+}
+
+void mpi_mrecv_(void *buf, MPI_Fint *count, MPI_Fint *t, MPI_Fint *msg,
+		MPI_Fint *st, MPI_Fint *ierr)
+{
+	MPI_Message m = f2c_msg(*msg);
+	MPI_Status c;
+
+	f_lookup();
+	*ierr = MPI_Mrecv(buf, *count, FT(t), &m, FST(st, c));
+	*msg = c2f_msg(m);
+	FST_OUT(st, c);
+}
+
+void mpi_imrecv_(void *buf, MPI_Fint *count, MPI_Fint *t, MPI_Fint *msg,
+		 MPI_Fint *req, MPI_Fint *ierr)
+{
+	MPI_Message m = f2c_msg(*msg);
+	MPI_Request r;
+
+	*ierr = MPI_Imrecv(buf, *count, FT(t), &m, &r);
+	*msg = c2f_msg(m);
+	if (*ierr == MPI_SUCCESS)
+		*req = c2f_req(r);
+}
 
 void mpi_start_(MPI_Fint *req, MPI_Fint *ierr)
 {
