@@ -4,7 +4,7 @@
  * libzcrecv-mpi.so (tests/mpi/check-zcmpi.sh): ordering, wildcards,
  * probe, truncation, cancel, MPI_PROC_NULL, communicators, derived types,
  * the completion calls, self sends, persistent requests, matched probes,
- * MPI_Alloc_mem.
+ * cancelling a send, MPI_Alloc_mem.
  * 4 ranks or more.
  *
  *   zcmpi_sem        the suite; rank 0 prints "sem: N checks passed"
@@ -403,6 +403,46 @@ static void matched(void)
 	      n == 0);
 }
 
+/*
+ * MPI_Cancel of a send: either it is cancelled (MPI_Test_cancelled true,
+ * the message never arrives) or it completes normally (false, the message
+ * arrives); never both. Rank 0 tells rank 1 which, on another tag.
+ */
+static void cancel_send(void)
+{
+	int v[4] = { 7, 8, 9, 10 }, flag = 0, was = -1, i;
+	MPI_Request r;
+	MPI_Status st;
+	MPI_Comm c;
+	double t;
+
+	MPI_Comm_dup(MPI_COMM_WORLD, &c);
+	if (rank == 0) {
+		MPI_Isend(v, 4, MPI_INT, 1, 71, c, &r);
+		MPI_Cancel(&r);
+		MPI_Wait(&r, &st);
+		MPI_Test_cancelled(&st, &was);
+		MPI_Send(&was, 1, MPI_INT, 1, 72, c);
+	} else if (rank == 1) {
+		MPI_Recv(&was, 1, MPI_INT, 0, 72, c, &st);
+		if (!was) {
+			memset(v, 0, sizeof(v));
+			MPI_Recv(v, 4, MPI_INT, 0, 71, c, &st);
+			for (i = 0; i < 4; i++)
+				CHECK(v[i] == 7 + i);
+		}
+	}
+	MPI_Barrier(c);
+	if (rank == 1) {
+		/* Nothing (more) arrives on tag 71, within half a second. */
+		t = MPI_Wtime();
+		while (!flag && MPI_Wtime() - t < 0.5)
+			MPI_Iprobe(0, 71, c, &flag, &st);
+		CHECK(!flag);
+	}
+	MPI_Comm_free(&c);
+}
+
 static void alloc_mem(void)
 {
 	size_t n = 1 << 20;
@@ -459,6 +499,7 @@ int main(int argc, char **argv)
 	completion();
 	persistent();
 	matched();
+	cancel_send();
 	alloc_mem();
 	MPI_Allreduce(MPI_IN_PLACE, &checks, 1, MPI_INT, MPI_SUM,
 		      MPI_COMM_WORLD);

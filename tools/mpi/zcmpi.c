@@ -1543,7 +1543,11 @@ int MPI_Request_free(MPI_Request *req)
 	LEAVE(MPI_SUCCESS);
 }
 
-/* Receives that no message matched yet are cancelled; sends are not. */
+/*
+ * Receives that no message matched yet are cancelled. Sends never are (MPI
+ * lets a cancel fail): the send completes normally, its status says not
+ * cancelled, and the message is delivered; never cancelled and delivered.
+ */
 int MPI_Cancel(MPI_Request *req)
 {
 	struct zreq *z;
