@@ -509,6 +509,19 @@ int zcr_isend_comm(struct zcr_ep *ep, uint32_t comm, const void *buf,
 		   size_t len, int tag, struct zcr_req **req);
 
 /**
+ * zcr_issend_comm() - a synchronous zcr_isend_comm() (MPI_Issend)
+ *
+ * Completes only once a receive of the peer matched the message (posted,
+ * or zcr_improbe()), not when the data left: the peer acknowledges the
+ * match. On a connection where the peer does not acknowledge (a plain
+ * context's, a shared-memory one, Documentation/design.md "Wire format")
+ * it completes as zcr_isend_comm() does.
+ * Return: as zcr_isend_comm(). Since 0.2.
+ */
+int zcr_issend_comm(struct zcr_ep *ep, uint32_t comm, const void *buf,
+		    size_t len, int tag, struct zcr_req **req);
+
+/**
  * zcr_irecv_comm() - zcr_irecv() matching only messages of @comm.
  * Return: as zcr_irecv(). Since 0.2.
  */

@@ -28,7 +28,8 @@
 #include "transport/auth.h"
 #include "transport/transport.h"
 
-enum zcr_req_kind { ZCR_REQ_SEND = 1, ZCR_REQ_RECV = 2 };
+/* ZCR_REQ_ACK: an acknowledgement queued on ep->sendq, freed once sent. */
+enum zcr_req_kind { ZCR_REQ_SEND = 1, ZCR_REQ_RECV = 2, ZCR_REQ_ACK = 3 };
 
 /* Bytes of a send request the transport may use as it likes (a header). */
 #define ZCR_TX_SCRATCH	32
@@ -63,6 +64,7 @@ struct zcr_req {
 	const char *sbuf;
 	uint64_t len;
 	uint64_t seq;			/* message number on ep, from 1 */
+	bool sync;			/* completes on the peer's ACK */
 	uint64_t sent;			/* transport's progress (bytes) */
 	uint8_t tx[ZCR_TX_SCRATCH];	/* transport's scratch */
 };
@@ -90,7 +92,9 @@ struct zcr_ep {
 	uint64_t hs_deadline;		/* zcr_now_ns() the handshake ends */
 	uint64_t peer_max_msg;		/* the peer's limit (UINT64_MAX: unknown) */
 	bool comm_ok;			/* both sides carry communicator ids */
+	bool sync_ok;			/* both sides acknowledge sync sends */
 	struct zcr_list sendq;		/* send requests, in order */
+	struct zcr_list ackq;		/* sync sends sent, awaiting the ACK */
 	struct zcr_arrival rx;
 };
 
@@ -117,6 +121,7 @@ struct zcr_ctx {
 	struct zcr_list peers;		/* struct zcr_peer: staging shares */
 	unsigned int npeers;
 	bool drain_pending;		/* staging freed while some stalled */
+	struct zcr_list acks;		/* struct zcr_ack: ACKs to send */
 	struct zcr_list mems;		/* struct zcr_mem */
 	/* staging pool */
 	struct zcr_list free_slots;

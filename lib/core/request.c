@@ -34,7 +34,7 @@ static struct zcr_req *req_new(struct zcr_ctx *ctx, int kind, uint32_t comm)
 }
 
 static int isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
-		 size_t len, int tag, struct zcr_req **out)
+		 size_t len, int tag, struct zcr_req **out, bool sync)
 {
 	struct zcr_ctx *ctx;
 	struct zcr_req *r;
@@ -52,6 +52,7 @@ static int isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
 	r->ep = ep;
 	r->sbuf = buf;
 	r->len = len;
+	r->sync = sync;
 	r->st.tag = tag;
 	r->st.len = len;
 	r->st.source = ctx->rank;
@@ -76,13 +77,19 @@ static int isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
 int zcr_isend(struct zcr_ep *ep, const void *buf, size_t len, int tag,
 	      struct zcr_req **out)
 {
-	return isend(ep, 0, buf, len, tag, out);
+	return isend(ep, 0, buf, len, tag, out, false);
 }
 
 int zcr_isend_comm(struct zcr_ep *ep, uint32_t comm, const void *buf,
 		   size_t len, int tag, struct zcr_req **out)
 {
-	return isend(ep, comm, buf, len, tag, out);
+	return isend(ep, comm, buf, len, tag, out, false);
+}
+
+int zcr_issend_comm(struct zcr_ep *ep, uint32_t comm, const void *buf,
+		    size_t len, int tag, struct zcr_req **out)
+{
+	return isend(ep, comm, buf, len, tag, out, true);
 }
 
 /* site: the caller's return address, what the predictor calls a site. */
@@ -115,6 +122,7 @@ static int irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 	pthread_mutex_lock(&ctx->lock);
 	__zcr_pred_observe(ctx->pred, &c);
 	ret = __zcr_post_recv_locked(ctx, r);
+	__zcr_ep_acks_flush_locked(ctx);
 	/*
 	 * Staging freed by a delivery: the progress engine drains stalls.
 	 * r->done is read here, under the lock, never after it is dropped.
@@ -183,6 +191,7 @@ int zcr_improbe(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
 		__zcr_progress_locked(ctx, 0);
 		ret = __zcr_match_claim_locked(ctx, r, src, tag);
 	}
+	__zcr_ep_acks_flush_locked(ctx);
 	if (ret == 1 && st) {
 		*st = r->st;
 		st->error = 0;

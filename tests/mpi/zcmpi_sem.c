@@ -4,7 +4,7 @@
  * libzcrecv-mpi.so (tests/mpi/check-zcmpi.sh): ordering, wildcards,
  * probe, truncation, cancel, MPI_PROC_NULL, communicators, derived types,
  * the completion calls, self sends, persistent requests, matched probes,
- * cancelling a send, MPI_Alloc_mem.
+ * cancelling a send, synchronous sends, MPI_Alloc_mem.
  * 4 ranks or more.
  *
  *   zcmpi_sem        the suite; rank 0 prints "sem: N checks passed"
@@ -443,6 +443,53 @@ static void cancel_send(void)
 	MPI_Comm_free(&c);
 }
 
+/*
+ * Synchronous sends complete only once the receiver matched them: rank 0's
+ * MPI_Issend (and rank 2's MPI_Ssend_init started) stay pending while the
+ * receiver has posted nothing, however long the sender tests, and
+ * complete once it receives.
+ */
+static void ssend(void)
+{
+	int v = 0, go = 1, flag = 0, i, dst = rank + 1;
+	MPI_Request r;
+	MPI_Status st;
+
+	if (rank == 0 || rank == 2) {
+		v = 500 + rank;
+		if (rank == 0)
+			MPI_Issend(&v, 1, MPI_INT, dst, 90, MPI_COMM_WORLD, &r);
+		else
+			MPI_Ssend_init(&v, 1, MPI_INT, dst, 90, MPI_COMM_WORLD,
+				       &r);
+		if (rank == 2)
+			MPI_Start(&r);
+		for (i = 0; i < 50 && !flag; i++) {
+			MPI_Test(&r, &flag, &st);
+			usleep(4000);
+		}
+		CHECK(!flag);
+		MPI_Send(&go, 1, MPI_INT, dst, 91, MPI_COMM_WORLD);
+		MPI_Wait(&r, &st);
+		if (rank == 2)
+			MPI_Request_free(&r);
+		/* A blocking one returns once the receive took it. */
+		MPI_Ssend(&v, 1, MPI_INT, dst, 92, MPI_COMM_WORLD);
+		MPI_Recv(&go, 1, MPI_INT, dst, 93, MPI_COMM_WORLD, &st);
+		CHECK(go == 2);
+	} else {
+		MPI_Recv(&go, 1, MPI_INT, rank - 1, 91, MPI_COMM_WORLD, &st);
+		MPI_Recv(&v, 1, MPI_INT, rank - 1, 90, MPI_COMM_WORLD, &st);
+		CHECK(v == 500 + rank - 1);
+		/* The one blocking send: probed (not matched) first. */
+		MPI_Probe(rank - 1, 92, MPI_COMM_WORLD, &st);
+		go = 2;
+		MPI_Recv(&v, 1, MPI_INT, rank - 1, 92, MPI_COMM_WORLD, &st);
+		MPI_Send(&go, 1, MPI_INT, rank - 1, 93, MPI_COMM_WORLD);
+	}
+	MPI_Ssend(&v, 0, MPI_INT, MPI_PROC_NULL, 94, MPI_COMM_WORLD);
+}
+
 static void alloc_mem(void)
 {
 	size_t n = 1 << 20;
@@ -500,6 +547,7 @@ int main(int argc, char **argv)
 	persistent();
 	matched();
 	cancel_send();
+	ssend();
 	alloc_mem();
 	MPI_Allreduce(MPI_IN_PLACE, &checks, 1, MPI_INT, MPI_SUM,
 		      MPI_COMM_WORLD);

@@ -36,7 +36,8 @@ struct zcomm {
 	int *local;		/* world rank -> comm rank, or -1 */
 };
 
-enum { ZR_FREE = 0, ZR_SEND, ZR_RECV, ZR_NULL, ZR_MSG };
+/* ZR_SSEND: only as what to start (a synchronous ZR_SEND). */
+enum { ZR_FREE = 0, ZR_SEND, ZR_RECV, ZR_NULL, ZR_MSG, ZR_SSEND };
 
 /* One of our requests: what MPI_Request handles of ours point at. */
 struct zreq {
@@ -66,7 +67,7 @@ struct zreq {
 	 */
 	bool persistent;
 	bool active;
-	int pkind;		/* ZR_SEND or ZR_RECV */
+	int pkind;		/* ZR_SEND, ZR_SSEND or ZR_RECV */
 	const void *pbuf;
 	int pcount, prank, ptag;
 	MPI_Datatype ptype;
@@ -491,7 +492,7 @@ static void zreq_reset(struct zreq *z)
 
 /* Start a send on z (comm and zc set); an MPI error code. */
 static int send_into(struct zreq *z, const void *buf, int count,
-		     MPI_Datatype t, int dest, int tag)
+		     MPI_Datatype t, int dest, int tag, bool sync)
 {
 	MPI_Comm comm = z->comm;
 	struct zcomm *zc = z->zc;
@@ -523,7 +524,9 @@ static int send_into(struct zreq *z, const void *buf, int count,
 	}
 	ret = zcr_job_ep(ctx, z->peer, &ep);
 	if (!ret)
-		ret = zcr_isend_comm(ep, zc->id, ptr, bytes, tag, &z->r);
+		ret = (sync ? zcr_issend_comm : zcr_isend_comm)(ep, zc->id, ptr,
+								bytes, tag,
+								&z->r);
 	if (ret) {
 		free(z->tmp);
 		z->tmp = NULL;
@@ -603,8 +606,9 @@ static int recv_into(struct zreq *z, void *buf, int count, MPI_Datatype t,
 static int zreq_start(struct zreq *z, int kind, const void *buf, int count,
 		      MPI_Datatype t, int rank, int tag)
 {
-	if (kind == ZR_SEND)
-		return send_into(z, buf, count, t, rank, tag);
+	if (kind == ZR_SEND || kind == ZR_SSEND)
+		return send_into(z, buf, count, t, rank, tag,
+				 kind == ZR_SSEND);
 	return recv_into(z, (void *)buf, count, t, rank, tag);
 }
 
@@ -781,7 +785,8 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
 	LEAVE(start_send(buf, count, t, dest, tag, comm, zc, req));
 }
 
-/* Synchronous, buffered and ready modes complete as standard sends. */
+/* Buffered and ready modes are standard sends; synchronous ones wait for
+ * the receiver's match (zcr_issend_comm). */
 int MPI_Issend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
 	       MPI_Comm comm, MPI_Request *req)
 {
@@ -790,7 +795,7 @@ int MPI_Issend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
 
 	if (!zc)
 		LEAVE(PMPI_Issend(buf, count, t, dest, tag, comm, req));
-	LEAVE(start_send(buf, count, t, dest, tag, comm, zc, req));
+	LEAVE(start_op(ZR_SSEND, buf, count, t, dest, tag, comm, zc, req));
 }
 
 int MPI_Ibsend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
@@ -815,11 +820,12 @@ int MPI_Irsend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
 	LEAVE(start_send(buf, count, t, dest, tag, comm, zc, req));
 }
 
-static int blocking_send(const void *buf, int count, MPI_Datatype t,
-			 int dest, int tag, MPI_Comm comm, struct zcomm *zc)
+static int blocking_send(int kind, const void *buf, int count,
+			 MPI_Datatype t, int dest, int tag, MPI_Comm comm,
+			 struct zcomm *zc)
 {
 	MPI_Request r;
-	int ret = start_send(buf, count, t, dest, tag, comm, zc, &r);
+	int ret = start_op(kind, buf, count, t, dest, tag, comm, zc, &r);
 
 	if (ret)
 		return ret;
@@ -834,7 +840,7 @@ int MPI_Send(const void *buf, int count, MPI_Datatype t, int dest, int tag,
 
 	if (!zc)
 		LEAVE(PMPI_Send(buf, count, t, dest, tag, comm));
-	LEAVE(blocking_send(buf, count, t, dest, tag, comm, zc));
+	LEAVE(blocking_send(ZR_SEND, buf, count, t, dest, tag, comm, zc));
 }
 
 int MPI_Ssend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
@@ -845,7 +851,7 @@ int MPI_Ssend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
 
 	if (!zc)
 		LEAVE(PMPI_Ssend(buf, count, t, dest, tag, comm));
-	LEAVE(blocking_send(buf, count, t, dest, tag, comm, zc));
+	LEAVE(blocking_send(ZR_SSEND, buf, count, t, dest, tag, comm, zc));
 }
 
 int MPI_Bsend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
@@ -856,7 +862,7 @@ int MPI_Bsend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
 
 	if (!zc)
 		LEAVE(PMPI_Bsend(buf, count, t, dest, tag, comm));
-	LEAVE(blocking_send(buf, count, t, dest, tag, comm, zc));
+	LEAVE(blocking_send(ZR_SEND, buf, count, t, dest, tag, comm, zc));
 }
 
 int MPI_Rsend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
@@ -867,7 +873,7 @@ int MPI_Rsend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
 
 	if (!zc)
 		LEAVE(PMPI_Rsend(buf, count, t, dest, tag, comm));
-	LEAVE(blocking_send(buf, count, t, dest, tag, comm, zc));
+	LEAVE(blocking_send(ZR_SEND, buf, count, t, dest, tag, comm, zc));
 }
 
 int MPI_Irecv(void *buf, int count, MPI_Datatype t, int src, int tag,
@@ -1138,7 +1144,7 @@ static int persist(int kind, const void *buf, int count, MPI_Datatype t,
 	return MPI_SUCCESS;
 }
 
-#define SEND_INIT(name)							\
+#define SEND_INIT(name, kind)						\
 int MPI_##name(const void *buf, int count, MPI_Datatype t, int dest,	\
 	       int tag, MPI_Comm comm, MPI_Request *req)		\
 {									\
@@ -1147,12 +1153,12 @@ int MPI_##name(const void *buf, int count, MPI_Datatype t, int dest,	\
 									\
 	if (!zc)							\
 		LEAVE(PMPI_##name(buf, count, t, dest, tag, comm, req)); \
-	LEAVE(persist(ZR_SEND, buf, count, t, dest, tag, comm, zc, req)); \
+	LEAVE(persist(kind, buf, count, t, dest, tag, comm, zc, req));	\
 }
-SEND_INIT(Send_init)
-SEND_INIT(Bsend_init)
-SEND_INIT(Rsend_init)
-SEND_INIT(Ssend_init)
+SEND_INIT(Send_init, ZR_SEND)
+SEND_INIT(Bsend_init, ZR_SEND)
+SEND_INIT(Rsend_init, ZR_SEND)
+SEND_INIT(Ssend_init, ZR_SSEND)
 
 int MPI_Recv_init(void *buf, int count, MPI_Datatype t, int src, int tag,
 		  MPI_Comm comm, MPI_Request *req)
