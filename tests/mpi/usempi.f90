@@ -3,14 +3,15 @@
 ! sends from Fortran with a persistent request what rank 1 receives in C
 ! (cside, mixed_c.c), and takes what rank 1 sends from C with a matched
 ! probe; every rank then passes a value round a ring with mpi_isend,
-! mpi_irecv and mpi_waitall. A Fortran call that missed the layer would
+! mpi_irecv and mpi_waitsome, then mpi_testany finds nothing left. A Fortran call that missed the layer would
 ! leave the C side waiting (the job times out) or take the wrong message.
 program usempi
   use mpi
   implicit none
   integer :: rank, nproc, ierr, st(MPI_STATUS_SIZE), buf(100), i, n
   integer :: req, msg, reqs(2), sts(MPI_STATUS_SIZE, 2), left, right
-  integer :: mine, got
+  integer :: mine, got, ndone, outcnt, idxs(2), k, src
+  logical :: flag
   external cside
   call mpi_init(ierr)
   call mpi_comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -44,8 +45,21 @@ program usempi
   call mpi_irecv(got, 1, MPI_INTEGER, left, 13, MPI_COMM_WORLD, reqs(1), ierr)
   call mpi_isend(mine, 1, MPI_INTEGER, right, 13, MPI_COMM_WORLD, reqs(2), &
                  ierr)
-  call mpi_waitall(2, reqs, sts, ierr)
-  if (got /= 1000 + left .or. sts(MPI_SOURCE, 1) /= left) then
+  ndone = 0
+  src = -1
+  do while (ndone < 2)
+    call mpi_waitsome(2, reqs, outcnt, idxs, sts, ierr)
+    do k = 1, outcnt
+      if (idxs(k) == 1) src = sts(MPI_SOURCE, k)
+    end do
+    ndone = ndone + outcnt
+  end do
+  call mpi_testany(2, reqs, k, flag, st, ierr)
+  if (.not. flag .or. k /= MPI_UNDEFINED) then
+    print *, 'usempi: testany', flag, k
+    call mpi_abort(MPI_COMM_WORLD, 5, ierr)
+  end if
+  if (got /= 1000 + left .or. src /= left) then
     print *, 'usempi: ring wrong', rank, got
     call mpi_abort(MPI_COMM_WORLD, 4, ierr)
   end if

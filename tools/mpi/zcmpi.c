@@ -2018,13 +2018,27 @@ static int f_array(MPI_Fint n, MPI_Fint *freqs, MPI_Fint *fsts, int what,
 		*a = flag;
 		cnt = flag ? n : 0;
 		break;
-	default:
-		ret = MPI_Waitany(n, r, &one, ign ? MPI_STATUS_IGNORE : s);
+	case 2:
+	case 3:
+		ret = what == 2 ?
+		      MPI_Waitany(n, r, &one, ign ? MPI_STATUS_IGNORE : s) :
+		      MPI_Testany(n, r, &one, &flag,
+				  ign ? MPI_STATUS_IGNORE : s);
 		*a = one == MPI_UNDEFINED ? one : one + 1;
+		if (what == 3)
+			*b = flag;
 		cnt = one == MPI_UNDEFINED ? 0 : 1;
 		break;
+	default:	/* 4: Waitsome, 5: Testsome; Fortran indices from 1 */
+		ret = (what == 4 ? MPI_Waitsome : MPI_Testsome)
+			(n, r, &cnt, idx, ign ? MPI_STATUSES_IGNORE : s);
+		*a = cnt;
+		if (cnt == MPI_UNDEFINED)
+			cnt = 0;
+		for (i = 0; i < cnt; i++)
+			b[i] = idx[i] + 1;
+		break;
 	}
-	(void)b;
 	for (i = 0; i < n; i++)
 		freqs[i] = c2f_req(r[i]);
 	if (!ign)
@@ -2055,6 +2069,40 @@ void mpi_waitany_(MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *index,
 {
 	f_lookup();
 	*ierr = f_array(*n, reqs, st, 2, index, NULL);
+}
+
+void mpi_testany_(MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *index,
+		  MPI_Fint *flag, MPI_Fint *st, MPI_Fint *ierr)
+{
+	f_lookup();
+	*ierr = f_array(*n, reqs, st, 3, index, flag);
+}
+
+void mpi_waitsome_(MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *outcount,
+		   MPI_Fint *idx, MPI_Fint *sts, MPI_Fint *ierr)
+{
+	f_lookup();
+	*ierr = f_array(*n, reqs, sts, 4, outcount, idx);
+}
+
+void mpi_testsome_(MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *outcount,
+		   MPI_Fint *idx, MPI_Fint *sts, MPI_Fint *ierr)
+{
+	f_lookup();
+	*ierr = f_array(*n, reqs, sts, 5, outcount, idx);
+}
+
+void mpi_request_get_status_(MPI_Fint *req, MPI_Fint *flag, MPI_Fint *st,
+			     MPI_Fint *ierr)
+{
+	MPI_Status c;
+	int f = 0;
+
+	f_lookup();
+	*ierr = MPI_Request_get_status(f2c_req(*req), &f, FST(st, c));
+	*flag = f;
+	if (f)
+		FST_OUT(st, c);
 }
 
 void mpi_request_free_(MPI_Fint *req, MPI_Fint *ierr)
