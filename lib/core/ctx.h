@@ -92,9 +92,9 @@ struct zcr_ep {
 	uint64_t hs_deadline;		/* zcr_now_ns() the handshake ends */
 	uint64_t peer_max_msg;		/* the peer's limit (UINT64_MAX: unknown) */
 	bool comm_ok;			/* both sides carry communicator ids */
-	bool sync_ok;			/* both sides acknowledge sync sends */
+	bool sync_ok;			/* both sides ACK sync sends */
 	struct zcr_list sendq;		/* send requests, in order */
-	struct zcr_list ackq;		/* sync sends sent, awaiting the ACK */
+	struct zcr_list ackq;		/* sync sends sent, ACK awaited */
 	struct zcr_arrival rx;
 };
 

@@ -236,7 +236,8 @@ static int finish(struct zcr_req *r, struct zcr_status *st)
 {
 	int err;
 
-	if (r->own) {	/* a claimed message that landed in its own buffer */
+	/* A claimed message that landed in a buffer of its own. */
+	if (r->own) {
 		size_t n = r->st.len < r->usize ? r->st.len : r->usize;
 
 		if (r->ubuf && n)

@@ -781,6 +781,7 @@ static bool rx_header(struct zcr_ep *ep)
 	struct tcp_ep *te = T(ep);
 	const char *why;
 	uint64_t mask;
+	bool sync;
 	int ret;
 
 	ret = __zcr_wire_parse(te->hdr, ep->ctx->max_msg, &te->h, &why);
@@ -814,12 +815,12 @@ static bool rx_header(struct zcr_ep *ep)
 	ep->recv_seq++;
 	te->have_hdr = true;
 	te->got = 0;
+	sync = ep->sync_ok && (te->h.seq & ZCR_SEQ_SYNC);
 	/* -EAGAIN: stalled; rx_target() reads nothing until it lands. */
 	__zcr_match_arrive_sync_locked(ep->ctx, &ep->rx, ep->comm_ok ?
 				       (uint32_t)(te->h.seq >> 32) : 0,
 				       te->h.src, te->h.tag, te->h.len,
-				       ep->sync_ok && (te->h.seq & ZCR_SEQ_SYNC) ?
-				       ep->recv_seq : 0);
+				       sync ? ep->recv_seq : 0);
 	return true;
 }
 
@@ -1005,7 +1006,8 @@ static void encode_data(struct zcr_ep *ep, struct zcr_req *r)
 	if (ep->sync_ok)
 		h.seq = (h.seq & ~ZCR_SEQ_MASK) | (r->seq & ZCR_SEQ_MASK_SYNC) |
 			(r->sync ? ZCR_SEQ_SYNC : 0);
-	if (r->kind == ZCR_REQ_ACK) {	/* the number of a message matched */
+	/* An ACK: the number of a message matched. */
+	if (r->kind == ZCR_REQ_ACK) {
 		h.type = ZCR_WIRE_ACK;
 		h.tag = 0;
 		h.seq = r->seq;
