@@ -509,6 +509,19 @@ int zcr_isend_comm(struct zcr_ep *ep, uint32_t comm, const void *buf,
 		   size_t len, int tag, struct zcr_req **req);
 
 /**
+ * zcr_issend_comm() - a synchronous zcr_isend_comm() (MPI_Issend)
+ *
+ * Completes only once a receive of the peer matched the message (posted,
+ * or zcr_improbe()), not when the data left: the peer acknowledges the
+ * match. On a connection where the peer does not acknowledge (a plain
+ * context's, a shared-memory one, Documentation/design.md "Wire format")
+ * it completes as zcr_isend_comm() does.
+ * Return: as zcr_isend_comm(). Since 0.2.
+ */
+int zcr_issend_comm(struct zcr_ep *ep, uint32_t comm, const void *buf,
+		    size_t len, int tag, struct zcr_req **req);
+
+/**
  * zcr_irecv_comm() - zcr_irecv() matching only messages of @comm.
  * Return: as zcr_irecv(). Since 0.2.
  */
@@ -527,6 +540,35 @@ int zcr_irecv_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
  */
 int zcr_iprobe(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
 	       struct zcr_status *st);
+
+/* A message claimed by zcr_improbe(): no receive but zcr_imrecv() takes it. */
+struct zcr_message;
+
+/**
+ * zcr_improbe() - zcr_iprobe() that claims the message it finds
+ * @msg: on 1, the claimed message; hand it to zcr_imrecv() exactly once
+ * @st: on 1, its source, tag and length (error 0); may be NULL
+ *
+ * The message found is the one a receive posted now with the same
+ * arguments would take; it is taken off the queue, so no other receive
+ * or probe sees it (MPI_Improbe).
+ * Return: 1 found, 0 not (yet), -EINVAL, -ENOMEM. Since 0.2.
+ */
+int zcr_improbe(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
+		struct zcr_message **msg, struct zcr_status *st);
+
+/**
+ * zcr_imrecv() - receive the message @msg into @buf (MPI_Imrecv)
+ * @msg: from zcr_improbe(); consumed
+ * @req: the receive, completed with zcr_test() or zcr_wait() as those of
+ *	zcr_irecv() (-EMSGSIZE when longer than @size)
+ *
+ * The predictor sees it as a receive; a staged message is remapped or
+ * copied into @buf as for zcr_irecv().
+ * Return: 0, -EINVAL. Since 0.2.
+ */
+int zcr_imrecv(struct zcr_message *msg, void *buf, size_t size,
+	       struct zcr_req **req);
 
 /*
  * ---- Jobs (since 0.2) ----------------------------------------------------

@@ -90,6 +90,12 @@ $(MPI_DIR)/mixed: tests/mpi/mixed.f90 tests/mpi/mixed_c.c
 	$(MPICC) $(MPI_CFLAGS) -c -o $@-c.o tests/mpi/mixed_c.c
 	$(MPIF90) -O2 -o $@ tests/mpi/mixed.f90 $@-c.o
 ZCMPI_TESTS += $(MPI_DIR)/mixed
+# The same C half under the `use mpi` module bindings.
+$(MPI_DIR)/usempi: tests/mpi/usempi.f90 tests/mpi/mixed_c.c
+	@mkdir -p $(dir $@)
+	$(MPICC) $(MPI_CFLAGS) -c -o $@-c.o tests/mpi/mixed_c.c
+	$(MPIF90) -O2 -J $(MPI_DIR) -o $@ tests/mpi/usempi.f90 $@-c.o
+ZCMPI_TESTS += $(MPI_DIR)/usempi
 endif
 endif
 ifneq ($(MPICC_MPICH),)

@@ -204,6 +204,7 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	zcr_list_init(&ctx->posted);
 	zcr_list_init(&ctx->unexpected);
 	zcr_list_init(&ctx->stalled);
+	zcr_list_init(&ctx->acks);
 	zcr_list_init(&ctx->peers);
 	zcr_list_init(&ctx->mems);
 	zcr_list_init(&ctx->free_slots);
@@ -433,6 +434,7 @@ static int work_locked(struct zcr_ctx *ctx)
 	n += __zcr_ep_expire_handshakes_locked(ctx);
 	if (ctx->drain_pending)
 		n += __zcr_match_drain_locked(ctx);
+	__zcr_ep_acks_flush_locked(ctx);
 	return n;
 }
 

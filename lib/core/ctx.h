@@ -28,7 +28,8 @@
 #include "transport/auth.h"
 #include "transport/transport.h"
 
-enum zcr_req_kind { ZCR_REQ_SEND = 1, ZCR_REQ_RECV = 2 };
+/* ZCR_REQ_ACK: an acknowledgement queued on ep->sendq, freed once sent. */
+enum zcr_req_kind { ZCR_REQ_SEND = 1, ZCR_REQ_RECV = 2, ZCR_REQ_ACK = 3 };
 
 /* Bytes of a send request the transport may use as it likes (a header). */
 #define ZCR_TX_SCRATCH	32
@@ -49,11 +50,21 @@ struct zcr_req {
 	int src, tag;
 	bool posted;			/* on ctx->posted (match's) */
 	uint64_t post_seq;		/* posting order, from 1 */
+	/*
+	 * A claim of zcr_improbe(): a staged message (mmsg, its m->req is
+	 * this) delivered only once claim is cleared by zcr_imrecv(); or a
+	 * stalled one landing in own, copied to ubuf at completion.
+	 */
+	bool claim;
+	struct zcr_msg *mmsg;
+	char *own, *ubuf;
+	size_t usize;
 	/* send */
 	struct zcr_ep *ep;
 	const char *sbuf;
 	uint64_t len;
 	uint64_t seq;			/* message number on ep, from 1 */
+	bool sync;			/* completes on the peer's ACK */
 	uint64_t sent;			/* transport's progress (bytes) */
 	uint8_t tx[ZCR_TX_SCRATCH];	/* transport's scratch */
 };
@@ -81,7 +92,9 @@ struct zcr_ep {
 	uint64_t hs_deadline;		/* zcr_now_ns() the handshake ends */
 	uint64_t peer_max_msg;		/* the peer's limit (UINT64_MAX: unknown) */
 	bool comm_ok;			/* both sides carry communicator ids */
+	bool sync_ok;			/* both sides ACK sync sends */
 	struct zcr_list sendq;		/* send requests, in order */
+	struct zcr_list ackq;		/* sync sends sent, ACK awaited */
 	struct zcr_arrival rx;
 };
 
@@ -110,6 +123,7 @@ struct zcr_ctx {
 	struct zcr_list peers;		/* struct zcr_peer: staging shares */
 	unsigned int npeers;
 	bool drain_pending;		/* staging freed while some stalled */
+	struct zcr_list acks;		/* struct zcr_ack: ACKs to send */
 	struct zcr_list mems;		/* struct zcr_mem */
 	/* staging pool */
 	struct zcr_list free_slots;

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "core/core.h"
@@ -19,8 +20,21 @@ void __zcr_req_complete_locked(struct zcr_req *r, int error)
 	pthread_cond_broadcast(&r->ctx->cond);
 }
 
+/* A new request of ctx, or NULL. */
+static struct zcr_req *req_new(struct zcr_ctx *ctx, int kind, uint32_t comm)
+{
+	struct zcr_req *r = calloc(1, sizeof(*r));
+
+	if (r) {
+		r->ctx = ctx;
+		r->kind = kind;
+		r->comm = comm;
+	}
+	return r;
+}
+
 static int isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
-		 size_t len, int tag, struct zcr_req **out)
+		 size_t len, int tag, struct zcr_req **out, bool sync)
 {
 	struct zcr_ctx *ctx;
 	struct zcr_req *r;
@@ -32,15 +46,13 @@ static int isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
 	ctx = ep->ctx;
 	if (len > ctx->max_msg)
 		return -EMSGSIZE;
-	r = calloc(1, sizeof(*r));
+	r = req_new(ctx, ZCR_REQ_SEND, comm);
 	if (!r)
 		return -ENOMEM;
-	r->ctx = ctx;
-	r->kind = ZCR_REQ_SEND;
-	r->comm = comm;
 	r->ep = ep;
 	r->sbuf = buf;
 	r->len = len;
+	r->sync = sync;
 	r->st.tag = tag;
 	r->st.len = len;
 	r->st.source = ctx->rank;
@@ -65,13 +77,19 @@ static int isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
 int zcr_isend(struct zcr_ep *ep, const void *buf, size_t len, int tag,
 	      struct zcr_req **out)
 {
-	return isend(ep, 0, buf, len, tag, out);
+	return isend(ep, 0, buf, len, tag, out, false);
 }
 
 int zcr_isend_comm(struct zcr_ep *ep, uint32_t comm, const void *buf,
 		   size_t len, int tag, struct zcr_req **out)
 {
-	return isend(ep, comm, buf, len, tag, out);
+	return isend(ep, comm, buf, len, tag, out, false);
+}
+
+int zcr_issend_comm(struct zcr_ep *ep, uint32_t comm, const void *buf,
+		    size_t len, int tag, struct zcr_req **out)
+{
+	return isend(ep, comm, buf, len, tag, out, true);
 }
 
 /* site: the caller's return address, what the predictor calls a site. */
@@ -86,12 +104,9 @@ static int irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 	if (!ctx || !out || (size && !buf) || src < ZCRECV_ANY_SOURCE ||
 	    tag < ZCRECV_ANY_TAG)
 		return -EINVAL;
-	r = calloc(1, sizeof(*r));
+	r = req_new(ctx, ZCR_REQ_RECV, comm);
 	if (!r)
 		return -ENOMEM;
-	r->ctx = ctx;
-	r->kind = ZCR_REQ_RECV;
-	r->comm = comm;
 	r->buf = buf;
 	r->size = size;
 	r->src = src;
@@ -107,6 +122,7 @@ static int irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 	pthread_mutex_lock(&ctx->lock);
 	__zcr_pred_observe(ctx->pred, &c);
 	ret = __zcr_post_recv_locked(ctx, r);
+	__zcr_ep_acks_flush_locked(ctx);
 	/*
 	 * Staging freed by a delivery: the progress engine drains stalls.
 	 * r->done is read here, under the lock, never after it is dropped.
@@ -157,9 +173,80 @@ int zcr_iprobe(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
 	return found;
 }
 
+int zcr_improbe(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
+		struct zcr_message **msg, struct zcr_status *st)
+{
+	struct zcr_req *r;
+	int ret;
+
+	if (!ctx || !msg || src < ZCRECV_ANY_SOURCE || tag < ZCRECV_ANY_TAG)
+		return -EINVAL;
+	r = req_new(ctx, ZCR_REQ_RECV, comm);
+	if (!r)
+		return -ENOMEM;
+	r->claim = true;
+	pthread_mutex_lock(&ctx->lock);
+	ret = __zcr_match_claim_locked(ctx, r, src, tag);
+	if (!ret && !ctx->thread_on) {
+		__zcr_progress_locked(ctx, 0);
+		ret = __zcr_match_claim_locked(ctx, r, src, tag);
+	}
+	__zcr_ep_acks_flush_locked(ctx);
+	if (ret == 1 && st) {
+		*st = r->st;
+		st->error = 0;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (ret != 1) {
+		free(r);
+		return ret;
+	}
+	*msg = (struct zcr_message *)r;
+	return 1;
+}
+
+int zcr_imrecv(struct zcr_message *msg, void *buf, size_t size,
+	       struct zcr_req **out)
+{
+	struct zcr_req *r = (struct zcr_req *)msg;
+	struct zcr_call c = { 0 };
+	struct zcr_ctx *ctx;
+	bool wake;
+
+	if (!r || !out || (size && !buf) || !r->claim)
+		return -EINVAL;
+	ctx = r->ctx;
+	c.buf = (uintptr_t)buf;
+	c.size = size;
+	c.src = r->src;
+	c.tag = r->tag;
+	c.site = (uintptr_t)__builtin_return_address(0);
+	pthread_mutex_lock(&ctx->lock);
+	__zcr_pred_observe(ctx->pred, &c);
+	__zcr_match_mrecv_locked(ctx, r, buf, size);
+	wake = ctx->thread_on && (ctx->drain_pending || !r->done);
+	pthread_mutex_unlock(&ctx->lock);
+	if (wake)
+		__zcr_wake(ctx);
+	*out = r;
+	return 0;
+}
+
 static int finish(struct zcr_req *r, struct zcr_status *st)
 {
-	int err = r->st.error;
+	int err;
+
+	/* A claimed message that landed in a buffer of its own. */
+	if (r->own) {
+		size_t n = r->st.len < r->usize ? r->st.len : r->usize;
+
+		if (r->ubuf && n)
+			memcpy(r->ubuf, r->own, n);
+		if (!r->st.error && r->st.len > r->usize)
+			r->st.error = -EMSGSIZE;
+		free(r->own);
+	}
+	err = r->st.error;
 
 	if (st)
 		*st = r->st;

@@ -52,6 +52,32 @@ static struct zcr_req *match_posted(struct zcr_ctx *ctx, uint32_t comm,
 	return NULL;
 }
 
+/*
+ * A receive matched a message that came on ep: if it asked for an ACK,
+ * queue one for the progress engine (ctx->acks). Without memory the
+ * sender's synchronous send waits for its connection to end.
+ */
+static void matched(struct zcr_ctx *ctx, struct zcr_ep *ep, int rank,
+		    uint64_t ack)
+{
+	struct zcr_ack *k;
+
+	if (!ack)
+		return;
+	k = malloc(sizeof(*k));
+	if (!k)
+		return;
+	k->ep = ep;
+	k->rank = rank;
+	k->seq = ack;
+	zcr_list_add_tail(&k->link, &ctx->acks);
+}
+
+static struct zcr_ep *ep_of(struct zcr_arrival *a)
+{
+	return zcr_container_of(a, struct zcr_ep, rx);
+}
+
 static void unstall(struct zcr_arrival *a)
 {
 	if (a->state == ZCR_RX_STALLED)
@@ -72,6 +98,7 @@ static void land_posted(struct zcr_ctx *ctx, struct zcr_arrival *a,
 	r->st.tag = a->tag;
 	r->st.len = a->len;
 	ctx->st.posted++;
+	matched(ctx, ep_of(a), ep_of(a)->rank, a->ack);
 }
 
 /*
@@ -223,6 +250,9 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	m->slot = slot;
 	m->off = off;
 	m->peer = peer;
+	m->ep = ep_of(a);
+	m->rank = ep_of(a)->rank;
+	m->ack = a->ack;
 	if (peer)
 		peer->bytes += slot->cap;
 	zcr_list_add_tail(&m->link, &ctx->unexpected);
@@ -236,9 +266,9 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	return 0;
 }
 
-int __zcr_match_arrive_comm_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
+int __zcr_match_arrive_sync_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
 				   uint32_t comm, int src, int tag,
-				   uint64_t len)
+				   uint64_t len, uint64_t ack)
 {
 	memset(a, 0, sizeof(*a));
 	zcr_list_init(&a->stall_link);
@@ -246,7 +276,15 @@ int __zcr_match_arrive_comm_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
 	a->src = src;
 	a->tag = tag;
 	a->len = len;
+	a->ack = ack;
 	return find_landing(ctx, a);
+}
+
+int __zcr_match_arrive_comm_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
+				   uint32_t comm, int src, int tag,
+				   uint64_t len)
+{
+	return __zcr_match_arrive_sync_locked(ctx, a, comm, src, tag, len, 0);
 }
 
 int __zcr_match_arrive_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
@@ -291,6 +329,7 @@ static void msg_deliver(struct zcr_ctx *ctx, struct zcr_msg *m,
 	r->st.source = m->src;
 	r->st.tag = m->tag;
 	r->st.len = m->len;
+	r->mmsg = NULL;
 	ctx->st.msgs_recv++;
 	msg_free(ctx, m);
 	__zcr_req_complete_locked(r, r->st.len > r->size ? -EMSGSIZE : 0);
@@ -310,7 +349,7 @@ void __zcr_match_payload_done_locked(struct zcr_ctx *ctx,
 		struct zcr_msg *m = a->msg;
 
 		m->complete = true;
-		if (m->req)
+		if (m->req && !m->req->claim)
 			msg_deliver(ctx, m, m->req);
 	}
 	a->req = NULL;
@@ -330,6 +369,7 @@ static void claimant_lost(struct zcr_ctx *ctx, struct zcr_req *r)
 {
 	struct zcr_list *pos;
 
+	r->mmsg = NULL;
 	if (r->src != ZCRECV_ANY_SOURCE) {
 		__zcr_req_complete_locked(r, -ECONNRESET);
 		return;
@@ -442,6 +482,7 @@ static bool take_queued(struct zcr_ctx *ctx, struct zcr_req *r)
 		if (m->req || m->comm != r->comm ||
 		    !__zcr_match(r->src, r->tag, m->src, m->tag))
 			continue;
+		matched(ctx, m->ep, m->rank, m->ack);
 		if (m->complete)
 			msg_deliver(ctx, m, r);
 		else
@@ -460,6 +501,66 @@ static bool take_queued(struct zcr_ctx *ctx, struct zcr_req *r)
 		}
 	}
 	return false;
+}
+
+int __zcr_match_claim_locked(struct zcr_ctx *ctx, struct zcr_req *r,
+			     int src, int tag)
+{
+	struct zcr_arrival *a = NULL;
+	struct zcr_list *pos;
+	struct zcr_msg *m;
+
+	for (pos = ctx->unexpected.next; pos != &ctx->unexpected;
+	     pos = pos->next) {
+		m = zcr_container_of(pos, struct zcr_msg, link);
+		if (!m->req && m->comm == r->comm &&
+		    __zcr_match(src, tag, m->src, m->tag)) {
+			m->req = r;	/* no receive takes it now */
+			r->mmsg = m;
+			matched(ctx, m->ep, m->rank, m->ack);
+			r->src = m->src;
+			r->tag = m->tag;
+			r->st.source = m->src;
+			r->st.tag = m->tag;
+			r->st.len = m->len;
+			return 1;
+		}
+	}
+	for (pos = ctx->stalled.next; pos != &ctx->stalled; pos = pos->next) {
+		a = zcr_container_of(pos, struct zcr_arrival, stall_link);
+		if (a->comm == r->comm && __zcr_match(src, tag, a->src, a->tag))
+			break;
+		a = NULL;
+	}
+	if (!a)
+		return 0;
+	/* Staging is full: it lands in a buffer of its own. */
+	r->own = a->len <= SIZE_MAX ? malloc(a->len ? (size_t)a->len : 1) :
+		 NULL;
+	if (!r->own)
+		return -ENOMEM;
+	r->buf = r->own;
+	r->size = (size_t)a->len;
+	r->src = a->src;
+	r->tag = a->tag;
+	land_posted(ctx, a, r);
+	return 1;
+}
+
+void __zcr_match_mrecv_locked(struct zcr_ctx *ctx, struct zcr_req *r,
+			      void *buf, size_t size)
+{
+	r->claim = false;
+	if (!r->mmsg) {		/* in r->own, or failed */
+		r->ubuf = buf;
+		r->usize = size;
+		return;
+	}
+	r->buf = buf;
+	r->size = size;
+	if (r->mmsg->complete)
+		msg_deliver(ctx, r->mmsg, r);
+	/* else delivered when its payload is in */
 }
 
 /* Where take_queued() would look, in the same order; nothing taken. */
@@ -544,8 +645,10 @@ void __zcr_match_fini(struct zcr_ctx *ctx)
 	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
 		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
 
-		if (ep->rx.req && !ep->rx.req->done)
+		if (ep->rx.req && !ep->rx.req->done) {
+			free(ep->rx.req->own);
 			free(ep->rx.req);
+		}
 		ep->rx.req = NULL;
 		ep->rx.msg = NULL;
 	}
@@ -559,6 +662,10 @@ void __zcr_match_fini(struct zcr_ctx *ctx)
 	zcr_list_for_each_safe(pos, tmp, &ctx->peers) {
 		zcr_list_del(pos);
 		free(zcr_container_of(pos, struct zcr_peer, link));
+	}
+	zcr_list_for_each_safe(pos, tmp, &ctx->acks) {
+		zcr_list_del(pos);
+		free(zcr_container_of(pos, struct zcr_ack, link));
 	}
 	ctx->npeers = 0;
 }

@@ -44,6 +44,17 @@ struct zcr_peer {
 	uint64_t bytes;			/* staging its queued messages hold */
 };
 
+/*
+ * A synchronous message was matched: the transport of ep (if still open
+ * and still rank's) sends the ACK of message number seq.
+ */
+struct zcr_ack {
+	struct zcr_list link;		/* on ctx->acks */
+	struct zcr_ep *ep;		/* compared, never dereferenced */
+	int rank;
+	uint64_t seq;
+};
+
 /* A message whose header arrived before a matching receive was posted. */
 struct zcr_msg {
 	struct zcr_list link;		/* on ctx->unexpected */
@@ -55,6 +66,9 @@ struct zcr_msg {
 	bool complete;
 	struct zcr_req *req;		/* matched while still arriving */
 	struct zcr_peer *peer;		/* charged slot->cap, or NULL */
+	struct zcr_ep *ep;		/* came on ep; ACK it when matched */
+	int rank;
+	uint64_t ack;			/* its number to ACK, or 0 */
 };
 
 enum zcr_rx_state {
@@ -76,6 +90,7 @@ enum zcr_rx_state {
  * @req:	landing in this posted receive, or NULL
  * @msg:	landing in this staged message, or NULL
  * @stall_link:	on ctx->stalled while ZCR_RX_STALLED
+ * @ack:	a synchronous message: its number, ACKed once matched; or 0
  *
  * Embedded in each endpoint (ep->rx); zero means idle.
  */
@@ -89,6 +104,7 @@ struct zcr_arrival {
 	struct zcr_req *req;
 	struct zcr_msg *msg;
 	struct zcr_list stall_link;
+	uint64_t ack;
 };
 
 /* ---- upward interface for transports ----------------------------------- */
@@ -104,6 +120,13 @@ int __zcr_match_arrive_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
 int __zcr_match_arrive_comm_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
 				   uint32_t comm, int src, int tag,
 				   uint64_t len);
+/*
+ * The same for a synchronous message, number ack (not 0) on its endpoint:
+ * once a receive matches it, a struct zcr_ack goes on ctx->acks.
+ */
+int __zcr_match_arrive_sync_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
+				   uint32_t comm, int src, int tag,
+				   uint64_t len, uint64_t ack);
 /* All len payload bytes of a landing arrival are in: complete it. */
 void __zcr_match_payload_done_locked(struct zcr_ctx *ctx,
 				     struct zcr_arrival *a);
@@ -142,6 +165,15 @@ int __zcr_match_cancel_locked(struct zcr_ctx *ctx, struct zcr_req *r);
  */
 bool __zcr_match_probe_locked(struct zcr_ctx *ctx, uint32_t comm, int src,
 			      int tag, struct zcr_status *st);
+/*
+ * Claim for r (r->comm, src, tag) the message receive r would take: 1
+ * (r->src, r->tag and r->st say which), 0 none, -ENOMEM.
+ */
+int __zcr_match_claim_locked(struct zcr_ctx *ctx, struct zcr_req *r,
+			     int src, int tag);
+/* The claimed message of r goes to buf (size bytes). */
+void __zcr_match_mrecv_locked(struct zcr_ctx *ctx, struct zcr_req *r,
+			      void *buf, size_t size);
 /* Can an endpoint, or a peer yet to connect to our listener, bring src? */
 bool __zcr_source_possible(struct zcr_ctx *ctx, int src);
 /* At context destruction: free queued messages and pending receives. */

@@ -110,6 +110,7 @@ struct zcr_ep *__zcr_ep_new_locked(struct zcr_ctx *ctx,
 	ep->hs_deadline = zcr_now_ns() + ctx->hs_timeout_ns;
 	ctx->nhandshake++;
 	zcr_list_init(&ep->sendq);
+	zcr_list_init(&ep->ackq);
 	zcr_list_init(&ep->rx.stall_link);
 	snprintf(ep->peer, sizeof(ep->peer), "%s peer", ops->name);
 	zcr_list_add_tail(&ep->link, &ctx->eps);
@@ -171,6 +172,7 @@ static void sends_checked(struct zcr_ep *ep)
 						  -EPROTONOSUPPORT : -EMSGSIZE);
 		} else {
 			r->seq = ++ep->send_seq;
+			r->sync = r->sync && ep->sync_ok;
 		}
 	}
 }
@@ -231,6 +233,16 @@ void __zcr_ep_fail_locked(struct zcr_ep *ep, int err, const char *fmt, ...)
 		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
 
 		zcr_list_del(&r->link);
+		if (r->kind == ZCR_REQ_ACK)
+			free(r);
+		else
+			__zcr_req_complete_locked(r, -ECONNRESET);
+	}
+	/* Sent, but no receive is known to have matched them. */
+	zcr_list_for_each_safe(pos, tmp, &ep->ackq) {
+		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
+
+		zcr_list_del(&r->link);
 		__zcr_req_complete_locked(r, -ECONNRESET);
 	}
 	/* A message cut short is never delivered. */
@@ -247,21 +259,29 @@ int __zcr_ep_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 		return -EMSGSIZE;
 	if (r->comm && ep->state == ZCR_EP_OPEN && !ep->comm_ok)
 		return -EPROTONOSUPPORT;	/* an old peer: comm 0 only */
+	/* A peer that does not acknowledge: a standard send. */
+	if (ep->state == ZCR_EP_OPEN && !ep->sync_ok)
+		r->sync = false;
 	r->seq = ++ep->send_seq;
 	r->sent = 0;
 	return ep->tp->send(ep, r);
 }
 
-void __zcr_ep_free(struct zcr_ep *ep)
+/* Free the requests on list q: abandoned with their endpoint. */
+static void reqs_free(struct zcr_list *q)
 {
 	struct zcr_list *pos, *tmp;
 
-	zcr_list_for_each_safe(pos, tmp, &ep->sendq) {
-		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
-
-		zcr_list_del(&r->link);
-		free(r);
+	zcr_list_for_each_safe(pos, tmp, q) {
+		zcr_list_del(pos);
+		free(zcr_container_of(pos, struct zcr_req, link));
 	}
+}
+
+void __zcr_ep_free(struct zcr_ep *ep)
+{
+	reqs_free(&ep->sendq);
+	reqs_free(&ep->ackq);
 	if (ep->rx.state == ZCR_RX_STALLED)
 		zcr_list_del(&ep->rx.stall_link);
 	if (ep->state != ZCR_EP_CLOSED)
@@ -273,6 +293,58 @@ void __zcr_ep_free(struct zcr_ep *ep)
 	if (ep->state == ZCR_EP_HANDSHAKE)
 		ep->ctx->nhandshake--;
 	free(ep);
+}
+
+/*
+ * Send the ACKs match queued (ctx->acks) on their endpoints, each behind
+ * the messages already queued there; those whose endpoint closed are
+ * dropped (the sender's send failed with the connection).
+ */
+void __zcr_ep_acks_flush_locked(struct zcr_ctx *ctx)
+{
+	struct zcr_list *pos, *tmp, *e;
+
+	zcr_list_for_each_safe(pos, tmp, &ctx->acks) {
+		struct zcr_ack *k = zcr_container_of(pos, struct zcr_ack, link);
+		struct zcr_ep *ep = NULL;
+		struct zcr_req *r;
+
+		for (e = ctx->eps.next; e != &ctx->eps; e = e->next)
+			if (zcr_container_of(e, struct zcr_ep, link) == k->ep) {
+				ep = k->ep;
+				break;
+			}
+		r = ep && ep->state == ZCR_EP_OPEN && ep->rank == k->rank &&
+		    ep->sync_ok ? calloc(1, sizeof(*r)) : NULL;
+		if (ep && !r && ep->state == ZCR_EP_OPEN && ep->sync_ok)
+			return;		/* no memory: try again later */
+		zcr_list_del(&k->link);
+		if (r) {
+			r->ctx = ctx;
+			r->kind = ZCR_REQ_ACK;
+			r->ep = ep;
+			r->seq = k->seq;
+			ep->tp->send(ep, r);
+		}
+		free(k);
+	}
+}
+
+void __zcr_ep_acked_locked(struct zcr_ep *ep, uint64_t seq)
+{
+	struct zcr_list *pos;
+
+	for (pos = ep->ackq.next; pos != &ep->ackq; pos = pos->next) {
+		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
+
+		if (r->seq == seq) {
+			zcr_list_del(&r->link);
+			__zcr_req_complete_locked(r, 0);
+			return;
+		}
+	}
+	__zcr_ep_fail_locked(ep, -EPROTO, "acknowledgement of message %llu, "
+			     "not awaited", (unsigned long long)seq);
 }
 
 int __zcr_ep_handoff_locked(struct zcr_ep *ep,

@@ -172,6 +172,13 @@ void __zcr_ep_fail_locked(struct zcr_ep *ep, int err, const char *fmt, ...)
 unsigned int __zcr_ep_live_locked(struct zcr_ctx *ctx);
 /* Queue a send request on ep's transport. Returns 0 or -errno. */
 int __zcr_ep_send_locked(struct zcr_ep *ep, struct zcr_req *r);
+/* Send the ACKs queued on ctx->acks (lib/match) on their endpoints. */
+void __zcr_ep_acks_flush_locked(struct zcr_ctx *ctx);
+/*
+ * The ACK of message seq came on ep: complete the synchronous send
+ * awaiting it (else the peer broke the protocol: ep fails).
+ */
+void __zcr_ep_acked_locked(struct zcr_ep *ep, uint64_t seq);
 void __zcr_ep_free(struct zcr_ep *ep);
 /*
  * Move ep's data path to transport to (to->adopt gets arg). Only between

@@ -74,9 +74,9 @@ int __zcr_wire_parse(const uint8_t in[ZCR_WIRE_HDR_LEN], uint64_t max_len,
 		*why = "bad header length";
 		return -EBADMSG;
 	}
-	if (h->type < ZCR_WIRE_HELLO || h->type > ZCR_WIRE_AUTH ||
+	if (h->type < ZCR_WIRE_HELLO || h->type > ZCR_WIRE_ACK ||
 	    (h->version < 2 && h->type > ZCR_WIRE_DATA &&
-	     h->type != ZCR_WIRE_AUTH)) {
+	     h->type != ZCR_WIRE_AUTH && h->type != ZCR_WIRE_ACK)) {
 		*why = "unknown message type";
 		return -EBADMSG;
 	}
@@ -85,7 +85,8 @@ int __zcr_wire_parse(const uint8_t in[ZCR_WIRE_HDR_LEN], uint64_t max_len,
 		return -EBADMSG;
 	}
 	if ((h->type == ZCR_WIRE_HELLO && (h->tag & ~ZCR_HELLO_FLAGS)) ||
-	    (h->type == ZCR_WIRE_AUTH && h->tag)) {
+	    ((h->type == ZCR_WIRE_AUTH || h->type == ZCR_WIRE_ACK) &&
+	     h->tag)) {
 		*why = "unknown handshake flags";
 		return -EBADMSG;
 	}
@@ -93,6 +94,10 @@ int __zcr_wire_parse(const uint8_t in[ZCR_WIRE_HDR_LEN], uint64_t max_len,
 	    (h->seq || h->len != (h->type == ZCR_WIRE_SHM_OFFER ?
 				  ZCR_WIRE_OFFER_LEN : 0))) {
 		*why = "shm negotiation of the wrong size";
+		return -EMSGSIZE;
+	}
+	if (h->type == ZCR_WIRE_ACK && h->len) {
+		*why = "acknowledgement with a payload";
 		return -EMSGSIZE;
 	}
 	if (h->type != ZCR_WIRE_DATA) {

@@ -22,6 +22,8 @@ enum zcr_wire_type {
 	ZCR_WIRE_SHM_GRANT = 4,	/* tag 0: you may attach; else errno */
 	ZCR_WIRE_SHM_SWITCH = 5,	/* tag 0: moving to shm; else errno */
 	ZCR_WIRE_AUTH = 6,	/* src; len, seq: the handshake MAC */
+	/* With ZCR_HELLO_SYNC on both HELLOs: */
+	ZCR_WIRE_ACK = 7,	/* src; seq: number of the DATA now matched */
 };
 
 /* HELLO: tag holds flags, len the sender's max_msg, seq its nonce. */
@@ -32,8 +34,18 @@ enum zcr_wire_type {
  * Only the dialling side sets it first; the side that accepted answers it.
  */
 #define ZCR_HELLO_COMM		2
-#define ZCR_HELLO_FLAGS		(ZCR_HELLO_AUTH | ZCR_HELLO_COMM)
+/*
+ * The sender acknowledges synchronous sends: with it (and ZCR_HELLO_COMM)
+ * on both HELLOs of a wire version 1 connection, DATA's seq bit 31 asks
+ * for an ACK once a receive matched it, and the message number takes
+ * bits 0-30 only. Offered and answered as ZCR_HELLO_COMM.
+ */
+#define ZCR_HELLO_SYNC		4
+#define ZCR_HELLO_FLAGS		(ZCR_HELLO_AUTH | ZCR_HELLO_COMM | \
+				 ZCR_HELLO_SYNC)
 #define ZCR_SEQ_MASK		0xffffffffULL
+#define ZCR_SEQ_SYNC		0x80000000ULL
+#define ZCR_SEQ_MASK_SYNC	0x7fffffffULL
 
 struct zcr_wire_hdr {
 	uint32_t magic;

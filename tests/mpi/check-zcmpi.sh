@@ -5,7 +5,8 @@
 #     with the layer as without it, and the layer carried its messages
 #     (ZCRECV_REPORT=1 lines from every rank);
 #   - the semantics suite tests/mpi/zcmpi_sem.c passes with and without;
-#   - mixed Fortran/C (tests/mpi/mixed.f90) shares one path;
+#   - mixed Fortran/C (tests/mpi/mixed.f90) shares one path, also with
+#     the `use mpi` bindings under Open MPI (tests/mpi/usempi.f90);
 #   - MPICH with the environment wire-up (ZCRECV_JOB_DIR);
 #   - bad use: a rank that exits mid-job makes the job fail, not hang; a
 #     job asked to use PMIx without a PMIx server says so and fails.
@@ -91,7 +92,7 @@ die() {
 }
 
 if [ -f $bin/libzcrecv-mpi.so ]; then
-	for app in poisson matmul nbody fft cg ring mixed; do
+	for app in poisson matmul nbody fft cg ring mixed usempi; do
 		[ -x $bin/$app ] && same ompi libzcrecv-mpi.so "ompi-$app" $bin/$app
 	done
 	sem ompi libzcrecv-mpi.so $bin/zcmpi_sem ompi-sem

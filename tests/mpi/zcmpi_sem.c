@@ -3,7 +3,8 @@
  * zcmpi_sem.c - MPI point-to-point semantics, run with and without
  * libzcrecv-mpi.so (tests/mpi/check-zcmpi.sh): ordering, wildcards,
  * probe, truncation, cancel, MPI_PROC_NULL, communicators, derived types,
- * the completion calls, self sends, persistent requests, MPI_Alloc_mem.
+ * the completion calls, self sends, persistent requests, matched probes,
+ * cancelling a send, synchronous sends, MPI_Alloc_mem.
  * 4 ranks or more.
  *
  *   zcmpi_sem        the suite; rank 0 prints "sem: N checks passed"
@@ -332,6 +333,163 @@ static void persistent(void)
 	MPI_Type_free(&vec);
 }
 
+/*
+ * Matched probes: a message claimed by MPI_Mprobe is invisible to probes
+ * and receives, and MPI_Mrecv takes exactly it; MPI_Improbe/MPI_Imrecv
+ * with ANY_SOURCE; MPI_PROC_NULL gives MPI_MESSAGE_NO_PROC.
+ */
+static void matched(void)
+{
+	enum { BIG = 300000 };
+	static int a[BIG];
+	int i, n, flag = 0, got = 0;
+	MPI_Message m, m2;
+	MPI_Request r;
+	MPI_Status st;
+
+	if (rank != 3) {
+		for (i = 0; i < 7; i++)
+			a[i] = rank * 10 + i;
+		if (rank == 2) {
+			MPI_Send(a, 5, MPI_INT, 3, 60, MPI_COMM_WORLD);
+			MPI_Send(a, 7, MPI_INT, 3, 60, MPI_COMM_WORLD);
+			a[BIG - 1] = 4242;
+			MPI_Send(a, BIG, MPI_INT, 3, 63, MPI_COMM_WORLD);
+		}
+		MPI_Send(a, rank + 1, MPI_INT, 3, 61, MPI_COMM_WORLD);
+	} else {
+		MPI_Mprobe(2, 60, MPI_COMM_WORLD, &m, &st);
+		MPI_Get_count(&st, MPI_INT, &n);
+		CHECK(n == 5 && st.MPI_SOURCE == 2 && m != MPI_MESSAGE_NULL);
+		/* The claimed message is gone for everyone else. */
+		MPI_Probe(2, 60, MPI_COMM_WORLD, &st);
+		MPI_Get_count(&st, MPI_INT, &n);
+		CHECK(n == 7);
+		MPI_Recv(a + 100, 10, MPI_INT, MPI_ANY_SOURCE, 60,
+			 MPI_COMM_WORLD, &st);
+		MPI_Get_count(&st, MPI_INT, &n);
+		CHECK(n == 7 && a[106] == 26);
+		MPI_Mrecv(a, 10, MPI_INT, &m, &st);
+		MPI_Get_count(&st, MPI_INT, &n);
+		CHECK(n == 5 && a[4] == 24 && m == MPI_MESSAGE_NULL);
+		/* The large one: claimed, maybe still arriving. */
+		MPI_Mprobe(MPI_ANY_SOURCE, 63, MPI_COMM_WORLD, &m, &st);
+		a[BIG - 1] = 0;
+		MPI_Imrecv(a, BIG, MPI_INT, &m, &r);
+		MPI_Wait(&r, &st);
+		MPI_Get_count(&st, MPI_INT, &n);
+		CHECK(n == BIG && a[BIG - 1] == 4242 && st.MPI_TAG == 63);
+		while (got < 3) {
+			MPI_Improbe(MPI_ANY_SOURCE, 61, MPI_COMM_WORLD, &flag,
+				    &m, &st);
+			if (!flag)
+				continue;
+			MPI_Get_count(&st, MPI_INT, &n);
+			CHECK(n == st.MPI_SOURCE + 1);
+			MPI_Imrecv(a, 10, MPI_INT, &m, &r);
+			MPI_Wait(&r, &st);
+			CHECK(a[n - 1] == st.MPI_SOURCE * 10 + n - 1);
+			got++;
+		}
+		MPI_Improbe(MPI_ANY_SOURCE, 61, MPI_COMM_WORLD, &flag, &m2,
+			    &st);
+		CHECK(!flag);
+	}
+	MPI_Mprobe(MPI_PROC_NULL, 0, MPI_COMM_WORLD, &m, &st);
+	CHECK(m == MPI_MESSAGE_NO_PROC && st.MPI_SOURCE == MPI_PROC_NULL);
+	MPI_Mrecv(a, 1, MPI_INT, &m, &st);
+	MPI_Get_count(&st, MPI_INT, &n);
+	CHECK(m == MPI_MESSAGE_NULL && st.MPI_SOURCE == MPI_PROC_NULL &&
+	      n == 0);
+}
+
+/*
+ * MPI_Cancel of a send: either it is cancelled (MPI_Test_cancelled true,
+ * the message never arrives) or it completes normally (false, the message
+ * arrives); never both. Rank 0 tells rank 1 which, on another tag.
+ */
+static void cancel_send(void)
+{
+	int v[4] = { 7, 8, 9, 10 }, flag = 0, was = -1, i;
+	MPI_Request r;
+	MPI_Status st;
+	MPI_Comm c;
+	double t;
+
+	MPI_Comm_dup(MPI_COMM_WORLD, &c);
+	if (rank == 0) {
+		MPI_Isend(v, 4, MPI_INT, 1, 71, c, &r);
+		MPI_Cancel(&r);
+		MPI_Wait(&r, &st);
+		MPI_Test_cancelled(&st, &was);
+		MPI_Send(&was, 1, MPI_INT, 1, 72, c);
+	} else if (rank == 1) {
+		MPI_Recv(&was, 1, MPI_INT, 0, 72, c, &st);
+		if (!was) {
+			memset(v, 0, sizeof(v));
+			MPI_Recv(v, 4, MPI_INT, 0, 71, c, &st);
+			for (i = 0; i < 4; i++)
+				CHECK(v[i] == 7 + i);
+		}
+	}
+	MPI_Barrier(c);
+	if (rank == 1) {
+		/* Nothing (more) arrives on tag 71, within half a second. */
+		t = MPI_Wtime();
+		while (!flag && MPI_Wtime() - t < 0.5)
+			MPI_Iprobe(0, 71, c, &flag, &st);
+		CHECK(!flag);
+	}
+	MPI_Comm_free(&c);
+}
+
+/*
+ * Synchronous sends complete only once the receiver matched them: rank 0's
+ * MPI_Issend (and rank 2's MPI_Ssend_init started) stay pending while the
+ * receiver has posted nothing, however long the sender tests, and
+ * complete once it receives.
+ */
+static void ssend(void)
+{
+	int v = 0, go = 1, flag = 0, i, dst = rank + 1;
+	MPI_Request r;
+	MPI_Status st;
+
+	if (rank == 0 || rank == 2) {
+		v = 500 + rank;
+		if (rank == 0)
+			MPI_Issend(&v, 1, MPI_INT, dst, 90, MPI_COMM_WORLD, &r);
+		else
+			MPI_Ssend_init(&v, 1, MPI_INT, dst, 90, MPI_COMM_WORLD,
+				       &r);
+		if (rank == 2)
+			MPI_Start(&r);
+		for (i = 0; i < 50 && !flag; i++) {
+			MPI_Test(&r, &flag, &st);
+			usleep(4000);
+		}
+		CHECK(!flag);
+		MPI_Send(&go, 1, MPI_INT, dst, 91, MPI_COMM_WORLD);
+		MPI_Wait(&r, &st);
+		if (rank == 2)
+			MPI_Request_free(&r);
+		/* A blocking one returns once the receive took it. */
+		MPI_Ssend(&v, 1, MPI_INT, dst, 92, MPI_COMM_WORLD);
+		MPI_Recv(&go, 1, MPI_INT, dst, 93, MPI_COMM_WORLD, &st);
+		CHECK(go == 2);
+	} else {
+		MPI_Recv(&go, 1, MPI_INT, rank - 1, 91, MPI_COMM_WORLD, &st);
+		MPI_Recv(&v, 1, MPI_INT, rank - 1, 90, MPI_COMM_WORLD, &st);
+		CHECK(v == 500 + rank - 1);
+		/* The one blocking send: probed (not matched) first. */
+		MPI_Probe(rank - 1, 92, MPI_COMM_WORLD, &st);
+		go = 2;
+		MPI_Recv(&v, 1, MPI_INT, rank - 1, 92, MPI_COMM_WORLD, &st);
+		MPI_Send(&go, 1, MPI_INT, rank - 1, 93, MPI_COMM_WORLD);
+	}
+	MPI_Ssend(&v, 0, MPI_INT, MPI_PROC_NULL, 94, MPI_COMM_WORLD);
+}
+
 static void alloc_mem(void)
 {
 	size_t n = 1 << 20;
@@ -387,6 +545,9 @@ int main(int argc, char **argv)
 	derived();
 	completion();
 	persistent();
+	matched();
+	cancel_send();
+	ssend();
 	alloc_mem();
 	MPI_Allreduce(MPI_IN_PLACE, &checks, 1, MPI_INT, MPI_SUM,
 		      MPI_COMM_WORLD);

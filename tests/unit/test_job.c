@@ -3,8 +3,10 @@
  * test_job.c - zcr_ctx_create_job() through the environment fallback
  * (ZCRECV_RANK, ZCRECV_SIZE, ZCRECV_JOB_DIR) with two forked ranks, and
  * communicator ids: messages of two ids never match each other's
- * receives, iprobe sees without taking. Without any launcher the call
- * fails with -ENOENT.
+ * receives, iprobe sees without taking; zcr_improbe() claims a message
+ * no other receive then takes, zcr_imrecv() receives it; a synchronous
+ * send (zcr_issend_comm()) stays pending until the peer receives it.
+ * Without any launcher the call fails with -ENOENT.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -40,6 +42,8 @@ ZT_TEST(no_launcher_is_enoent)
 	ZT_ASSERT(ctx == NULL);
 	unsetenv("ZCRECV_QUIET");
 }
+
+static struct zcr_ctx *ctx_of_rank;
 
 /* One rank of the two; exit status 0 when all it checked held. */
 static int rank_main(int rank)
@@ -90,7 +94,73 @@ static int rank_main(int rank)
 	return 0;
 }
 
-ZT_TEST(two_ranks_through_a_job_dir)
+/* Claims and synchronous sends; exit status 0 when all held. */
+static int claim_main(int rank)
+{
+	struct zcr_message *m;
+	struct zcr_status st;
+	struct zcr_req *req, *sreq;
+	struct zcr_ep *ep;
+	int i, x = 30, y = 40, c = 0, found = 0;
+
+	if (zcr_ctx_create_job(NULL, 0, NULL, 0, &ctx_of_rank))
+		return 10;
+	if (zcr_job_ep(ctx_of_rank, 1 - rank, &ep))
+		return 12;
+	if (rank == 0) {
+		if (zcr_issend_comm(ep, 3, &x, sizeof(x), 1, &sreq))
+			return 13;
+		/* Rank 1 posts nothing until told: the send must wait. */
+		for (i = 0; i < 20; i++) {
+			if (zcr_test(sreq, NULL))
+				return 14;
+			usleep(10000);
+		}
+		if (zcr_send(ep, &c, sizeof(c), 2) || zcr_wait(sreq, NULL))
+			return 15;
+		if (zcr_isend_comm(ep, 3, &y, sizeof(y), 4, &req) ||
+		    zcr_wait(req, NULL))
+			return 16;
+		y++;
+		if (zcr_isend_comm(ep, 3, &y, sizeof(y), 4, &req) ||
+		    zcr_wait(req, NULL))
+			return 17;
+		if (zcr_recv(ctx_of_rank, &c, sizeof(c), 1, 9, NULL) ||
+		    c != 99)
+			return 18;
+	} else {
+		if (zcr_recv(ctx_of_rank, &c, sizeof(c), 0, 2, NULL))
+			return 20;
+		if (zcr_irecv_comm(ctx_of_rank, 3, &c, sizeof(c), 0, 1, &req) ||
+		    zcr_wait(req, NULL) || c != 30)
+			return 21;
+		while (!found)
+			found = zcr_improbe(ctx_of_rank, 3, ZCRECV_ANY_SOURCE,
+					    4, &m, &st);
+		if (found != 1 || st.source != 0 || st.len != sizeof(int))
+			return 22;
+		/* The claimed one (40) is gone: the receive takes 41. */
+		if (zcr_irecv_comm(ctx_of_rank, 3, &c, sizeof(c),
+				   ZCRECV_ANY_SOURCE, 4, &req) ||
+		    zcr_wait(req, NULL) || c != 41)
+			return 23;
+		if (zcr_imrecv(m, &c, sizeof(c), &req) ||
+		    zcr_wait(req, &st) || c != 40 || st.tag != 4)
+			return 24;
+		if (zcr_improbe(ctx_of_rank, 3, ZCRECV_ANY_SOURCE,
+				ZCRECV_ANY_TAG, &m, &st) != 0)
+			return 25;
+		c = 99;
+		if (zcr_send(ep, &c, sizeof(c), 9))
+			return 26;
+	}
+	sleep(1);	/* the peer reads before we close */
+	zcr_ctx_destroy(ctx_of_rank);
+	return 0;
+}
+
+/* Run fn as ranks 0 and 1 of a job wired up through a job directory. */
+static void two_ranks(int (*fn)(int rank))
 {
 	char dir[] = "/tmp/zcr-job-XXXXXX", cmd[64];
 	int rank, status;
@@ -109,7 +179,7 @@ ZT_TEST(two_ranks_through_a_job_dir)
 			setenv("ZCRECV_SIZE", "2", 1);
 			setenv("ZCRECV_JOB_DIR", dir, 1);
 			setenv("ZCRECV_JOB_TIMEOUT_MS", "20000", 1);
-			_exit(rank_main(rank));
+			_exit(fn(rank));
 		}
 	}
 	for (rank = 0; rank < 2; rank++) {
@@ -119,4 +189,14 @@ ZT_TEST(two_ranks_through_a_job_dir)
 	}
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	ZT_ASSERT(system(cmd) == 0);
+}
+
+ZT_TEST(two_ranks_through_a_job_dir)
+{
+	two_ranks(rank_main);
+}
+
+ZT_TEST(claimed_messages_and_synchronous_sends)
+{
+	two_ranks(claim_main);
 }

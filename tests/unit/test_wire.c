@@ -75,6 +75,19 @@ static void m_auth(struct zcr_wire_hdr *h)
 	h->tag = 0;
 	h->len = ~0ULL;		/* half of the MAC */
 }
+static void m_ack_tag(struct zcr_wire_hdr *h) { h->type = ZCR_WIRE_ACK; }
+static void m_ack_len(struct zcr_wire_hdr *h)
+{
+	h->type = ZCR_WIRE_ACK;
+	h->tag = 0;
+}
+static void m_ack(struct zcr_wire_hdr *h)
+{
+	h->type = ZCR_WIRE_ACK;
+	h->tag = 0;
+	h->len = 0;
+	h->seq = ~0ULL;		/* a message number, any */
+}
 static void m_none(struct zcr_wire_hdr *h) { (void)h; }
 
 ZT_TEST(invalid_fields)
@@ -89,6 +102,9 @@ ZT_TEST(invalid_fields)
 	ZT_EXPECT_EQ(parse_mod(m_hello_ok, MAXLEN), 0);
 	ZT_EXPECT_EQ(parse_mod(m_auth_tag, MAXLEN), -EBADMSG);
 	ZT_EXPECT_EQ(parse_mod(m_auth, MAXLEN), 0);
+	ZT_EXPECT_EQ(parse_mod(m_ack_tag, MAXLEN), -EBADMSG);
+	ZT_EXPECT_EQ(parse_mod(m_ack_len, MAXLEN), -EMSGSIZE);
+	ZT_EXPECT_EQ(parse_mod(m_ack, MAXLEN), 0);
 	ZT_EXPECT_EQ(parse_mod(m_none, 1000), -EMSGSIZE);
 	ZT_EXPECT_EQ(parse_mod(m_none, 123456), 0);
 }
@@ -99,10 +115,10 @@ static void check_accepted(const struct zcr_wire_hdr *g)
 	ZT_ASSERT(g->version >= ZCR_WIRE_VERSION &&
 		  g->version <= ZCR_WIRE_VERSION_MAX);
 	ZT_EXPECT_EQ(g->hdr_len, ZCR_WIRE_HDR_LEN);
-	ZT_ASSERT(g->type >= ZCR_WIRE_HELLO && g->type <= ZCR_WIRE_AUTH);
+	ZT_ASSERT(g->type >= ZCR_WIRE_HELLO && g->type <= ZCR_WIRE_ACK);
 	/* The shm negotiation exists in version 2 only. */
 	ZT_ASSERT(g->type <= ZCR_WIRE_DATA || g->type == ZCR_WIRE_AUTH ||
-		  g->version == 2);
+		  g->type == ZCR_WIRE_ACK || g->version == 2);
 	ZT_ASSERT(g->src >= 0 && g->tag >= 0);
 	if (g->type == ZCR_WIRE_DATA)
 		ZT_ASSERT(g->len <= MAXLEN);
@@ -110,6 +126,8 @@ static void check_accepted(const struct zcr_wire_hdr *g)
 		ZT_ASSERT(!(g->tag & ~ZCR_HELLO_FLAGS));
 	if (g->type == ZCR_WIRE_AUTH)
 		ZT_ASSERT(!g->tag);
+	if (g->type == ZCR_WIRE_ACK)
+		ZT_ASSERT(!g->tag && !g->len);
 	if (g->type >= ZCR_WIRE_SHM_OFFER && g->type <= ZCR_WIRE_SHM_SWITCH)
 		ZT_ASSERT(!g->seq && g->len == (g->type == ZCR_WIRE_SHM_OFFER ?
 						ZCR_WIRE_OFFER_LEN : 0));

@@ -36,7 +36,8 @@ struct zcomm {
 	int *local;		/* world rank -> comm rank, or -1 */
 };
 
-enum { ZR_FREE = 0, ZR_SEND, ZR_RECV, ZR_NULL };
+/* ZR_SSEND: only as what to start (a synchronous ZR_SEND). */
+enum { ZR_FREE = 0, ZR_SEND, ZR_RECV, ZR_NULL, ZR_MSG, ZR_SSEND };
 
 /* One of our requests: what MPI_Request handles of ours point at. */
 struct zreq {
@@ -46,6 +47,7 @@ struct zreq {
 	bool cancelled;
 	int err;		/* MPI error code of the completion */
 	struct zcr_req *r;	/* NULL once completed */
+	struct zcr_message *msg;	/* ZR_MSG: claimed by MPI_(I)mprobe */
 	MPI_Comm comm;
 	struct zcomm *zc;
 	/* receive */
@@ -65,7 +67,7 @@ struct zreq {
 	 */
 	bool persistent;
 	bool active;
-	int pkind;		/* ZR_SEND or ZR_RECV */
+	int pkind;		/* ZR_SEND, ZR_SSEND or ZR_RECV */
 	const void *pbuf;
 	int pcount, prank, ptag;
 	MPI_Datatype ptype;
@@ -123,30 +125,39 @@ static void die(const char *fmt, ...)
 
 /* ---- request handles ---------------------------------------------------- */
 
+/*
+ * Handles of ours point into the pool: Open MPI's handles are pointers,
+ * so ours are addresses in the pool; MPICH's are ints, ours carry a top
+ * byte no MPICH handle has (one for requests, one for messages) and the
+ * pool index.
+ */
 #ifdef OPEN_MPI
-static inline bool ours(MPI_Request h)
-{
-	return pool && (char *)h >= (char *)pool &&
-	       (char *)h < (char *)(pool + NREQ);
-}
-static inline struct zreq *Z(MPI_Request h) { return (struct zreq *)h; }
-static inline MPI_Request H(struct zreq *z) { return (MPI_Request)z; }
+#define HANDLES(T, ours, Z, H, prefix)					\
+static inline bool ours(T h)						\
+{									\
+	return pool && (char *)h >= (char *)pool &&			\
+	       (char *)h < (char *)(pool + NREQ);			\
+}									\
+static inline struct zreq *Z(T h) { return (struct zreq *)h; }		\
+static inline T H(struct zreq *z) { return (T)z; }
 #else
-#define ZHANDLE	0x01000000
-static inline bool ours(MPI_Request h)
-{
-	return pool && ((unsigned int)h & 0xff000000U) == ZHANDLE &&
-	       ((unsigned int)h & 0xffffffU) < NREQ;
-}
-static inline struct zreq *Z(MPI_Request h)
-{
-	return &pool[(unsigned int)h & 0xffffffU];
-}
-static inline MPI_Request H(struct zreq *z)
-{
-	return (MPI_Request)(ZHANDLE | (int)(z - pool));
+#define HANDLES(T, ours, Z, H, prefix)					\
+static inline bool ours(T h)						\
+{									\
+	return pool && ((unsigned int)h & 0xff000000U) == (prefix) &&	\
+	       ((unsigned int)h & 0xffffffU) < NREQ;			\
+}									\
+static inline struct zreq *Z(T h)					\
+{									\
+	return &pool[(unsigned int)h & 0xffffffU];			\
+}									\
+static inline T H(struct zreq *z)					\
+{									\
+	return (T)((prefix) | (int)(z - pool));				\
 }
 #endif
+HANDLES(MPI_Request, ours, Z, H, 0x01000000U)
+HANDLES(MPI_Message, ours_msg, ZM, HM, 0x02000000U)
 
 static struct zreq *zreq_new(int kind, MPI_Comm comm, struct zcomm *zc)
 {
@@ -481,7 +492,7 @@ static void zreq_reset(struct zreq *z)
 
 /* Start a send on z (comm and zc set); an MPI error code. */
 static int send_into(struct zreq *z, const void *buf, int count,
-		     MPI_Datatype t, int dest, int tag)
+		     MPI_Datatype t, int dest, int tag, bool sync)
 {
 	MPI_Comm comm = z->comm;
 	struct zcomm *zc = z->zc;
@@ -513,7 +524,9 @@ static int send_into(struct zreq *z, const void *buf, int count,
 	}
 	ret = zcr_job_ep(ctx, z->peer, &ep);
 	if (!ret)
-		ret = zcr_isend_comm(ep, zc->id, ptr, bytes, tag, &z->r);
+		ret = (sync ? zcr_issend_comm : zcr_isend_comm)(ep, zc->id, ptr,
+								bytes, tag,
+								&z->r);
 	if (ret) {
 		free(z->tmp);
 		z->tmp = NULL;
@@ -593,8 +606,9 @@ static int recv_into(struct zreq *z, void *buf, int count, MPI_Datatype t,
 static int zreq_start(struct zreq *z, int kind, const void *buf, int count,
 		      MPI_Datatype t, int rank, int tag)
 {
-	if (kind == ZR_SEND)
-		return send_into(z, buf, count, t, rank, tag);
+	if (kind == ZR_SEND || kind == ZR_SSEND)
+		return send_into(z, buf, count, t, rank, tag,
+				 kind == ZR_SSEND);
 	return recv_into(z, (void *)buf, count, t, rank, tag);
 }
 
@@ -771,7 +785,8 @@ int MPI_Isend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
 	LEAVE(start_send(buf, count, t, dest, tag, comm, zc, req));
 }
 
-/* Synchronous, buffered and ready modes complete as standard sends. */
+/* Buffered and ready modes are standard sends; synchronous ones wait for
+ * the receiver's match (zcr_issend_comm). */
 int MPI_Issend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
 	       MPI_Comm comm, MPI_Request *req)
 {
@@ -780,7 +795,7 @@ int MPI_Issend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
 
 	if (!zc)
 		LEAVE(PMPI_Issend(buf, count, t, dest, tag, comm, req));
-	LEAVE(start_send(buf, count, t, dest, tag, comm, zc, req));
+	LEAVE(start_op(ZR_SSEND, buf, count, t, dest, tag, comm, zc, req));
 }
 
 int MPI_Ibsend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
@@ -805,11 +820,12 @@ int MPI_Irsend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
 	LEAVE(start_send(buf, count, t, dest, tag, comm, zc, req));
 }
 
-static int blocking_send(const void *buf, int count, MPI_Datatype t,
-			 int dest, int tag, MPI_Comm comm, struct zcomm *zc)
+static int blocking_send(int kind, const void *buf, int count,
+			 MPI_Datatype t, int dest, int tag, MPI_Comm comm,
+			 struct zcomm *zc)
 {
 	MPI_Request r;
-	int ret = start_send(buf, count, t, dest, tag, comm, zc, &r);
+	int ret = start_op(kind, buf, count, t, dest, tag, comm, zc, &r);
 
 	if (ret)
 		return ret;
@@ -824,7 +840,7 @@ int MPI_Send(const void *buf, int count, MPI_Datatype t, int dest, int tag,
 
 	if (!zc)
 		LEAVE(PMPI_Send(buf, count, t, dest, tag, comm));
-	LEAVE(blocking_send(buf, count, t, dest, tag, comm, zc));
+	LEAVE(blocking_send(ZR_SEND, buf, count, t, dest, tag, comm, zc));
 }
 
 int MPI_Ssend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
@@ -835,7 +851,7 @@ int MPI_Ssend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
 
 	if (!zc)
 		LEAVE(PMPI_Ssend(buf, count, t, dest, tag, comm));
-	LEAVE(blocking_send(buf, count, t, dest, tag, comm, zc));
+	LEAVE(blocking_send(ZR_SSEND, buf, count, t, dest, tag, comm, zc));
 }
 
 int MPI_Bsend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
@@ -846,7 +862,7 @@ int MPI_Bsend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
 
 	if (!zc)
 		LEAVE(PMPI_Bsend(buf, count, t, dest, tag, comm));
-	LEAVE(blocking_send(buf, count, t, dest, tag, comm, zc));
+	LEAVE(blocking_send(ZR_SEND, buf, count, t, dest, tag, comm, zc));
 }
 
 int MPI_Rsend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
@@ -857,7 +873,7 @@ int MPI_Rsend(const void *buf, int count, MPI_Datatype t, int dest, int tag,
 
 	if (!zc)
 		LEAVE(PMPI_Rsend(buf, count, t, dest, tag, comm));
-	LEAVE(blocking_send(buf, count, t, dest, tag, comm, zc));
+	LEAVE(blocking_send(ZR_SEND, buf, count, t, dest, tag, comm, zc));
 }
 
 int MPI_Irecv(void *buf, int count, MPI_Datatype t, int src, int tag,
@@ -937,33 +953,53 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype t, int dest,
 	LEAVE(ret);
 }
 
+/*
+ * MPI_(I)probe, or with message MPI_(I)mprobe: the message found is then
+ * claimed (no other receive or probe sees it) and *message names it.
+ */
 static int probe(int src, int tag, MPI_Comm comm, struct zcomm *zc,
-		 int *flag, MPI_Status *st, bool block)
+		 int *flag, MPI_Message *message, MPI_Status *st, bool block)
 {
+	struct zcr_message *m = NULL;
 	struct zcr_status zs;
-	int ret;
+	struct zreq *z;
+	int ret, wsrc, wtag;
 
 	if (src == MPI_PROC_NULL) {
 		*flag = 1;
+		if (message)
+			*message = MPI_MESSAGE_NO_PROC;
 		status_set(st, MPI_PROC_NULL, MPI_ANY_TAG, 0, false, 0);
 		return MPI_SUCCESS;
 	}
 	if (src != MPI_ANY_SOURCE && (src < 0 || src >= zc->size))
 		return comm_error(comm, MPI_ERR_RANK);
+	if (tag < 0 && tag != MPI_ANY_TAG)
+		return comm_error(comm, MPI_ERR_TAG);
+	wsrc = src == MPI_ANY_SOURCE ? ZCRECV_ANY_SOURCE : zc->world[src];
+	wtag = tag == MPI_ANY_TAG ? ZCRECV_ANY_TAG : tag;
 	for (;;) {
-		ret = zcr_iprobe(ctx, zc->id, src == MPI_ANY_SOURCE ?
-				 ZCRECV_ANY_SOURCE : zc->world[src],
-				 tag == MPI_ANY_TAG ? ZCRECV_ANY_TAG : tag,
-				 &zs);
+		ret = message ? zcr_improbe(ctx, zc->id, wsrc, wtag, &m, &zs) :
+		      zcr_iprobe(ctx, zc->id, wsrc, wtag, &zs);
 		if (ret < 0)
-			return comm_error(comm, MPI_ERR_ARG);
+			return comm_error(comm, ret == -ENOMEM ?
+					  MPI_ERR_NO_MEM : MPI_ERR_ARG);
 		if (ret || !block)
 			break;
 		idle();
 	}
 	*flag = ret;
-	if (ret)
-		status_set(st, zc->local[zs.source], zs.tag, zs.len, false, 0);
+	if (message && !ret)
+		*message = MPI_MESSAGE_NULL;
+	if (!ret)
+		return MPI_SUCCESS;
+	if (message) {
+		z = zreq_new(ZR_MSG, comm, zc);
+		z->msg = m;
+		z->peer = zs.source;
+		*message = HM(z);
+	}
+	status_set(st, zc->local[zs.source], zs.tag, zs.len, false, 0);
 	return MPI_SUCCESS;
 }
 
@@ -974,7 +1010,7 @@ int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
 
 	if (!zc)
 		LEAVE(PMPI_Iprobe(src, tag, comm, flag, st));
-	LEAVE(probe(src, tag, comm, zc, flag, st, false));
+	LEAVE(probe(src, tag, comm, zc, flag, NULL, st, false));
 }
 
 int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *st)
@@ -985,10 +1021,98 @@ int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *st)
 
 	if (!zc)
 		LEAVE(PMPI_Probe(src, tag, comm, st));
-	LEAVE(probe(src, tag, comm, zc, &flag, st, true));
+	LEAVE(probe(src, tag, comm, zc, &flag, NULL, st, true));
 }
 
 static bool any_ours(int n, const MPI_Request *reqs);
+
+/* ---- matched probes ----------------------------------------------------- */
+
+int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag,
+		MPI_Message *message, MPI_Status *st)
+{
+	struct zcomm *zc = zcomm_of(comm);
+	ENTER;
+
+	if (!zc)
+		LEAVE(PMPI_Improbe(src, tag, comm, flag, message, st));
+	LEAVE(probe(src, tag, comm, zc, flag, message, st, false));
+}
+
+int MPI_Mprobe(int src, int tag, MPI_Comm comm, MPI_Message *message,
+	       MPI_Status *st)
+{
+	struct zcomm *zc = zcomm_of(comm);
+	int flag;
+	ENTER;
+
+	if (!zc)
+		LEAVE(PMPI_Mprobe(src, tag, comm, message, st));
+	LEAVE(probe(src, tag, comm, zc, &flag, message, st, true));
+}
+
+/*
+ * Receive the message of ours *message into buf: *req (ours) receives it;
+ * *message becomes MPI_MESSAGE_NULL.
+ */
+static int mrecv_start(void *buf, int count, MPI_Datatype t,
+		       MPI_Message *message, MPI_Request *req)
+{
+	struct zreq *z = ZM(*message);
+	void *ptr;
+	int ret;
+
+	*message = MPI_MESSAGE_NULL;
+	ptr = recv_landing(z, buf, count, t);
+	ret = zcr_imrecv(z->msg, ptr, z->cap, &z->r);
+	z->msg = NULL;
+	if (ret) {
+		MPI_Comm comm = z->comm;
+
+		zreq_release(z);
+		return comm_error(comm, mpi_code(ret, ZR_RECV, -1));
+	}
+	*req = H(z);
+	return MPI_SUCCESS;
+}
+
+int MPI_Imrecv(void *buf, int count, MPI_Datatype t, MPI_Message *message,
+	       MPI_Request *req)
+{
+	struct zreq *z;
+	ENTER;
+
+	if (*message == MPI_MESSAGE_NO_PROC && ctx) {
+		z = zreq_new(ZR_NULL, MPI_COMM_WORLD, &world);
+		null_op(z);
+		*message = MPI_MESSAGE_NULL;
+		*req = H(z);
+		LEAVE(MPI_SUCCESS);
+	}
+	if (!ours_msg(*message))
+		LEAVE(PMPI_Imrecv(buf, count, t, message, req));
+	LEAVE(mrecv_start(buf, count, t, message, req));
+}
+
+int MPI_Mrecv(void *buf, int count, MPI_Datatype t, MPI_Message *message,
+	      MPI_Status *st)
+{
+	MPI_Request r;
+	int ret;
+	ENTER;
+
+	if (*message == MPI_MESSAGE_NO_PROC) {
+		*message = MPI_MESSAGE_NULL;
+		status_set(st, MPI_PROC_NULL, MPI_ANY_TAG, 0, false, 0);
+		LEAVE(MPI_SUCCESS);
+	}
+	if (!ours_msg(*message))
+		LEAVE(PMPI_Mrecv(buf, count, t, message, st));
+	ret = mrecv_start(buf, count, t, message, &r);
+	if (ret)
+		LEAVE(ret);
+	LEAVE(zwait(&r, st));
+}
 
 /* ---- persistent requests ------------------------------------------------ */
 
@@ -1020,7 +1144,7 @@ static int persist(int kind, const void *buf, int count, MPI_Datatype t,
 	return MPI_SUCCESS;
 }
 
-#define SEND_INIT(name)							\
+#define SEND_INIT(name, kind)						\
 int MPI_##name(const void *buf, int count, MPI_Datatype t, int dest,	\
 	       int tag, MPI_Comm comm, MPI_Request *req)		\
 {									\
@@ -1029,12 +1153,12 @@ int MPI_##name(const void *buf, int count, MPI_Datatype t, int dest,	\
 									\
 	if (!zc)							\
 		LEAVE(PMPI_##name(buf, count, t, dest, tag, comm, req)); \
-	LEAVE(persist(ZR_SEND, buf, count, t, dest, tag, comm, zc, req)); \
+	LEAVE(persist(kind, buf, count, t, dest, tag, comm, zc, req));	\
 }
-SEND_INIT(Send_init)
-SEND_INIT(Bsend_init)
-SEND_INIT(Rsend_init)
-SEND_INIT(Ssend_init)
+SEND_INIT(Send_init, ZR_SEND)
+SEND_INIT(Bsend_init, ZR_SEND)
+SEND_INIT(Rsend_init, ZR_SEND)
+SEND_INIT(Ssend_init, ZR_SSEND)
 
 int MPI_Recv_init(void *buf, int count, MPI_Datatype t, int src, int tag,
 		  MPI_Comm comm, MPI_Request *req)
@@ -1425,7 +1549,11 @@ int MPI_Request_free(MPI_Request *req)
 	LEAVE(MPI_SUCCESS);
 }
 
-/* Receives that no message matched yet are cancelled; sends are not. */
+/*
+ * Receives that no message matched yet are cancelled. Sends never are (MPI
+ * lets a cancel fail): the send completes normally, its status says not
+ * cancelled, and the message is delivered; never cancelled and delivered.
+ */
 int MPI_Cancel(MPI_Request *req)
 {
 	struct zreq *z;
@@ -1608,19 +1736,24 @@ int MPI_Free_mem(void *base)
 
 static MPI_Fint *f_status_ignore, *f_statuses_ignore;
 
-static MPI_Request f2c_req(MPI_Fint f)
-{
-	if (pool && f >= FREQ_BASE && f - FREQ_BASE < pool_top)
-		return H(&pool[f - FREQ_BASE]);
-	return PMPI_Request_f2c(f);
+/* Fortran handles: ours from FREQ_BASE on, the real MPI's converted. */
+#define F_HANDLES(T, f2c, c2f, ours, Z, H, real_f2c, real_c2f)		\
+static T f2c(MPI_Fint f)						\
+{									\
+	if (pool && f >= FREQ_BASE && f - FREQ_BASE < pool_top)		\
+		return H(&pool[f - FREQ_BASE]);				\
+	return real_f2c(f);						\
+}									\
+static MPI_Fint c2f(T r)						\
+{									\
+	if (ours(r))							\
+		return FREQ_BASE + (MPI_Fint)(Z(r) - pool);		\
+	return real_c2f(r);						\
 }
-
-static MPI_Fint c2f_req(MPI_Request r)
-{
-	if (ours(r))
-		return FREQ_BASE + (MPI_Fint)(Z(r) - pool);
-	return PMPI_Request_c2f(r);
-}
+F_HANDLES(MPI_Request, f2c_req, c2f_req, ours, Z, H, PMPI_Request_f2c,
+	  PMPI_Request_c2f)
+F_HANDLES(MPI_Message, f2c_msg, c2f_msg, ours_msg, ZM, HM, PMPI_Message_f2c,
+	  PMPI_Message_c2f)
 
 static void f_lookup(void)
 {
@@ -1696,6 +1829,60 @@ FISEND(mpi_bsend_init_, MPI_Bsend_init)
 FISEND(mpi_rsend_init_, MPI_Rsend_init)
 FISEND(mpi_ssend_init_, MPI_Ssend_init)
 FISEND(mpi_recv_init_, MPI_Recv_init)
+
+void mpi_mprobe_(MPI_Fint *src, MPI_Fint *tag, MPI_Fint *comm,
+		 MPI_Fint *msg, MPI_Fint *st, MPI_Fint *ierr)
+{
+	MPI_Message m;
+	MPI_Status c;
+
+	f_lookup();
+	*ierr = MPI_Mprobe(*src, *tag, FC(comm), &m, FST(st, c));
+	if (*ierr == MPI_SUCCESS) {
+		*msg = c2f_msg(m);
+		FST_OUT(st, c);
+	}
+}
+
+void mpi_improbe_(MPI_Fint *src, MPI_Fint *tag, MPI_Fint *comm,
+		  MPI_Fint *flag, MPI_Fint *msg, MPI_Fint *st, MPI_Fint *ierr)
+{
+	MPI_Message m;
+	MPI_Status c;
+	int f = 0;
+
+	f_lookup();
+	*ierr = MPI_Improbe(*src, *tag, FC(comm), &f, &m, FST(st, c));
+	*flag = f;
+	if (f) {
+		*msg = c2f_msg(m);
+		FST_OUT(st, c);
+	}
+}
+
+void mpi_mrecv_(void *buf, MPI_Fint *count, MPI_Fint *t, MPI_Fint *msg,
+		MPI_Fint *st, MPI_Fint *ierr)
+{
+	MPI_Message m = f2c_msg(*msg);
+	MPI_Status c;
+
+	f_lookup();
+	*ierr = MPI_Mrecv(buf, *count, FT(t), &m, FST(st, c));
+	*msg = c2f_msg(m);
+	FST_OUT(st, c);
+}
+
+void mpi_imrecv_(void *buf, MPI_Fint *count, MPI_Fint *t, MPI_Fint *msg,
+		 MPI_Fint *req, MPI_Fint *ierr)
+{
+	MPI_Message m = f2c_msg(*msg);
+	MPI_Request r;
+
+	*ierr = MPI_Imrecv(buf, *count, FT(t), &m, &r);
+	*msg = c2f_msg(m);
+	if (*ierr == MPI_SUCCESS)
+		*req = c2f_req(r);
+}
 
 void mpi_start_(MPI_Fint *req, MPI_Fint *ierr)
 {
@@ -1831,13 +2018,27 @@ static int f_array(MPI_Fint n, MPI_Fint *freqs, MPI_Fint *fsts, int what,
 		*a = flag;
 		cnt = flag ? n : 0;
 		break;
-	default:
-		ret = MPI_Waitany(n, r, &one, ign ? MPI_STATUS_IGNORE : s);
+	case 2:
+	case 3:
+		ret = what == 2 ?
+		      MPI_Waitany(n, r, &one, ign ? MPI_STATUS_IGNORE : s) :
+		      MPI_Testany(n, r, &one, &flag,
+				  ign ? MPI_STATUS_IGNORE : s);
 		*a = one == MPI_UNDEFINED ? one : one + 1;
+		if (what == 3)
+			*b = flag;
 		cnt = one == MPI_UNDEFINED ? 0 : 1;
 		break;
+	default:	/* 4: Waitsome, 5: Testsome; Fortran indices from 1 */
+		ret = (what == 4 ? MPI_Waitsome : MPI_Testsome)
+			(n, r, &cnt, idx, ign ? MPI_STATUSES_IGNORE : s);
+		*a = cnt;
+		if (cnt == MPI_UNDEFINED)
+			cnt = 0;
+		for (i = 0; i < cnt; i++)
+			b[i] = idx[i] + 1;
+		break;
 	}
-	(void)b;
 	for (i = 0; i < n; i++)
 		freqs[i] = c2f_req(r[i]);
 	if (!ign)
@@ -1868,6 +2069,40 @@ void mpi_waitany_(MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *index,
 {
 	f_lookup();
 	*ierr = f_array(*n, reqs, st, 2, index, NULL);
+}
+
+void mpi_testany_(MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *index,
+		  MPI_Fint *flag, MPI_Fint *st, MPI_Fint *ierr)
+{
+	f_lookup();
+	*ierr = f_array(*n, reqs, st, 3, index, flag);
+}
+
+void mpi_waitsome_(MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *outcount,
+		   MPI_Fint *idx, MPI_Fint *sts, MPI_Fint *ierr)
+{
+	f_lookup();
+	*ierr = f_array(*n, reqs, sts, 4, outcount, idx);
+}
+
+void mpi_testsome_(MPI_Fint *n, MPI_Fint *reqs, MPI_Fint *outcount,
+		   MPI_Fint *idx, MPI_Fint *sts, MPI_Fint *ierr)
+{
+	f_lookup();
+	*ierr = f_array(*n, reqs, sts, 5, outcount, idx);
+}
+
+void mpi_request_get_status_(MPI_Fint *req, MPI_Fint *flag, MPI_Fint *st,
+			     MPI_Fint *ierr)
+{
+	MPI_Status c;
+	int f = 0;
+
+	f_lookup();
+	*ierr = MPI_Request_get_status(f2c_req(*req), &f, FST(st, c));
+	*flag = f;
+	if (f)
+		FST_OUT(st, c);
 }
 
 void mpi_request_free_(MPI_Fint *req, MPI_Fint *ierr)

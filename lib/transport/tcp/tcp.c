@@ -388,9 +388,15 @@ static int send_ctl(struct zcr_ep *ep, int type, int tag, const void *body,
 static int send_hello(struct zcr_ep *ep)
 {
 	struct zcr_ctx *ctx = ep->ctx;
-	/* Communicator ids: the dialler offers them, the acceptor answers. */
+	/*
+	 * Communicator ids and acknowledged sync sends: the dialler offers
+	 * them, the acceptor answers; sync on wire version 1 only (shm has
+	 * no ACK).
+	 */
 	bool comm = ep->accepted ? (T(ep)->h.tag & ZCR_HELLO_COMM) :
 		    ctx->comm_ids;
+	bool sync = comm && T(ep)->ver == ZCR_WIRE_VERSION &&
+		    (!ep->accepted || (T(ep)->h.tag & ZCR_HELLO_SYNC));
 	struct zcr_wire_hdr h = {
 		.magic = ZCR_WIRE_MAGIC,
 		.version = (uint8_t)T(ep)->ver,
@@ -398,7 +404,8 @@ static int send_hello(struct zcr_ep *ep)
 		.hdr_len = ZCR_WIRE_HDR_LEN,
 		.src = ctx->rank,
 		.tag = (ctx->secret_len ? ZCR_HELLO_AUTH : 0) |
-		       (comm ? ZCR_HELLO_COMM : 0),
+		       (comm ? ZCR_HELLO_COMM : 0) |
+		       (sync ? ZCR_HELLO_SYNC : 0),
 		.len = ctx->max_msg,
 		.seq = T(ep)->nonce,
 	};
@@ -641,6 +648,8 @@ static bool hello_auth(struct zcr_ep *ep)
 	ep->peer_max_msg = te->h.len ? te->h.len : UINT64_MAX;
 	ep->comm_ok = (te->h.tag & ZCR_HELLO_COMM) &&
 		      (ep->accepted || ctx->comm_ids);
+	ep->sync_ok = ep->comm_ok && (te->h.tag & ZCR_HELLO_SYNC) &&
+		      te->ver == ZCR_WIRE_VERSION;
 	te->peer_nonce = te->h.seq;
 	te->hello_src = te->h.src;
 	if (!ctx->secret_len) {
@@ -811,6 +820,8 @@ static bool rx_header(struct zcr_ep *ep)
 {
 	struct tcp_ep *te = T(ep);
 	const char *why;
+	uint64_t mask;
+	bool sync;
 	int ret;
 
 	ret = __zcr_wire_parse(te->hdr, ep->ctx->max_msg, &te->h, &why);
@@ -823,12 +834,18 @@ static bool rx_header(struct zcr_ep *ep)
 		return rx_hello(ep);
 	if (te->h.type == ZCR_WIRE_AUTH)
 		return rx_auth(ep);
+	if (te->h.type == ZCR_WIRE_ACK && ep->state == ZCR_EP_OPEN &&
+	    ep->sync_ok && te->h.src == ep->rank) {
+		te->hdr_got = 0;
+		__zcr_ep_acked_locked(ep, te->h.seq);
+		return ep->state == ZCR_EP_OPEN;
+	}
 	if (te->h.type != ZCR_WIRE_DATA)
 		return rx_nego(ep);
+	mask = ep->sync_ok ? ZCR_SEQ_MASK_SYNC : ep->comm_ok ? ZCR_SEQ_MASK :
+	       UINT64_MAX;
 	if (ep->state != ZCR_EP_OPEN || te->h.src != ep->rank ||
-	    (ep->comm_ok ? (te->h.seq & ZCR_SEQ_MASK) !=
-			   ((ep->recv_seq + 1) & ZCR_SEQ_MASK) :
-			   te->h.seq != ep->recv_seq + 1)) {
+	    (te->h.seq & mask) != ((ep->recv_seq + 1) & mask)) {
 		ep->ctx->st.bad_headers++;
 		__zcr_ep_fail_locked(ep, -EPROTO,
 				     "header out of protocol (src %d, seq %llu)",
@@ -838,10 +855,12 @@ static bool rx_header(struct zcr_ep *ep)
 	ep->recv_seq++;
 	te->have_hdr = true;
 	te->got = 0;
+	sync = ep->sync_ok && (te->h.seq & ZCR_SEQ_SYNC);
 	/* -EAGAIN: stalled; rx_target() reads nothing until it lands. */
-	__zcr_match_arrive_comm_locked(ep->ctx, &ep->rx, ep->comm_ok ?
+	__zcr_match_arrive_sync_locked(ep->ctx, &ep->rx, ep->comm_ok ?
 				       (uint32_t)(te->h.seq >> 32) : 0,
-				       te->h.src, te->h.tag, te->h.len);
+				       te->h.src, te->h.tag, te->h.len,
+				       sync ? ep->recv_seq : 0);
 	return true;
 }
 
@@ -994,9 +1013,16 @@ static int push(struct zcr_ep *ep)
 		r->sent += (uint64_t)w;
 		if (r->sent == r->len + ZCR_WIRE_HDR_LEN) {
 			zcr_list_del(&r->link);
+			if (r->kind == ZCR_REQ_ACK) {
+				free(r);
+				continue;
+			}
 			ctx->st.msgs_sent++;
 			ctx->st.bytes_sent += r->len;
-			__zcr_req_complete_locked(r, 0);
+			if (r->sync)	/* done when the peer matched it */
+				zcr_list_add_tail(&r->link, &ep->ackq);
+			else
+				__zcr_req_complete_locked(r, 0);
 			n++;
 		}
 	}
@@ -1016,6 +1042,16 @@ static void encode_data(struct zcr_ep *ep, struct zcr_req *r)
 		.seq = ep->comm_ok ? ((uint64_t)r->comm << 32) |
 				     (r->seq & ZCR_SEQ_MASK) : r->seq,
 	};
+
+	if (ep->sync_ok)
+		h.seq = (h.seq & ~ZCR_SEQ_MASK) | (r->seq & ZCR_SEQ_MASK_SYNC) |
+			(r->sync ? ZCR_SEQ_SYNC : 0);
+	/* An ACK: the number of a message matched. */
+	if (r->kind == ZCR_REQ_ACK) {
+		h.type = ZCR_WIRE_ACK;
+		h.tag = 0;
+		h.seq = r->seq;
+	}
 
 	__zcr_wire_encode(&h, r->tx);
 }
