@@ -21,7 +21,7 @@
 # Sub-makefiles tools/*.mk and tests/*.mk are included: each part of the
 # tree adds its own programs there.
 
-VERSION    := 0.1.0
+VERSION    := 0.2.0
 SOVERSION  := 0
 PREFIX     ?= /usr/local
 LIBDIR     ?= $(PREFIX)/lib

@@ -22,7 +22,7 @@ extern "C" {
 #endif
 
 #define ZCRECV_VERSION_MAJOR	0
-#define ZCRECV_VERSION_MINOR	1
+#define ZCRECV_VERSION_MINOR	2
 #define ZCRECV_VERSION_PATCH	0
 
 /**

@@ -16,7 +16,7 @@
 
 #include "zcrecv_internal.h"
 
-#define ZCRECV_MODULE_VERSION	"0.1.0"
+#define ZCRECV_MODULE_VERSION	"0.2.0"
 
 /*
  * Page limits, checked when set (at load or through sysfs): a value out of
