@@ -37,7 +37,7 @@ CC ?= cc
 CFLAGS ?= -O2 -g
 ZCR_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
 	-Iinclude -Iinclude/uapi -Ilib $(CFLAGS)
-LDLIBS := -lpthread -lm
+LDLIBS := -lpthread -lm -libverbs
 
 # Dependencies. Only the goals that promise a working test or demo on a
 # bare Debian machine install what is missing (tools/deps.sh, quiet when
