@@ -468,77 +468,76 @@ static void print_np(const char *file, const char *what, bool emulated);
 /*
  * perftest's ib_send_lat (half round trip, t_typical) or ib_write_bw
  * (streaming, BW average) over the RDMA device the verbs transport uses,
- * all sizes from min to max; written as bytes,MB/s CSV to out. The
- * server and the client run here, over rxe's loopback.
+ * one run per size from min to max (powers of two, iters iterations);
+ * written as bytes,MB/s CSV to out. Server and client both run here.
  */
 static int run_perftest(const char *tool, uint64_t min, uint64_t max,
-			const char *out, bool emulated)
+			unsigned int iters, const char *out, bool emulated)
 {
-	char cmd[768], line[512], raw[300];
+	char cmd[512], c2[1024], line[512], raw[300];
 	const char *dev = getenv("ZCRECV_VERBS_DEV");
 	const char *gid = getenv("ZCRECV_VERBS_GID");
 	bool lat = strstr(tool, "lat") != NULL;
 	unsigned long long b, n;
+	uint64_t size;
 	double v[8];
-	int port = free_port(), k;
+	int port, k, rows = 0;
 	FILE *f, *o;
 	pid_t srv;
 
 	snprintf(cmd, sizeof(cmd), "command -v %s >/dev/null 2>&1", tool);
-	if (port < 0 || system(cmd))
+	if (system(cmd))
 		return -ENOENT;
-	snprintf(raw, sizeof(raw), "%s.raw", out);
-	snprintf(cmd, sizeof(cmd), "%s%s -x %s -a -n %d -F -p %d",
-		 dev ? "-d " : "", dev ? dev : "", gid ? gid : "1",
-		 lat ? 200 : 100, port);
-	fflush(stdout);
-	srv = fork();
-	if (srv == 0) {
-		if (!freopen("/dev/null", "w", stdout) ||
-		    !freopen("/dev/null", "w", stderr))
+	o = fopen(out, "w");
+	if (!o)
+		return -errno;
+	printf("\nreference: perftest %s over the same RDMA device, %u "
+	       "iterations%s\n", tool, iters, emulated ? " (EMULATED timings: "
+	       "soft-RoCE under emulation)" : "");
+	printf("%9s %11s %10s\n", "size", lat ? "latency_us" : "", "MB/s");
+	for (size = min; size <= max; size *= 2) {
+		port = free_port();
+		snprintf(raw, sizeof(raw), "%s.raw", out);
+		snprintf(cmd, sizeof(cmd), "%s%s -x %s -s %llu -n %u -F -p %d",
+			 dev ? "-d " : "", dev ? dev : "", gid ? gid : "1",
+			 (unsigned long long)size, iters, port);
+		fflush(stdout);
+		srv = fork();
+		if (srv == 0) {
+			if (!freopen("/dev/null", "w", stdout) ||
+			    !freopen("/dev/null", "w", stderr))
+				_exit(127);
+			execl("/bin/sh", "sh", "-c", "exec \"$0\" $1", tool,
+			      cmd, (char *)NULL);
 			_exit(127);
-		execl("/bin/sh", "sh", "-c", "exec \"$0\" $1", tool, cmd,
-		      (char *)NULL);
-		_exit(127);
-	}
-	usleep(500000);
-	{
-		char c2[2048];
-
+		}
+		usleep(300000);
 		snprintf(c2, sizeof(c2), "%s %s 127.0.0.1 >%s 2>&1", tool, cmd,
 			 raw);
 		k = system(c2);
-	}
-	waitpid(srv, NULL, 0);
-	if (k)
-		return -EIO;
-	f = fopen(raw, "r");
-	o = f ? fopen(out, "w") : NULL;
-	if (!o) {
+		waitpid(srv, NULL, 0);
+		f = k ? NULL : fopen(raw, "r");
+		while (f && fgets(line, sizeof(line), f)) {
+			if (sscanf(line, " %llu %llu %lf %lf %lf %lf", &b, &n,
+				   &v[0], &v[1], &v[2], &v[3]) < 5 || b != size)
+				continue;
+			/* lat: t_min t_max t_typical; bw: peak average */
+			if (lat) {
+				printf("%9llu %11.2f %10.1f\n", b, v[2],
+				       b / v[2]);
+				fprintf(o, "%llu,%.1f\n", b, b / v[2]);
+			} else {
+				printf("%9llu %11s %10.1f\n", b, "", v[1]);
+				fprintf(o, "%llu,%.1f\n", b, v[1]);
+			}
+			rows++;
+		}
 		if (f)
 			fclose(f);
-		return -EIO;
+		unlink(raw);
 	}
-	printf("\nreference: perftest %s over the same RDMA device%s\n", tool,
-	       emulated ? " (EMULATED timings: soft-RoCE under emulation)" :
-	       "");
-	printf("%9s %11s %10s\n", "size", lat ? "latency_us" : "", "MB/s");
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, " %llu %llu %lf %lf %lf %lf", &b, &n, &v[0],
-			   &v[1], &v[2], &v[3]) < 5 || b < min || b > max)
-			continue;
-		/* lat: t_min t_max t_typical ...; bw: peak average rate */
-		if (lat) {
-			printf("%9llu %11.2f %10.1f\n", b, v[2], b / v[2]);
-			fprintf(o, "%llu,%.1f\n", b, b / v[2]);
-		} else {
-			printf("%9llu %11s %10.1f\n", b, "", v[1]);
-			fprintf(o, "%llu,%.1f\n", b, v[1]);
-		}
-	}
-	fclose(f);
 	fclose(o);
-	return 0;
+	return rows ? 0 : -EIO;
 }
 
 static void print_nptcp(const char *file, bool emulated)
@@ -800,7 +799,41 @@ int main(int argc, char **argv)
 		zcr_ctx_destroy(ctx);
 		return o;
 	}
-	if (!conn) {
+	if (!conn && !strcmp(transport, "verbs")) {
+		/*
+		 * Both ranks here over verbs: the child (rank 1) opens the
+		 * device itself and listens, rank 0 connects. (A device opened
+		 * before fork() is shared by both processes.)
+		 */
+		int pfd[2], port = 0;
+
+		if (pipe(pfd))
+			die("pipe", -errno);
+		fflush(stdout);
+		child = fork();
+		if (child == 0) {
+			close(pfd[0]);
+			attr.rank = 1;
+			CHECK(zcr_ctx_create(&attr, &ctx));
+			port = zcr_ctx_listen(ctx, listen_at);
+			CHECK(port);
+			if (write(pfd[1], &port, sizeof(port)) != sizeof(port))
+				_exit(2);
+			close(pfd[1]);
+			CHECK(zcr_ep_accept(ctx, 30000, &ep));
+			o = run_peer(ctx, ep);
+			zcr_ctx_destroy(ctx);
+			_exit(o);
+		}
+		close(pfd[1]);
+		if (child < 0 || read(pfd[0], &port, sizeof(port)) !=
+		    sizeof(port))
+			die("rank 1 did not start", -EIO);
+		close(pfd[0]);
+		CHECK(zcr_ctx_create(&attr, &ctx));
+		snprintf(addr, sizeof(addr), "verbs://127.0.0.1:%d", port);
+		CHECK(zcr_ep_connect(ctx, addr, &ep));
+	} else if (!conn) {
 		/* Both ranks here: rank 0 listens, a child is rank 1. */
 		CHECK(zcr_ctx_create(&attr, &ctx));
 		o = zcr_ctx_listen(ctx, listen_at);
@@ -929,8 +962,8 @@ int main(int argc, char **argv)
 			snprintf(files[m], sizeof(files[m]),
 				 "/tmp/zcbench-%s.%d.csv", tools[m],
 				 (int)getpid());
-			if (run_perftest(tools[m], min, max, files[m],
-					 emulated)) {
+			if (run_perftest(tools[m], min, max, max_iters,
+					 files[m], emulated)) {
 				printf("zcbench: %s not available or failed: "
 				       "no reference line\n", tools[m]);
 				continue;

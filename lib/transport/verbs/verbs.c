@@ -135,8 +135,19 @@ struct vctx {
 	struct rc_ent *cache;
 	uint64_t cache_tick;
 	bool print;
+	pid_t owner;			/* the process that opened dev */
 	struct zcr_verbs_stats st;
 };
+
+/*
+ * After fork(2) the child shares the device's file with its parent: a
+ * child that destroys an inherited context must not destroy the parent's
+ * verbs objects (they are the same kernel objects). It leaves them alone.
+ */
+static bool foreign(const struct vctx *vc)
+{
+	return vc->dev && vc->owner != getpid();
+}
 
 /* The pending RDMA READ of the message at the head of the data queue. */
 struct vread {
@@ -251,6 +262,7 @@ static int dev_open(struct vctx *vc)
 		ret = -ENODEV;
 		goto done;
 	}
+	vc->owner = getpid();
 	vc->dev = ibv_open_device(list[i]);
 	if (!vc->dev) {
 		ret = errno ? -errno : -ENODEV;
@@ -429,17 +441,17 @@ static void verbs_fini(struct zcr_ctx *ctx, void *priv)
 	struct vctx *vc = priv;
 	unsigned int i;
 
-	if (vc->print && vc->dev)
+	if (vc->print && vc->dev && !foreign(vc))
 		print_stats(ctx, &vc->st);
-	for (i = 0; i < vc->cache_n; i++)
+	for (i = 0; i < vc->cache_n && !foreign(vc); i++)
 		if (vc->cache[i].mr)
 			ibv_dereg_mr(vc->cache[i].mr);
 	free(vc->cache);
 	if (vc->lfd >= 0)
 		close(vc->lfd);
-	if (vc->pd)
+	if (vc->pd && !foreign(vc))
 		ibv_dealloc_pd(vc->pd);
-	if (vc->dev)
+	if (vc->dev && !foreign(vc))
 		ibv_close_device(vc->dev);
 	pthread_mutex_destroy(&vc->dev_lock);
 	free(vc);
@@ -1485,6 +1497,13 @@ static void vep_release(struct vep *ve)
 {
 	struct vctx *vc = ve->vc;
 
+	if (foreign(vc)) {
+		ve->qp = NULL;
+		ve->cq = NULL;
+		ve->ch = NULL;
+		ve->mr = NULL;
+		memset(&ve->rd, 0, sizeof(ve->rd));
+	}
 	if (ve->qp)
 		ibv_destroy_qp(ve->qp);
 	ve->qp = NULL;
@@ -1521,11 +1540,11 @@ static void verbs_ep_close(struct zcr_ep *ep, void *ep_priv)
 
 	if (!ve)
 		return;
-	if (ve->qp)
+	if (ve->qp && !foreign(ve->vc))
 		ibv_destroy_qp(ve->qp);
 	ve->qp = NULL;
 	/* Announced sends: the peer can no longer pull them. */
-	if (ep) {
+	if (ep && !foreign(ve->vc)) {
 		for (pos = ep->sendq.next; pos != &ep->sendq;
 		     pos = pos->next) {
 			struct zcr_req *r = zcr_container_of(pos,
