@@ -643,8 +643,8 @@ static int plot(const char *csv, const char *nptcp, const char *png,
 	}
 	for (m = 0; m < nrefs; m++) {
 		fprintf(g, "%s'%s' using 1:2 with lines dt %d lw 2 "
-			"title '%s (reference)'", first ? "" : ", ",
-			refs[m].csv, 4 + m, refs[m].title);
+			"title '%s (reference)' noenhanced",
+			first ? "" : ", ", refs[m].csv, 4 + m, refs[m].title);
 		first = 0;
 	}
 	fprintf(g, "\n");

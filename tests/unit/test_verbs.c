@@ -199,6 +199,46 @@ ZT_TEST(staging_copy_option)
 }
 
 /*
+ * The registration cache (ZCRECV_VERBS_REGCACHE): rendezvous into the same
+ * posted buffer registers it once. A cached registration pins the buffer,
+ * so an early message predicted for it cannot be exchanged in: the remap
+ * is refused (remap_fallbacks) and the message is copied, intact.
+ */
+ZT_TEST(registration_cache_pins_its_buffers)
+{
+	struct zcr_ctx_attr attr = { .policy = ZCRECV_POLICY_REMAP };
+	const size_t len = 128 << 10;
+	struct zcr_verbs_stats vs;
+	struct zcr_stats s0, s1;
+	struct pair p;
+	char *sbuf, *rbuf;
+	int i;
+
+	setenv("ZCRECV_VERBS_REGCACHE", "8", 1);
+	vpair_open(&p, &attr);
+	sbuf = malloc(len);
+	ZT_ASSERT(sbuf);
+	ZT_EXPECT_EQ(zcr_mem_alloc(p.c[0], len, (void **)&rbuf), 0);
+	for (i = 0; i < 6; i++)
+		one_msg(&p, 1, 0, sbuf, rbuf, len, i, false);
+	vs = vstats(p.c[0]);
+	ZT_ASSERT_MSG(vs.cache_hits >= 4, "cache hits %llu",
+		      (unsigned long long)vs.cache_hits);
+	ZT_ASSERT(vs.regs < 6);
+	s0 = pair_stats(p.c[0]);
+	for (i = 0; i < 8; i++)
+		one_msg(&p, 1, 0, sbuf, rbuf, len, 50 + i, true);
+	s1 = pair_stats(p.c[0]);
+	ZT_ASSERT(s1.hits > s0.hits);
+	ZT_ASSERT_MSG(s1.remap_fallbacks > s0.remap_fallbacks,
+		      "a remap into a pinned buffer was not refused");
+	ZT_EXPECT_EQ(s1.pages_remapped, s0.pages_remapped);
+	zcr_mem_free(p.c[0], rbuf);
+	free(sbuf);
+	pair_close(&p);
+}
+
+/*
  * Slots are recycled under load: bursts of early messages, more than the
  * credits, of mixed sizes, received in order in batches.
  */

@@ -143,6 +143,9 @@ if [ "$rxe" = yes ]; then
 	cp /etc/libibverbs.d/rxe.driver "$rootfs/etc/libibverbs.d/"
 fi
 printf '%s\n' "$@" > "$rootfs/vm/tests"
+# ZCRECV_VM_TEST_TIMEOUT: seconds each command may run (init's default 300).
+[ -z "${ZCRECV_VM_TEST_TIMEOUT:-}" ] ||
+	echo "$ZCRECV_VM_TEST_TIMEOUT" > "$rootfs/vm/test-timeout"
 
 (cd "$rootfs" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/initramfs.gz"
 
