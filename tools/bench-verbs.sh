@@ -10,7 +10,8 @@
 #   2. early arrivals in remap mode twice, side by side: the default (READ
 #      straight into the staging slot, registered for that READ only) and
 #      ZCRECV_VERBS_LAND=copy (READ into a registered bounce buffer, copy);
-#   3. zcverbs-bench: copy, reg+dereg, exchange, rereg, ODP per size.
+#   3. zcverbs-bench: copy, reg+dereg, exchange, rereg, ODP per size;
+#   4. rxe0's counters (retransmissions: completer_retry_err).
 # Writes build/bench-verbs/: console.log, zcbench-verbs.csv (+ .png, with
 # the perftest lines), land-direct.csv, land-copy.csv, options.csv,
 # perftest CSVs and summary.txt. All timings are EMULATED (TCG, soft-RoCE): compare ratios.
@@ -40,7 +41,8 @@ ZCRECV_VM_TEST_TIMEOUT=1500 tools/vm/run-vm.sh -k "$kver" -R -t 3000 \
 	"$env ./zcbench --transport verbs --min 4096 --max $max --iters 6 --modes copy,remap --perftest --emulated --csv -" \
 	"$env ./zcbench --transport verbs --min 65536 --max $max --iters 12 --modes remap --arrival early --emulated --csv -" \
 	"$env ZCRECV_VERBS_LAND=copy ./zcbench --transport verbs --min 65536 --max $max --iters 12 --modes remap --arrival early --emulated --csv -" \
-	"./zcverbs-bench --min 4096 --max $((4 << 20)) --iters 10 --emulated --csv -"
+	"./zcverbs-bench --min 4096 --max $((4 << 20)) --iters 10 --emulated --csv -" \
+	"cd /sys/class/infiniband/rxe0/ports/1/hw_counters && grep -H . * | sed 's/^/rxe0-counter: /'"
 
 # The blocks of the console: CSVs in order, perftest references by name.
 tr -d '\r' < "$log" > "$out/console.txt"
@@ -77,7 +79,8 @@ build/tools/zcbench --transport verbs --plot-only "$out/zcbench-verbs.csv" \
 	     ref { print }
 	     /^zcverbs-bench:/ { zv = 1 }
 	     zv && !/^\[kmsg\]/ { print }
-	     /^odp:/ { zv = 0 }' "$out/console.txt"
+	     /^odp:/ { zv = 0 }
+	     /^rxe0-counter: / { print }' "$out/console.txt"
 } > "$out/summary.txt"
 cat "$out/summary.txt"
 echo "bench-verbs: $out/ (zcbench-verbs.csv/.png, land-direct.csv, land-copy.csv, options.csv, summary.txt)"

@@ -466,7 +466,7 @@ static int run_npompi(uint64_t min, uint64_t max, const char *file)
 static void print_np(const char *file, const char *what, bool emulated);
 
 /*
- * perftest's ib_send_lat (half round trip, t_typical) or ib_write_bw
+ * perftest's ib_send_lat (half round trip, t_avg) or ib_write_bw
  * (streaming, BW average) over the RDMA device the verbs transport uses,
  * one run per size from min to max (powers of two, iters iterations);
  * written as bytes,MB/s CSV to out. Server and client both run here.
@@ -480,7 +480,7 @@ static int run_perftest(const char *tool, uint64_t min, uint64_t max,
 	bool lat = strstr(tool, "lat") != NULL;
 	unsigned long long b, n;
 	uint64_t size;
-	double v[8];
+	double v[8] = { 0 };
 	int port, k, rows = 0;
 	FILE *f, *o;
 	pid_t srv;
@@ -519,13 +519,17 @@ static int run_perftest(const char *tool, uint64_t min, uint64_t max,
 		f = k ? NULL : fopen(raw, "r");
 		while (f && fgets(line, sizeof(line), f)) {
 			if (sscanf(line, " %llu %llu %lf %lf %lf %lf", &b, &n,
-				   &v[0], &v[1], &v[2], &v[3]) < 5 || b != size)
+				   &v[0], &v[1], &v[2], &v[3]) < (lat ? 6 : 5) ||
+			    b != size)
 				continue;
-			/* lat: t_min t_max t_typical; bw: peak average */
+			/*
+			 * lat: t_min t_max t_typical t_avg (the mean, as
+			 * zcbench's); bw: peak average
+			 */
 			if (lat) {
-				printf("%9llu %11.2f %10.1f\n", b, v[2],
-				       b / v[2]);
-				fprintf(o, "%llu,%.1f\n", b, b / v[2]);
+				printf("%9llu %11.2f %10.1f\n", b, v[3],
+				       b / v[3]);
+				fprintf(o, "%llu,%.1f\n", b, b / v[3]);
 			} else {
 				printf("%9llu %11s %10.1f\n", b, "", v[1]);
 				fprintf(o, "%llu,%.1f\n", b, v[1]);

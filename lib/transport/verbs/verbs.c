@@ -34,6 +34,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +136,7 @@ struct vctx {
 	struct rc_ent *cache;
 	uint64_t cache_tick;
 	bool print;
+	uint64_t spin_ns;		/* look at the CQs before sleeping */
 	pid_t owner;			/* the process that opened dev */
 	struct zcr_verbs_stats st;
 };
@@ -189,6 +191,8 @@ struct vep {
 	/* send */
 	uint32_t sfree[NSEND];
 	unsigned int nsfree;
+	struct ibv_wc stash[16];	/* taken by poll_fill's look */
+	int nstash;
 	uint64_t *fins;			/* FINs waiting for a send cell */
 	unsigned int nfin, fin_cap;
 	int fin_status;
@@ -414,6 +418,7 @@ static int verbs_init(struct zcr_ctx *ctx, void **priv)
 			vc->cache_n = 0;
 	}
 	vc->print = env_uint("ZCRECV_VERBS_STATS", 0) == 1;
+	vc->spin_ns = (uint64_t)env_uint("ZCRECV_VERBS_SPIN_US", 200) * 1000;
 	*priv = vc;
 	return 0;
 }
@@ -1342,7 +1347,10 @@ static int poll_cq(struct zcr_ep *ep, int *seen)
 	struct ibv_wc wc[16];
 	int n = 0, k, j;
 
-	*seen = 0;
+	*seen = ve->nstash;
+	for (j = 0; j < ve->nstash && ep->state == ZCR_EP_OPEN; j++)
+		n += handle_wc(ep, &ve->stash[j]);
+	ve->nstash = 0;
 	while (ep->state == ZCR_EP_OPEN) {
 		k = ibv_poll_cq(ve->cq, 16, wc);
 		if (k <= 0) {
@@ -1454,6 +1462,8 @@ static bool has_work(struct vep *ve)
 
 	if (ve->stage != 3)
 		return false;
+	if (ve->nstash)
+		return true;
 	if (ve->dq_n && !ve->rd.active &&
 	    (!ve->arriving || ep->rx.state == ZCR_RX_LANDING))
 		return true;
@@ -1469,8 +1479,41 @@ static unsigned int verbs_poll_fill(struct zcr_ctx *ctx, void *priv,
 	struct vctx *vc = priv;
 	struct zcr_list *pos;
 	unsigned int k = 0;
+	uint64_t until = 0;
+	bool work = false;
 
 	(void)ctx;
+	/*
+	 * A peer's answer usually comes within microseconds: look at the
+	 * completion queues for a while (ZCRECV_VERBS_SPIN_US, yielding the
+	 * processor in between) before sleeping on their channels.
+	 * Completions found are kept for progress.
+	 */
+	if (vc->spin_ns && vc->n)
+		until = zcr_now_ns() + vc->spin_ns;
+	while (until) {
+		for (pos = vc->eps.next; pos != &vc->eps && !work;
+		     pos = pos->next) {
+			struct vep *ve = zcr_container_of(pos, struct vep,
+							  link);
+
+			if (ve->ep->state != ZCR_EP_OPEN || ve->stage != 3)
+				continue;
+			if (has_work(ve) || ve->nstash) {
+				work = true;
+				break;
+			}
+			ve->nstash = ibv_poll_cq(ve->cq, 16, ve->stash);
+			if (ve->nstash < 0)
+				ve->nstash = 0;
+			work = ve->nstash > 0;
+		}
+		if (work || zcr_now_ns() >= until)
+			break;
+		sched_yield();
+	}
+	if (work)
+		*deadline = 0;
 	if (vc->lfd >= 0 && k < max) {
 		pfd[k].fd = vc->lfd;
 		pfd[k++].events = POLLIN;
@@ -1528,6 +1571,7 @@ static void vep_release(struct vep *ve)
 	if (ve->fd >= 0)
 		close(ve->fd);
 	ve->fd = -1;
+	ve->nstash = 0;
 	free(ve->fins);
 	ve->fins = NULL;
 	ve->nfin = ve->fin_cap = 0;
