@@ -512,10 +512,16 @@ static int run_perftest(const char *tool, uint64_t min, uint64_t max,
 			_exit(127);
 		}
 		usleep(300000);
-		snprintf(c2, sizeof(c2), "%s %s 127.0.0.1 >%s 2>&1", tool, cmd,
-			 raw);
+		/* perftest has no time limit of its own: a lost packet hangs it. */
+		snprintf(c2, sizeof(c2), "timeout 120 %s %s 127.0.0.1 >%s 2>&1",
+			 tool, cmd, raw);
 		k = system(c2);
-		waitpid(srv, NULL, 0);
+		for (n = 0; n < 50 && waitpid(srv, NULL, WNOHANG) == 0; n++)
+			usleep(100000);
+		if (n == 50) {
+			kill(srv, SIGKILL);
+			waitpid(srv, NULL, 0);
+		}
 		f = k ? NULL : fopen(raw, "r");
 		while (f && fgets(line, sizeof(line), f)) {
 			if (sscanf(line, " %llu %llu %lf %lf %lf %lf", &b, &n,

@@ -123,6 +123,13 @@ ZT_TEST(pingpong_all_sizes)
 		one_msg(&p, 1, 0, a, b, sizes[i], i + 200, true);
 		one_msg(&p, 0, 1, b, a, sizes[i], i + 300, true);
 	}
+	/* More 1 MiB READs than the endpoint keeps in flight (16). */
+	free(a);
+	free(b);
+	a = malloc(24 << 20);
+	b = malloc(24 << 20);
+	ZT_ASSERT(a && b);
+	one_msg(&p, 1, 0, a, b, (24 << 20) + 5, 77, false);
 	vs = vstats(p.c[0]);
 	ZT_ASSERT(vs.eager > 0 && vs.rndv > 0);
 	ZT_ASSERT(vs.direct_posted > 0 && vs.direct_staged > 0);

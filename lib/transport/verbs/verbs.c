@@ -66,6 +66,7 @@
 #define NSEND		NRECV
 #define BOUNCE		(256u << 10)	/* copy path: READ into this, copy */
 #define RD_CHUNK	(1u << 20)	/* largest READ work request */
+#define RD_OUT		16		/* READs in flight per endpoint */
 #define HELLO_LEN	128
 #define VMAGIC		0x5652435aU	/* "ZCRV" */
 #define VVERSION	1
@@ -136,6 +137,7 @@ struct vctx {
 	struct rc_ent *cache;
 	uint64_t cache_tick;
 	bool print;
+	uint32_t rd_chunk;		/* largest READ: RD_CHUNK or less */
 	uint64_t spin_ns;		/* look at the CQs before sleeping */
 	pid_t owner;			/* the process that opened dev */
 	struct zcr_verbs_stats st;
@@ -277,6 +279,10 @@ static int dev_open(struct vctx *vc)
 		ret = -EIO;
 		goto done;
 	}
+	vc->rd_chunk = vc->pa.max_msg_sz && vc->pa.max_msg_sz < RD_CHUNK ?
+		       vc->pa.max_msg_sz & ~4095u : RD_CHUNK;
+	if (!vc->rd_chunk)
+		vc->rd_chunk = 4096;
 	vc->pd = ibv_alloc_pd(vc->dev);
 	if (!vc->pd) {
 		ret = -ENOMEM;
@@ -602,7 +608,7 @@ static int vep_new(struct zcr_ctx *ctx, struct vctx *vc, int fd,
 	qi.send_cq = ve->cq;
 	qi.recv_cq = ve->cq;
 	qi.qp_type = IBV_QPT_RC;
-	qi.cap.max_send_wr = NSEND + 64;
+	qi.cap.max_send_wr = NSEND + RD_OUT;
 	qi.cap.max_recv_wr = NRECV;
 	qi.cap.max_send_sge = 1;
 	qi.cap.max_recv_sge = 1;
@@ -1095,8 +1101,10 @@ static int post_reads(struct vep *ve)
 			sg.addr = (uintptr_t)bounce(ve);
 			sg.lkey = ve->mr->lkey;
 		} else {
-			if (k > RD_CHUNK)
-				k = RD_CHUNK;
+			if (rd->out >= RD_OUT)
+				break;
+			if (k > ve->vc->rd_chunk)
+				k = ve->vc->rd_chunk;
 			sg.addr = (uintptr_t)ep->rx.dst + rd->posted;
 			sg.lkey = rd->mr->lkey;
 		}
@@ -1210,8 +1218,11 @@ static int read_done(struct zcr_ep *ep)
 		memcpy(ep->rx.dst + rd->off, bounce(ve), k);
 		ve->vc->st.bounce_bytes += k;
 		rd->off = rd->posted;
-	} else if (!rd->out) {
-		rd->off = rd->posted;
+	} else {
+		/* RC completes in order: one more chunk is in. */
+		rd->off += ve->vc->rd_chunk;
+		if (rd->off > rd->posted || !rd->out)
+			rd->off = rd->posted;
 	}
 	if (rd->off == rd->n)
 		return rndv_done(ep);
