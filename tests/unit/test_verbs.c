@@ -140,6 +140,88 @@ ZT_TEST(pingpong_all_sizes)
 }
 
 /*
+ * A receive smaller than the message: eager and rendezvous, posted and
+ * early, fill the buffer, complete with -EMSGSIZE and leave the byte after
+ * it alone; the next message is intact.
+ */
+ZT_TEST(truncated_receives)
+{
+	static const size_t lens[] = { 6000, 300000 };
+	struct zcr_req *s, *r;
+	struct zcr_status st;
+	struct pair p;
+	char *sb, *rb;
+	unsigned int i;
+	int ret, early;
+
+	vpair_open(&p, NULL);
+	sb = malloc(300000);
+	rb = malloc(300000);
+	ZT_ASSERT(sb && rb);
+	for (i = 0; i < 2; i++)
+		for (early = 0; early < 2; early++) {
+			uint64_t e0 = pair_stats(p.c[0]).early;
+			size_t room = lens[i] / 2 + 1;
+
+			pattern_fill(sb, lens[i], i + 10 * early);
+			memset(rb, 0xee, lens[i]);
+			ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb, lens[i], 3, &s), 0);
+			if (early)
+				PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).early >
+						e0);
+			ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, room, 1, 3, &r), 0);
+			PAIR_PUMP_UNTIL(&p, (ret = zcr_test(r, &st)) != 0);
+			ZT_EXPECT_EQ(ret, -EMSGSIZE);
+			ZT_EXPECT_EQ(st.len, lens[i]);
+			ZT_EXPECT_EQ(pattern_bad(rb, room, i + 10 * early), 0);
+			ZT_EXPECT_EQ((unsigned char)rb[room], 0xee);
+			PAIR_PUMP_UNTIL(&p, (ret = zcr_test(s, &st)) != 0);
+			ZT_EXPECT_EQ(ret, 1);
+			one_msg(&p, 1, 0, sb, rb, lens[i], 99, false);
+		}
+	free(sb);
+	free(rb);
+	pair_close(&p);
+}
+
+/* A job secret: the same one connects, another one is refused. */
+ZT_TEST(job_secret)
+{
+	struct zcr_ctx_attr a = { .quiet = 1, .job_secret = "s3cret-one" };
+	struct zcr_ctx *c0, *c1;
+	struct zcr_ep *e;
+	const char *why = NULL;
+	struct pair p;
+	char addr[48], sb[64], rb[64];
+	int port, st;
+	double t0;
+
+	vpair_open(&p, &a);
+	one_msg(&p, 1, 0, sb, rb, sizeof(sb), 1, false);
+	pair_close(&p);
+	a.rank = 0;
+	ZT_EXPECT_EQ(zcr_ctx_create_sized(&a, sizeof(a), &c0), 0);
+	a.rank = 1;
+	a.job_secret = "another-one";
+	ZT_EXPECT_EQ(zcr_ctx_create_sized(&a, sizeof(a), &c1), 0);
+	port = zcr_ctx_listen(c0, "verbs://127.0.0.1:0");
+	ZT_ASSERT(port > 0);
+	snprintf(addr, sizeof(addr), "verbs://127.0.0.1:%d", port);
+	ZT_EXPECT_EQ(zcr_ep_connect(c1, addr, &e), 0);
+	t0 = pair_now();
+	while ((st = zcr_ep_error(e, &why)) == 0) {
+		zcr_progress(c0, 0);
+		zcr_progress(c1, 0);
+		ZT_ASSERT_MSG(pair_now() - t0 < 20, "no refusal");
+	}
+	ZT_EXPECT_EQ(st, -EACCES);
+	ZT_ASSERT(why && strstr(why, "job secret"));
+	ZT_ASSERT(zcr_ep_rank(e) < 0);
+	zcr_ctx_destroy(c1);
+	zcr_ctx_destroy(c0);
+}
+
+/*
  * Early arrivals that hit the prediction reach the user's buffer by
  * remapping (pages_remapped, no bytes copied for them), after an RDMA READ
  * straight into the staging slot; misses (another page offset) are
