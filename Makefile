@@ -8,6 +8,8 @@
 #                   6.1 and 6.12 (KERNELS="6.12" to choose), then one line
 #                   "N passed, N failed[, N skipped]"
 #   make run        install missing packages, then the demo in a VM
+#   make bench-verbs  the verbs transport on soft-RoCE in a VM beside perftest
+#                   (build/bench-verbs/: table, CSV, PNG; EMULATED timings)
 #   make install    PREFIX=/usr/local DESTDIR= : library, headers, pkg-config,
 #                   tools, manual pages (MANDIR=PREFIX/share/man), udev rule
 #   make modules_install  zcrecv.ko into /lib/modules/KVER/updates
@@ -37,7 +39,7 @@ CC ?= cc
 CFLAGS ?= -O2 -g
 ZCR_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
 	-Iinclude -Iinclude/uapi -Ilib $(CFLAGS)
-LDLIBS := -lpthread -lm
+LDLIBS := -lpthread -lm -libverbs
 
 # Dependencies. Only the goals that promise a working test or demo on a
 # bare Debian machine install what is missing (tools/deps.sh, quiet when
@@ -198,7 +200,7 @@ need-kheaders:
 endif
 
 # ---- top-level targets -------------------------------------------------------
-.PHONY: all lib progs modules test test-unit test-vm soak run install \
+.PHONY: all lib progs modules test test-unit test-vm soak run bench-verbs install \
 	modules_install dkms_install checkpatch clean help
 all: lib progs modules
 lib: $(LIBS_BUILT)
@@ -220,6 +222,10 @@ soak: all
 
 run: all
 	tools/run-demo.sh
+
+# The verbs transport on soft-RoCE in a VM, beside perftest (EMULATED).
+bench-verbs: all
+	tools/bench-verbs.sh
 
 checkpatch: $(KSFT_HDR)
 	perl $(KSFT_DIR)/scripts/checkpatch.pl --no-tree --strict --quiet \

@@ -5,7 +5,9 @@
 # Needs root (or sudo) only when something is missing. Kernel packages are
 # resolved with apt-cache at run time: the newest Debian 6.1 cloud kernel
 # (the linux-image-cloud-amd64 meta package) and the newest 6.12 cloud kernel
-# (whose package name carries an ABI number that Debian bumps).
+# (whose package name carries an ABI number that Debian bumps), and the
+# newest generic (non-cloud) 6.12 kernel, whose rdma_rxe
+# (soft-RoCE) module the verbs transport tests run on.
 # `make test`, `make run` (and test-unit, test-vm) run it first; plain
 # `make`, `make lib` and `make install` never do.
 #
@@ -15,8 +17,8 @@ set -euo pipefail
 
 case ${1:-} in
 ''|--print) ;;
--h|--help) sed -n '2,15s/^# \{0,1\}//p' "$0"; exit 0 ;;
-*) sed -n '2,15s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+-h|--help) sed -n '2,17s/^# \{0,1\}//p' "$0"; exit 0 ;;
+*) sed -n '2,17s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 esac
 
 # man-db and groff-base render the manual pages (checked by make test).
@@ -27,6 +29,9 @@ base_pkgs=(gcc libc6-dev make pkg-config liburing-dev libibverbs-dev rdma-core
 extra_pkgs=(gnuplot-nox netpipe-tcp netpipe-openmpi openmpi-bin libopenmpi-dev mpich
 	libmpich-dev gfortran
 	iproute2 dkms)
+# The verbs tests and benchmark: ibv_devices/ibv_devinfo and the perftest
+# reference (ib_send_lat, ib_write_bw); iproute2's rdma creates rxe0.
+verbs_pkgs=(ibverbs-utils perftest)
 
 missing=()
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed'; }
@@ -43,12 +48,12 @@ apt_update_once() {
 }
 
 newest_612() {
-	# $1 = image|headers
-	apt-cache search --names-only "^linux-$1-6\\.12\\.[0-9]+\\+deb12-cloud-amd64\$" 2>/dev/null |
+	# $1 = image|headers, $2 = flavour (cloud-amd64|amd64)
+	apt-cache search --names-only "^linux-$1-6\\.12\\.[0-9]+\\+deb12-${2:-cloud-amd64}\$" 2>/dev/null |
 		awk '{print $1}' | sort -V | tail -n 1
 }
 
-for p in "${base_pkgs[@]}" "${extra_pkgs[@]}"; do
+for p in "${base_pkgs[@]}" "${extra_pkgs[@]}" "${verbs_pkgs[@]}"; do
 	have "$p" || missing+=("$p")
 done
 kernel_pkgs=(linux-image-cloud-amd64 linux-headers-cloud-amd64 linux-source-6.12)
@@ -67,6 +72,22 @@ if ! ls /boot/vmlinuz-6.12.*-cloud-amd64 >/dev/null 2>&1 ||
 	fi
 	if [ -z "$img" ]; then
 		echo "deps.sh: no Debian 6.12 cloud kernel found by apt-cache" >&2
+		exit 1
+	fi
+	missing+=("$img" "${img/linux-image-/linux-headers-}")
+fi
+
+# The generic 6.12 kernel (rdma_rxe, veth, dummy as modules) with headers,
+# so zcrecv.ko is built for it too; tools/vm/kernels.sh calls it 6.12-rxe.
+if ! ls /boot/vmlinuz-6.12.*+deb12-amd64 >/dev/null 2>&1 ||
+   ! ls -d /usr/src/linux-headers-6.12.*+deb12-amd64 >/dev/null 2>&1; then
+	img=$(newest_612 image amd64)
+	if [ -z "$img" ]; then
+		apt_update_once
+		img=$(newest_612 image amd64)
+	fi
+	if [ -z "$img" ]; then
+		echo "deps.sh: no Debian 6.12 generic kernel found by apt-cache" >&2
 		exit 1
 	fi
 	missing+=("$img" "${img/linux-image-/linux-headers-}")

@@ -7,13 +7,15 @@
 #
 # Runs the host unit tests (build/tests/unit/*), then, for each kernel, boots
 # a VM with zcrecv.ko and runs every kselftest (build/tests/selftests/*) plus
-# the unit tests named in tests/vm.list, and ends with one line
+# the unit tests named in tests/vm.list, then boots the generic 6.12
+# kernel with soft-RoCE (rxe0) for the tests in tests/vm-rxe.list, and
+# ends with one line
 # "N passed, N failed[, N skipped]" over everything. Exit 1 on any failure.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 mode=all
-usage() { sed -n '2,11s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,13s/^# \{0,1\}//p' "$0"; }
 case ${1:-} in
 --unit-only) mode=unit; shift ;;
 --vm-only) mode=vm; shift ;;
@@ -102,6 +104,24 @@ if [ "$mode" != unit ]; then
 		tools/vm/run-vm.sh -k "$kver" -o "$res/vm-$kver.log" \
 			-r "$totals" "${files[@]}" -- "${cmds[@]}" || status=1
 	done
+	# The verbs tests on soft-RoCE: the generic 6.12 kernel with rxe0.
+	if [ -f tests/vm-rxe.list ]; then
+		files=() cmds=()
+		while read -r name; do
+			case $name in ''|'#'*) continue ;; esac
+			files+=(-f "build/tests/unit/$name")
+			cmds+=("./$name")
+		done < tests/vm-rxe.list
+		if kver=$(tools/vm/kernels.sh 6.12-rxe); then
+			echo "== VM verbs tests on soft-RoCE, Linux $kver"
+			tools/vm/run-vm.sh -k "$kver" -R -t 300 \
+				-o "$res/vm-rxe-$kver.log" -r "$totals" \
+				"${files[@]}" -- "${cmds[@]}" || status=1
+		else
+			echo "0 1 0" >> "$totals"
+			status=1
+		fi
+	fi
 fi
 
 read -r pass fail skip < <(awk '{p += $1; f += $2; s += $3} END {print p + 0, f + 0, s + 0}' "$totals")

@@ -33,6 +33,13 @@
  * the run. --npopenmpi runs NetPIPE's NPopenmpi (Open MPI, shared-memory
  * BTL with CMA single copy) as a second reference line, --npompi-file
  * FILE keeps its output.
+ *
+ * --transport verbs: both ranks talk over the RDMA verbs transport
+ * ("verbs://", Documentation/verbs.md); --perftest runs perftest's
+ * ib_send_lat and ib_write_bw over the same RDMA device in the same
+ * invocation as reference lines, --ref CSV=TITLE adds a reference line
+ * (bytes,MB/s) to the plot. The copied/msg column counts the bytes the
+ * landing copied per message (0 when every full page was remapped).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -74,9 +81,14 @@ struct point {
 	const char *arrival;
 	uint64_t size;
 	unsigned int iters;
-	double lat_us, mbps, hit_ratio, pages_per_msg;
+	double lat_us, mbps, hit_ratio, pages_per_msg, copied_per_msg;
 	uint64_t bad;
 };
+
+/* Reference lines of the plot: CSV files of bytes,MB/s. */
+static struct { const char *csv, *title; } refs[8];
+static int nrefs;
+static const char *transport = "tcp";
 
 static struct point points[512];
 static int npoints;
@@ -323,6 +335,8 @@ static void run_point(struct zcr_ctx *ctx, struct zcr_ep *ep, int policy,
 	}
 	pt->pages_per_msg = (double)(s1.pages_remapped - s0.pages_remapped +
 				     ps.pages) / (2.0 * c.iters);
+	pt->copied_per_msg = (double)(s1.bytes_copied - s0.bytes_copied +
+				      ps.copied) / (2.0 * c.iters);
 	pt->bad = bad + ps.bad;
 	free(sb);
 	zcr_mem_free(ctx, rb[0]);
@@ -332,20 +346,22 @@ static void run_point(struct zcr_ctx *ctx, struct zcr_ep *ep, int policy,
 static void print_row(FILE *f, const struct point *p, bool csv)
 {
 	if (csv)
-		fprintf(f, "%s,%s,%llu,%u,%.3f,%.1f,%.3f,%.1f,%s\n", p->mode,
-			p->arrival, (unsigned long long)p->size, p->iters,
-			p->lat_us, p->mbps, p->hit_ratio, p->pages_per_msg,
-			p->bad ? "FAIL" : "ok");
-	else
-		fprintf(f, "%-6s %-7s %9llu %6u %11.1f %10.1f %6.0f%% %10.1f  %s\n",
+		fprintf(f, "%s,%s,%llu,%u,%.3f,%.1f,%.3f,%.1f,%s,%.0f\n",
 			p->mode, p->arrival, (unsigned long long)p->size,
-			p->iters, p->lat_us, p->mbps, p->hit_ratio * 100,
-			p->pages_per_msg, p->bad ? "FAIL" : "ok");
+			p->iters, p->lat_us, p->mbps, p->hit_ratio,
+			p->pages_per_msg, p->bad ? "FAIL" : "ok",
+			p->copied_per_msg);
+	else
+		fprintf(f, "%-6s %-7s %9llu %6u %11.1f %10.1f %6.0f%% %10.1f "
+			"%10.0f  %s\n", p->mode, p->arrival,
+			(unsigned long long)p->size, p->iters, p->lat_us,
+			p->mbps, p->hit_ratio * 100, p->pages_per_msg,
+			p->copied_per_msg, p->bad ? "FAIL" : "ok");
 }
 
 static const char csv_head[] =
 	"mode,arrival,size,iters,latency_us,bandwidth_MBps,hit_ratio,"
-	"pages_remapped_per_msg,verified\n";
+	"pages_remapped_per_msg,verified,bytes_copied_per_msg\n";
 
 static void write_csv(FILE *f)
 {
@@ -449,6 +465,91 @@ static int run_npompi(uint64_t min, uint64_t max, const char *file)
 
 static void print_np(const char *file, const char *what, bool emulated);
 
+/*
+ * perftest's ib_send_lat (half round trip, t_avg) or ib_write_bw
+ * (streaming, BW average) over the RDMA device the verbs transport uses,
+ * one run per size from min to max (powers of two, iters iterations);
+ * written as bytes,MB/s CSV to out. Server and client both run here.
+ */
+static int run_perftest(const char *tool, uint64_t min, uint64_t max,
+			unsigned int iters, const char *out, bool emulated)
+{
+	char cmd[512], c2[1024], line[512], raw[300];
+	const char *dev = getenv("ZCRECV_VERBS_DEV");
+	const char *gid = getenv("ZCRECV_VERBS_GID");
+	bool lat = strstr(tool, "lat") != NULL;
+	unsigned long long b, n;
+	uint64_t size;
+	double v[8] = { 0 };
+	int port, k, rows = 0;
+	FILE *f, *o;
+	pid_t srv;
+
+	snprintf(cmd, sizeof(cmd), "command -v %s >/dev/null 2>&1", tool);
+	if (system(cmd))
+		return -ENOENT;
+	o = fopen(out, "w");
+	if (!o)
+		return -errno;
+	printf("\nreference: perftest %s over the same RDMA device, %u "
+	       "iterations%s\n", tool, iters, emulated ? " (EMULATED timings: "
+	       "soft-RoCE under emulation)" : "");
+	printf("%9s %11s %10s\n", "size", lat ? "latency_us" : "", "MB/s");
+	for (size = min; size <= max; size *= 2) {
+		port = free_port();
+		snprintf(raw, sizeof(raw), "%s.raw", out);
+		snprintf(cmd, sizeof(cmd), "%s%s -x %s -s %llu -n %u -F -p %d",
+			 dev ? "-d " : "", dev ? dev : "", gid ? gid : "1",
+			 (unsigned long long)size, iters, port);
+		fflush(stdout);
+		srv = fork();
+		if (srv == 0) {
+			if (!freopen("/dev/null", "w", stdout) ||
+			    !freopen("/dev/null", "w", stderr))
+				_exit(127);
+			execl("/bin/sh", "sh", "-c", "exec \"$0\" $1", tool,
+			      cmd, (char *)NULL);
+			_exit(127);
+		}
+		usleep(300000);
+		/* perftest has no time limit of its own: a lost packet hangs it. */
+		snprintf(c2, sizeof(c2), "timeout 120 %s %s 127.0.0.1 >%s 2>&1",
+			 tool, cmd, raw);
+		k = system(c2);
+		for (n = 0; n < 50 && waitpid(srv, NULL, WNOHANG) == 0; n++)
+			usleep(100000);
+		if (n == 50) {
+			kill(srv, SIGKILL);
+			waitpid(srv, NULL, 0);
+		}
+		f = k ? NULL : fopen(raw, "r");
+		while (f && fgets(line, sizeof(line), f)) {
+			if (sscanf(line, " %llu %llu %lf %lf %lf %lf", &b, &n,
+				   &v[0], &v[1], &v[2], &v[3]) < (lat ? 6 : 5) ||
+			    b != size)
+				continue;
+			/*
+			 * lat: t_min t_max t_typical t_avg (the mean, as
+			 * zcbench's); bw: peak average
+			 */
+			if (lat) {
+				printf("%9llu %11.2f %10.1f\n", b, v[3],
+				       b / v[3]);
+				fprintf(o, "%llu,%.1f\n", b, b / v[3]);
+			} else {
+				printf("%9llu %11s %10.1f\n", b, "", v[1]);
+				fprintf(o, "%llu,%.1f\n", b, v[1]);
+			}
+			rows++;
+		}
+		if (f)
+			fclose(f);
+		unlink(raw);
+	}
+	fclose(o);
+	return rows ? 0 : -EIO;
+}
+
 static void print_nptcp(const char *file, bool emulated)
 {
 	print_np(file, "NetPIPE NPtcp over the same loopback", emulated);
@@ -524,7 +625,8 @@ static int plot(const char *csv, const char *nptcp, const char *png,
 		"set datafile separator ','\nset logscale x 2\n"
 		"set format x '%%.0b%%B'\nset xlabel 'message size (bytes)'\n"
 		"set ylabel 'bandwidth (MB/s)'\nset key left top\nset grid\n"
-		"set title 'zcbench ping-pong: copy vs remap%s'\nplot ", png,
+		"set title 'zcbench ping-pong over %s: copy vs remap%s'\n"
+		"plot ", png, transport,
 		emulated ? " (EMULATED: compare ratios only)" : "");
 	for (m = 0; m < 3; m++)
 		for (a = 0; a < 2; a++) {
@@ -543,10 +645,18 @@ static int plot(const char *csv, const char *nptcp, const char *png,
 		first = 0;
 	}
 	snprintf(npcsv, sizeof(npcsv), "%s.csv", ompi_ref ? ompi_ref : "");
-	if (ompi_ref && nptcp_csv(ompi_ref, npcsv) == 0)
+	if (ompi_ref && nptcp_csv(ompi_ref, npcsv) == 0) {
 		fprintf(g, "%s'%s' using 1:2 with lines dt 3 lw 2 "
 			"title 'NPopenmpi, shared memory (reference)'",
 			first ? "" : ", ", npcsv);
+		first = 0;
+	}
+	for (m = 0; m < nrefs; m++) {
+		fprintf(g, "%s'%s' using 1:2 with lines dt %d lw 2 "
+			"title '%s (reference)' noenhanced",
+			first ? "" : ", ", refs[m].csv, 4 + m, refs[m].title);
+		first = 0;
+	}
 	fprintf(g, "\n");
 	return pclose(g) ? -EIO : 0;
 }
@@ -579,8 +689,12 @@ static void usage(FILE *f)
 "  --png FILE         plot with gnuplot\n"
 "  --nptcp            run NetPIPE's NPtcp over loopback as a reference\n"
 "  --nptcp-file FILE  keep (or, with --plot-only, read) NPtcp's output\n"
-"  --transport T      tcp (default) or shm: ranks on this host move data\n"
-"                     through shared memory (sets ZCRECV_SHM)\n"
+"  --transport T      tcp (default), shm: ranks on this host move data\n"
+"                     through shared memory (sets ZCRECV_SHM), or verbs:\n"
+"                     the RDMA verbs transport (verbs://)\n"
+"  --perftest         run perftest's ib_send_lat and ib_write_bw over the\n"
+"                     same RDMA device as reference lines\n"
+"  --ref CSV=TITLE    one more reference line (bytes,MB/s) for the plot\n"
 "  --npopenmpi        run NetPIPE's NPopenmpi (Open MPI shared memory)\n"
 "  --npompi-file FILE keep (or, with --plot-only, read) NPopenmpi's output\n"
 "  --emulated         mark the figures as measured under emulation\n"
@@ -603,12 +717,14 @@ int main(int argc, char **argv)
 		{ "connect", 1, NULL, 'C' }, { "plot-only", 1, NULL, 'P' },
 		{ "emulated", 0, NULL, 'E' }, { "transport", 1, NULL, 'T' },
 		{ "npopenmpi", 0, NULL, 'O' }, { "npompi-file", 1, NULL, 'F' },
+		{ "perftest", 0, NULL, 'R' }, { "ref", 1, NULL, 'r' },
 		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	uint64_t min = 4096, max = 16 << 20, size;
 	const char *csv = NULL, *png = NULL, *server = NULL, *conn = NULL;
 	const char *plot_only = NULL, *npfile = NULL, *ompifile = NULL;
-	int npompi = 0;
+	int npompi = 0, perftest = 0;
+	char listen_at[64];
 	char ompibuf[64];
 	int modes = 0x7, arrivals = 0x3, nptcp = 0, emulated = 0, o, m, a;
 	unsigned int max_iters = 50;
@@ -637,13 +753,29 @@ int main(int argc, char **argv)
 		case 'P': plot_only = optarg; break;
 		case 'E': emulated = 1; break;
 		case 'T':
-			if (strcmp(optarg, "tcp") && strcmp(optarg, "shm")) {
-				fprintf(stderr, "zcbench: --transport tcp|shm\n");
+			if (strcmp(optarg, "tcp") && strcmp(optarg, "shm") &&
+			    strcmp(optarg, "verbs")) {
+				fprintf(stderr, "zcbench: --transport "
+					"tcp|shm|verbs\n");
 				return 2;
 			}
 			setenv("ZCRECV_SHM", strcmp(optarg, "shm") ? "0" : "1",
 			       1);
+			transport = optarg;
 			break;
+		case 'R': perftest = 1; break;
+		case 'r': {
+			char *eq = strchr(optarg, '=');
+
+			if (!eq || nrefs == 8) {
+				fprintf(stderr, "zcbench: --ref CSV=TITLE\n");
+				return 2;
+			}
+			*eq = 0;
+			refs[nrefs].csv = optarg;
+			refs[nrefs++].title = eq + 1;
+			break;
+		}
 		case 'O': npompi = 1; break;
 		case 'F': ompifile = optarg; break;
 		case 'h': usage(stdout); return 0;
@@ -663,21 +795,61 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	/* verbs: the transport's own scheme in front of HOST:PORT. */
+	snprintf(listen_at, sizeof(listen_at), "%s127.0.0.1:0",
+		 strcmp(transport, "verbs") ? "" : "verbs://");
 	if (server) {
 		attr.rank = 1;
 		CHECK(zcr_ctx_create(&attr, &ctx));
-		CHECK(zcr_ctx_listen(ctx, server));
+		snprintf(addr, sizeof(addr), "%s%s",
+			 strcmp(transport, "verbs") ? "" : "verbs://", server);
+		CHECK(zcr_ctx_listen(ctx, addr));
 		CHECK(zcr_ep_accept(ctx, -1, &ep));
 		o = run_peer(ctx, ep);
 		zcr_ctx_destroy(ctx);
 		return o;
 	}
-	if (!conn) {
+	if (!conn && !strcmp(transport, "verbs")) {
+		/*
+		 * Both ranks here over verbs: the child (rank 1) opens the
+		 * device itself and listens, rank 0 connects. (A device opened
+		 * before fork() is shared by both processes.)
+		 */
+		int pfd[2], port = 0;
+
+		if (pipe(pfd))
+			die("pipe", -errno);
+		fflush(stdout);
+		child = fork();
+		if (child == 0) {
+			close(pfd[0]);
+			attr.rank = 1;
+			CHECK(zcr_ctx_create(&attr, &ctx));
+			port = zcr_ctx_listen(ctx, listen_at);
+			CHECK(port);
+			if (write(pfd[1], &port, sizeof(port)) != sizeof(port))
+				_exit(2);
+			close(pfd[1]);
+			CHECK(zcr_ep_accept(ctx, 30000, &ep));
+			o = run_peer(ctx, ep);
+			zcr_ctx_destroy(ctx);
+			_exit(o);
+		}
+		close(pfd[1]);
+		if (child < 0 || read(pfd[0], &port, sizeof(port)) !=
+		    sizeof(port))
+			die("rank 1 did not start", -EIO);
+		close(pfd[0]);
+		CHECK(zcr_ctx_create(&attr, &ctx));
+		snprintf(addr, sizeof(addr), "verbs://127.0.0.1:%d", port);
+		CHECK(zcr_ep_connect(ctx, addr, &ep));
+	} else if (!conn) {
 		/* Both ranks here: rank 0 listens, a child is rank 1. */
 		CHECK(zcr_ctx_create(&attr, &ctx));
-		o = zcr_ctx_listen(ctx, "127.0.0.1:0");
+		o = zcr_ctx_listen(ctx, listen_at);
 		CHECK(o);
-		snprintf(addr, sizeof(addr), "127.0.0.1:%d", o);
+		snprintf(addr, sizeof(addr), "%.*s%d",
+			 (int)(strlen(listen_at) - 1), listen_at, o);
 		fflush(stdout);
 		child = fork();
 		if (child == 0) {
@@ -695,7 +867,9 @@ int main(int argc, char **argv)
 		CHECK(zcr_ep_accept(ctx, 30000, &ep));
 	} else {
 		CHECK(zcr_ctx_create(&attr, &ctx));
-		CHECK(zcr_ep_connect(ctx, conn, &ep));
+		snprintf(addr, sizeof(addr), "%s%s",
+			 strcmp(transport, "verbs") ? "" : "verbs://", conn);
+		CHECK(zcr_ep_connect(ctx, addr, &ep));
 	}
 
 	CHECK(zcr_ctx_stats(ctx, &st));
@@ -706,9 +880,9 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.min_remap_pages,
 	       emulated ? " (EMULATED timings: compare ratios only)" : "");
 	printf("zcbench: transport %s\n", transport_of(ctx, ep));
-	printf("%-6s %-7s %9s %6s %11s %10s %7s %10s  %s\n", "mode", "arrival",
-	       "size", "iters", "latency_us", "MB/s", "hits", "pages/msg",
-	       "verified");
+	printf("%-6s %-7s %9s %6s %11s %10s %7s %10s %10s  %s\n", "mode",
+	       "arrival", "size", "iters", "latency_us", "MB/s", "hits",
+	       "pages/msg", "copied/msg", "verified");
 	for (m = 0; m < 3; m++) {
 		static const int order[] = { ZCRECV_POLICY_COPY,
 					     ZCRECV_POLICY_REMAP,
@@ -787,6 +961,38 @@ int main(int argc, char **argv)
 		} else {
 			printf("zcbench: NPopenmpi not available: no Open MPI "
 			       "reference line\n");
+		}
+	}
+	if (perftest) {
+		static const char *const tools[] = { "ib_send_lat",
+						     "ib_write_bw" };
+		static char files[2][96];
+
+		for (m = 0; m < 2; m++) {
+			snprintf(files[m], sizeof(files[m]),
+				 "/tmp/zcbench-%s.%d.csv", tools[m],
+				 (int)getpid());
+			if (run_perftest(tools[m], min, max, max_iters,
+					 files[m], emulated)) {
+				printf("zcbench: %s not available or failed: "
+				       "no reference line\n", tools[m]);
+				continue;
+			}
+			if (csv && !strcmp(csv, "-")) {
+				FILE *f = fopen(files[m], "r");
+				char line[128];
+
+				printf("zcbench-ref-begin %s\n", tools[m]);
+				while (f && fgets(line, sizeof(line), f))
+					fputs(line, stdout);
+				printf("zcbench-ref-end\n");
+				if (f)
+					fclose(f);
+			}
+			if (nrefs < 8) {
+				refs[nrefs].csv = files[m];
+				refs[nrefs++].title = tools[m];
+			}
 		}
 	}
 	if (png && csv && strcmp(csv, "-")) {

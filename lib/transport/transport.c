@@ -21,6 +21,7 @@
 static const struct zcr_transport_ops *const registry[] = {
 	&__zcr_transport_tcp,
 	&__zcr_transport_shm,
+	&__zcr_transport_verbs,
 };
 
 #define NREG	(int)(sizeof(registry) / sizeof(registry[0]))

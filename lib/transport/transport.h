@@ -131,6 +131,7 @@ struct zcr_transport {
 /* The transports, in registry order (lib/transport/transport.c). */
 extern const struct zcr_transport_ops __zcr_transport_tcp;
 extern const struct zcr_transport_ops __zcr_transport_shm;
+extern const struct zcr_transport_ops __zcr_transport_verbs;
 
 /* Set up / tear down every registered transport for ctx. */
 int __zcr_transports_init(struct zcr_ctx *ctx);

@@ -34,7 +34,7 @@ for c in tools/*.c; do
 		bad "$t is not built (run make)"
 	fi
 done
-for s in tools/deps.sh tools/run-tests.sh tools/run-demo.sh \
+for s in tools/deps.sh tools/run-tests.sh tools/run-demo.sh tools/bench-verbs.sh \
 	 tools/vm/run-vm.sh tools/mpi/make-traces.sh; do
 	check "$s" "$s"
 done

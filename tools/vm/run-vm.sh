@@ -1,14 +1,19 @@
 #!/bin/bash
 # run-vm.sh - boot a Debian kernel in QEMU with zcrecv.ko and run commands.
 #
-# Usage: tools/vm/run-vm.sh [-k 6.1|6.12|all|VERSION] [-t TIMEOUT] [-n]
-#                           [-o LOG] [-r RESULTS] [-f FILE]... -- CMD [CMD...]
+# Usage: tools/vm/run-vm.sh [-k 6.1|6.12|6.12-rxe|all|VERSION] [-t TIMEOUT]
+#                           [-n] [-R] [-o LOG] [-r RESULTS] [-f FILE]...
+#                           -- CMD [CMD...]
 #        tools/vm/run-vm.sh -h|--help
 #   -k  kernel: a series (6.1, 6.12: the newest installed Debian cloud
 #       kernel of it), all (each series in turn; -o is then ignored) or an
 #       exact version as in /boot/vmlinuz-VERSION
 #   -t  overall timeout in seconds (default 900)
 #   -n  do not insmod zcrecv.ko at boot
+#   -R  soft-RoCE: load rdma_rxe, crc32_generic and dummy (with dependencies) from the
+#       kernel's modules, give dummy0 10.77.0.1/24 and create rxe0 on it
+#       (needs a kernel with rdma_rxe: -k 6.12-rxe); ibv_devices, ibv_devinfo
+#       and the rxe provider of libibverbs come along
 #   -o  write the serial console to LOG (default build/vm/KVER/console.log)
 #   -r  append "pass fail skip" totals to RESULTS
 #   -f  copy FILE (an executable; its shared libraries come along) into /vm
@@ -26,21 +31,23 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 series=6.12
 timeout_s=900
 load=yes
+rxe=no
 log=
 results=
 files=()
-usage() { sed -n '2,23s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,27s/^# \{0,1\}//p' "$0"; }
 for a in "$@"; do
 	case $a in
 	--) break ;;
 	--help) usage; exit 0 ;;
 	esac
 done
-while getopts "k:t:no:r:f:h" opt; do
+while getopts "k:t:nRo:r:f:h" opt; do
 	case $opt in
 	k) series=$OPTARG ;;
 	t) timeout_s=$OPTARG ;;
 	n) load=no ;;
+	R) rxe=yes ;;
 	o) log=$OPTARG ;;
 	r) results=$OPTARG ;;
 	f) files+=("$OPTARG") ;;
@@ -54,6 +61,7 @@ shift $((OPTIND - 1))
 if [ "$series" = all ]; then
 	args=(-t "$timeout_s")
 	[ "$load" = yes ] || args+=(-n)
+	[ "$rxe" = no ] || args+=(-R)
 	[ -z "$results" ] || args+=(-r "$results")
 	for f in "${files[@]}"; do args+=(-f "$f"); done
 	rc=0
@@ -87,16 +95,62 @@ fi
 echo "root:x:0:0:root:/:/bin/sh" > "$rootfs/etc/passwd"
 
 # Executables and the shared libraries they need, at the paths ld.so expects.
-for f in "${files[@]}"; do
-	cp "$f" "$rootfs/vm/"
-	{ ldd "$f" 2>/dev/null || true; } | awk '/=>/ {print $3} /^\t\// {print $1}' |
+copy_libs() {
+	{ ldd "$1" 2>/dev/null || true; } | awk '/=>/ {print $3} /^\t\// {print $1}' |
 	while read -r lib; do
 		[ -n "$lib" ] && [ -e "$lib" ] || continue
 		mkdir -p "$rootfs$(dirname "$lib")"
 		cp -L "$lib" "$rootfs$lib"
 	done
+}
+for f in "${files[@]}"; do
+	cp "$f" "$rootfs/vm/"
+	copy_libs "$f"
 done
+
+# Soft-RoCE: the modules (decompressed for busybox insmod) in load order,
+# dependencies first as modules.dep lists them; the rdma tool, the ibv_*
+# utilities and the rxe provider that libibverbs loads with dlopen.
+if [ "$rxe" = yes ]; then
+	mdir=/lib/modules/$kver
+	[ -r "$mdir/modules.dep" ] || { echo "run-vm.sh: no $mdir/modules.dep" >&2; exit 2; }
+	mkdir -p "$rootfs/vm/rxe"
+	: > "$rootfs/vm/rxe/order"
+	# rxe computes its ICRC with the "crc32" crypto hash, a soft dependency
+	# that modules.dep does not list.
+	for m in dummy crc32_generic rdma_rxe; do
+		line=$(grep -E "/$m\.ko(\.xz|\.zst|\.gz)?:" "$mdir/modules.dep") || {
+			echo "run-vm.sh: $kver has no $m module (use -k 6.12-rxe)" >&2; exit 2; }
+		deps=${line#*:}
+		for d in $(printf '%s\n' $deps | tac) "${line%%:*}"; do
+			n=$(basename "$d"); n=${n%%.ko*}
+			grep -qx "$n" "$rootfs/vm/rxe/order" && continue
+			case $d in
+			*.xz) xz -dc "$mdir/$d" ;;
+			*.zst) zstd -dcq "$mdir/$d" ;;
+			*.gz) gzip -dc "$mdir/$d" ;;
+			*) cat "$mdir/$d" ;;
+			esac > "$rootfs/vm/rxe/$n.ko"
+			echo "$n" >> "$rootfs/vm/rxe/order"
+		done
+	done
+	for b in rdma ibv_devices ibv_devinfo; do
+		p=$(command -v "$b") || { echo "run-vm.sh: $b missing (tools/deps.sh)" >&2; exit 2; }
+		mkdir -p "$rootfs$(dirname "$p")"
+		cp "$p" "$rootfs$p"
+		copy_libs "$p"
+	done
+	prov=$(ls /usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so 2>/dev/null | head -n 1)
+	[ -n "$prov" ] || { echo "run-vm.sh: no rxe provider (ibverbs-providers)" >&2; exit 2; }
+	mkdir -p "$rootfs$(dirname "$prov")" "$rootfs/etc/libibverbs.d"
+	cp "$prov" "$rootfs$prov"
+	copy_libs "$prov"
+	cp /etc/libibverbs.d/rxe.driver "$rootfs/etc/libibverbs.d/"
+fi
 printf '%s\n' "$@" > "$rootfs/vm/tests"
+# ZCRECV_VM_TEST_TIMEOUT: seconds each command may run (init's default 300).
+[ -z "${ZCRECV_VM_TEST_TIMEOUT:-}" ] ||
+	echo "$ZCRECV_VM_TEST_TIMEOUT" > "$rootfs/vm/test-timeout"
 
 (cd "$rootfs" && find . | cpio -o -H newc --quiet | gzip -1) > "$work/initramfs.gz"
 
