@@ -122,8 +122,9 @@ LIBS_BUILT := $(LIB_SO) $(LIB_A) $(B)/lib/zcrecv.pc
 
 # ---- tools library -------------------------------------------------------------
 # Code only the tools and tests use (trace reader, replay and scoring of
-# predictors): a static library of its own, never part of libzcrecv.so.
-ZCT_SRCS := tools/lib/trace.c tools/lib/replay.c
+# predictors, the benchmarks' helpers): a static library of its own, never
+# part of libzcrecv.so.
+ZCT_SRCS := tools/lib/trace.c tools/lib/replay.c tools/lib/bench.c
 ZCT_OBJS := $(patsubst tools/lib/%.c,$(B)/tools/lib/%.o,$(ZCT_SRCS))
 ZCT_A    := $(B)/tools/lib/libzctools.a
 ZCT_HDRS := $(wildcard tools/lib/*.h)

@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "zcrecv.h"
+#include "bench.h"
 
 #define TAG_DATA	1
 #define TAG_CTRL	1000
@@ -105,14 +106,6 @@ static void die(const char *what, int err)
 		if (ck_ret < 0)						\
 			die(#call, ck_ret);				\
 	} while (0)
-
-static double now_us(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
 
 static uint64_t csum(const uint64_t *w, size_t n)
 {
@@ -307,7 +300,7 @@ static void run_point(struct zcr_ctx *ctx, struct zcr_ep *ep, int policy,
 			e = early_count(ctx);
 		else
 			CHECK(zcr_irecv(ctx, cur, size, 1, TAG_DATA, &r));
-		t0 = now_us();
+		t0 = zct_now_us();
 		CHECK(zcr_send(ep, sb, size, TAG_DATA));
 		if (early) {
 			wait_early(ctx, e);
@@ -315,7 +308,7 @@ static void run_point(struct zcr_ctx *ctx, struct zcr_ep *ep, int policy,
 		} else {
 			CHECK(zcr_wait(r, NULL));
 		}
-		t += now_us() - t0;
+		t += zct_now_us() - t0;
 		if (!verify(cur, size, it))
 			bad++;
 	}
@@ -661,16 +654,6 @@ static int plot(const char *csv, const char *nptcp, const char *png,
 	return pclose(g) ? -EIO : 0;
 }
 
-static int parse_list(const char *s, const char *const *names, int n)
-{
-	int mask = 0, i;
-
-	for (i = 0; i < n; i++)
-		if (strstr(s, names[i]))
-			mask |= 1 << i;
-	return mask;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -741,8 +724,8 @@ int main(int argc, char **argv)
 		switch (o) {
 		case 's': min = strtoull(optarg, NULL, 0); break;
 		case 'S': max = strtoull(optarg, NULL, 0); break;
-		case 'm': modes = parse_list(optarg, mode_names, 3); break;
-		case 'a': arrivals = parse_list(optarg, arr_names, 2); break;
+		case 'm': modes = zct_parse_list(optarg, mode_names, 3); break;
+		case 'a': arrivals = zct_parse_list(optarg, arr_names, 2); break;
 		case 'i': max_iters = (unsigned int)atoi(optarg); break;
 		case 'c': csv = optarg; break;
 		case 'p': png = optarg; break;

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "core/ctx.h"
+#include "bench.h"
 
 #define MAX_ITERS	64
 
@@ -75,43 +76,12 @@ static void usage(FILE *f)
 		"The backend is the context's (ZCRECV_BACKEND=kmod|uffd-move).\n");
 }
 
-static double now_us(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static int parse_list(const char *s, const char *const *names, int n)
-{
-	int mask = 0, i;
-
-	for (i = 0; i < n; i++)
-		if (strstr(s, names[i]))
-			mask |= 1 << i;
-	return mask;
-}
-
 static void *busy_thread(void *arg)
 {
 	(void)arg;
 	while (!busy_stop)
 		poll(NULL, 0, 0);
 	return NULL;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, unsigned int n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return v[n / 2];
 }
 
 static uint64_t word_of(uint64_t it, size_t page)
@@ -174,16 +144,16 @@ static double land(struct zcr_ctx *ctx, char *dst, size_t n, int policy,
 		memset(evict_buf, (int)it, evict_len);
 	pthread_mutex_lock(&ctx->lock);
 	p0 = ctx->st.pages_remapped;
-	t = now_us();
+	t = zct_now_us();
 	__zcr_remap_deliver_locked(ctx, s, off, dst, n, true);
-	t = now_us() - t;
+	t = zct_now_us() - t;
 	*pages = ctx->st.pages_remapped - p0;
 	__zcr_slot_put_locked(ctx, s);
 	pthread_mutex_unlock(&ctx->lock);
-	*touch = now_us();
+	*touch = zct_now_us();
 	if (!check(dst, n, ctx->page, it))
 		*bad = true;
-	*touch = now_us() - *touch;
+	*touch = zct_now_us() - *touch;
 	return t;
 }
 
@@ -244,10 +214,10 @@ static void run_point(struct zcr_ctx *ctx, struct row *r,
 			    4 + 2 * i, &mt[i], &pg, &bad);
 		pages += pg;
 	}
-	r->copy_us = median(c, n);
-	r->remap_us = median(m, n);
-	r->copy_touch_us = median(ct, n);
-	r->remap_touch_us = median(mt, n);
+	r->copy_us = zct_median(c, n);
+	r->remap_us = zct_median(m, n);
+	r->copy_touch_us = zct_median(ct, n);
+	r->remap_touch_us = zct_median(mt, n);
 	r->pages = (double)pages / n;
 	r->bad = bad;
 	if (r->align == 2)
@@ -333,9 +303,9 @@ int main(int argc, char **argv)
 		switch (o) {
 		case 's': min = strtoull(optarg, NULL, 0); break;
 		case 'S': max = strtoull(optarg, NULL, 0); break;
-		case 'a': aligns = parse_list(optarg, align_names, 3); break;
-		case 'c': srcs = parse_list(optarg, src_names, 2); break;
-		case 't': thrs = parse_list(optarg, thr_names, 3); break;
+		case 'a': aligns = zct_parse_list(optarg, align_names, 3); break;
+		case 'c': srcs = zct_parse_list(optarg, src_names, 2); break;
+		case 't': thrs = zct_parse_list(optarg, thr_names, 3); break;
 		case 'i': iters = (unsigned int)atoi(optarg); break;
 		case 'f':
 			if (strcmp(optarg, "csv") && strcmp(optarg, "table")) {

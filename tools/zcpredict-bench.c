@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "predict/predict.h"
+#include "bench.h"
 
 #define PATTERN 24
 
@@ -40,14 +41,6 @@ static void make_pattern(void)
 	}
 }
 
-static double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
 /* ns per observe + predict(k); sink keeps the predictions alive. */
 static double measure(const char *name, unsigned int k, long iters,
 		      size_t *mem, uint64_t *sink)
@@ -65,13 +58,13 @@ static double measure(const char *name, unsigned int k, long iters,
 		__zcr_pred_observe(p, &calls[i % PATTERN]);
 		__zcr_pred_predict(p, k, &out);
 	}
-	t0 = now_ns();
+	t0 = zct_now_ns();
 	for (i = 0; i < iters; i++) {
 		__zcr_pred_observe(p, &calls[i % PATTERN]);
 		if (__zcr_pred_predict(p, k, &out))
 			*sink += out.buf;
 	}
-	t1 = now_ns();
+	t1 = zct_now_ns();
 	*mem = __zcr_pred_memory(p);
 	__zcr_pred_destroy(p);
 	return (t1 - t0) / (double)iters;

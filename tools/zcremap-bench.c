@@ -36,27 +36,13 @@
 #include <unistd.h>
 
 #include <linux/zcrecv.h>
+#include "bench.h"
 
 #define COLD_BYTES	(64UL << 20)
 #define NSAMPLES	5
 
 static long page;
 static double run_ms = 20;
-
-static double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 /* Median over NSAMPLES of the time per call of fn, each sample run_ms long. */
 static double measure(int (*fn)(void *, unsigned long), void *ctx,
@@ -66,19 +52,18 @@ static double measure(int (*fn)(void *, unsigned long), void *ctx,
 	int s;
 
 	for (s = 0; s < NSAMPLES; s++) {
-		double t0 = now_ns(), t;
+		double t0 = zct_now_ns(), t;
 		unsigned long calls = 0;
 
 		do {
 			if (fn(ctx, pages))
 				return -1;
 			calls++;
-			t = now_ns();
+			t = zct_now_ns();
 		} while (t - t0 < run_ms * 1e6);
 		samples[s] = (t - t0) / calls / pages;
 	}
-	qsort(samples, NSAMPLES, sizeof(double), cmp_double);
-	return samples[NSAMPLES / 2];
+	return zct_median(samples, NSAMPLES);
 }
 
 struct remap_ctx {

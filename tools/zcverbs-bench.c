@@ -36,6 +36,7 @@
 
 #include <infiniband/verbs.h>
 #include <linux/zcrecv.h>
+#include "bench.h"
 
 static void usage(FILE *f)
 {
@@ -53,14 +54,6 @@ static void usage(FILE *f)
 "  --emulated    mark the figures as measured under emulation\n"
 "  -h, --help    this help\n"
 "Exit status: 0 done, 1 no device or /dev/zcrecv, 2 bad usage.\n");
-}
-
-static double now_us(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
 }
 
 /* A zone of /dev/zcrecv of len bytes, mapped; NULL on failure. */
@@ -108,28 +101,28 @@ static void measure(struct row *rw, struct ibv_pd *pd, int fd, char *slot,
 	int r;
 
 	rw->size = size;
-	t = now_us();
+	t = zct_now_us();
 	for (i = 0; i < iters; i++)
 		memcpy(buf, slot, size);
-	rw->copy = (now_us() - t) / iters;
-	t = now_us();
+	rw->copy = (zct_now_us() - t) / iters;
+	t = zct_now_us();
 	for (i = 0; i < iters; i++) {
 		mr = ibv_reg_mr(pd, slot, size, ACC);
 		if (!mr)
 			break;
 		ibv_dereg_mr(mr);
 	}
-	rw->regdereg = i == iters ? (now_us() - t) / iters : -1;
-	t = now_us();
+	rw->regdereg = i == iters ? (zct_now_us() - t) / iters : -1;
+	t = zct_now_us();
 	for (i = 0; i < iters; i++)
 		if (exchange(fd, slot, buf, size))
 			break;
-	rw->exch = i == iters ? (now_us() - t) / iters : -1;
+	rw->exch = i == iters ? (zct_now_us() - t) / iters : -1;
 	/* rereg of the slot's (new) pages, as after an exchange. */
 	rw->rereg = -1;
 	mr = why ? ibv_reg_mr(pd, slot, size, ACC) : NULL;
 	if (mr) {
-		t = now_us();
+		t = zct_now_us();
 		for (i = 0; i < iters; i++) {
 			r = ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION,
 					 NULL, slot, size, 0);
@@ -140,13 +133,13 @@ static void measure(struct row *rw, struct ibv_pd *pd, int fd, char *slot,
 			}
 		}
 		if (i == iters)
-			rw->rereg = (now_us() - t) / iters;
+			rw->rereg = (zct_now_us() - t) / iters;
 		ibv_dereg_mr(mr);
 	}
 	rw->odp = -1;
 	if (!odp)
 		return;
-	t = now_us();
+	t = zct_now_us();
 	for (i = 0; i < iters; i++) {
 		mr = ibv_reg_mr(pd, slot, size, ACC | IBV_ACCESS_ON_DEMAND);
 		if (!mr)
@@ -154,24 +147,11 @@ static void measure(struct row *rw, struct ibv_pd *pd, int fd, char *slot,
 		ibv_dereg_mr(mr);
 	}
 	if (i == iters)
-		rw->odp = (now_us() - t) / iters;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double med(double *v)
-{
-	qsort(v, REPS, sizeof(*v), cmp_d);
-	return v[REPS / 2];
+		rw->odp = (zct_now_us() - t) / iters;
 }
 
 /* Each column's median over the REPS runs. */
-static void median(struct row *out, const struct row *rep)
+static void row_median(struct row *out, const struct row *rep)
 {
 	double v[5][REPS];
 	int k;
@@ -184,11 +164,11 @@ static void median(struct row *out, const struct row *rep)
 		v[4][k] = rep[k].odp;
 	}
 	out->size = rep[0].size;
-	out->copy = med(v[0]);
-	out->regdereg = med(v[1]);
-	out->exch = med(v[2]);
-	out->rereg = med(v[3]);
-	out->odp = med(v[4]);
+	out->copy = zct_median(v[0], REPS);
+	out->regdereg = zct_median(v[1], REPS);
+	out->exch = zct_median(v[2], REPS);
+	out->rereg = zct_median(v[3], REPS);
+	out->odp = zct_median(v[4], REPS);
 }
 
 int main(int argc, char **argv)
@@ -266,7 +246,7 @@ int main(int argc, char **argv)
 				rereg_why ? NULL : why1, odp_why == NULL);
 		if (rep[0].rereg < 0 && why1[0])
 			rereg_why = why1;
-		median(&rows[nrows++], rep);
+		row_median(&rows[nrows++], rep);
 	}
 	printf("zcverbs-bench: device %s, zone memory of /dev/zcrecv, "
 	       "median of %d runs of %u iterations%s\n",

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * bench.c - helpers the benchmarks share (bench.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+
+double zct_now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+double zct_now_us(void)
+{
+	return zct_now_ns() / 1e3;
+}
+
+int zct_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+double zct_median(double *v, unsigned int n)
+{
+	qsort(v, n, sizeof(*v), zct_cmp_double);
+	return v[n / 2];
+}
+
+int zct_parse_list(const char *s, const char *const *names, int n)
+{
+	int mask = 0, i;
+
+	for (i = 0; i < n; i++)
+		if (strstr(s, names[i]))
+			mask |= 1 << i;
+	return mask;
+}
