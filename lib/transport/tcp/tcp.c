@@ -608,9 +608,10 @@ static bool rx_hello(struct zcr_ep *ep)
 		te->fd = fd;
 		te->legacy = legacy;
 		if (te->ver == 2) {
-			/* nego_end frees what we dial, so keep a copy */
-			char *again = strdup(te->redial);
+			/* the address stays ours: nego_end frees redial */
+			char *again = te->redial;
 
+			te->redial = NULL;
 			te->ver = 1;
 			nego_end(te);
 			te->redial = again;
