@@ -477,6 +477,11 @@ int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 		if (ep->state == ZCR_EP_HANDSHAKE && ep->hs_deadline < next)
 			next = ep->hs_deadline;
 	}
+	if (!next) {
+		/* Work is waiting (a transport saw it while filling): do it. */
+		pollset_put_locked(ctx, ps);
+		return work_locked(ctx);
+	}
 	/* Wake up for the first deadline, rounded up: not to spin before it. */
 	if (next != UINT64_MAX) {
 		now = zcr_now_ns();

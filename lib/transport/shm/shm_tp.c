@@ -367,6 +367,11 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 			break;
 		sched_yield();
 	}
+	if (work) {
+		/* Found while looking: no sleep to announce, no poll. */
+		*deadline = 0;
+		return 0;
+	}
 	for (pos = sc->eps.next; pos != &sc->eps; pos = pos->next) {
 		struct shm_ep *se = zcr_container_of(pos, struct shm_ep, link);
 

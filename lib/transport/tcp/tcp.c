@@ -44,6 +44,8 @@
 struct tcp_ctx {
 	int listen_fd;
 	uint64_t accept_resume;		/* no accept() before; 0: not paused */
+	uint64_t accept_next;		/* next accept() without a poll hint */
+	bool listen_ready;		/* poll saw a connection waiting */
 	struct io_uring *ring;		/* batched receives, or NULL */
 };
 
@@ -1115,6 +1117,14 @@ static void paused_error(struct zcr_ctx *ctx, int fd)
  * return at once: stop accepting, and polling the listener, for a while.
  */
 #define ZCR_ACCEPT_BACKOFF_NS	(100 * 1000000ULL)
+/*
+ * Without a poll that saw the listening socket readable, try accept() at
+ * most this often: progress runs once per message (more when spinning),
+ * and a failing accept() is a system call each time, dear under
+ * virtualisation. A dialler then waits at most this long for its accept
+ * when the acceptor only ever calls progress with a zero timeout.
+ */
+#define ZCR_ACCEPT_POLL_NS	(1000000ULL)
 
 static int accept_all(struct zcr_ctx *ctx, struct tcp_ctx *tc)
 {
@@ -1129,6 +1139,14 @@ static int accept_all(struct zcr_ctx *ctx, struct tcp_ctx *tc)
 			return 0;
 		tc->accept_resume = 0;
 	}
+	if (!tc->listen_ready) {
+		uint64_t now = zcr_now_ns();
+
+		if (now < tc->accept_next)
+			return 0;
+		tc->accept_next = now + ZCR_ACCEPT_POLL_NS;
+	}
+	tc->listen_ready = false;
 	while ((fd = accept4(tc->listen_fd, NULL, NULL,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
 		if (live == ~0u)
@@ -1267,15 +1285,21 @@ static unsigned int tcp_poll_fill(struct zcr_ctx *ctx, void *priv,
 	return n;
 }
 
-/* Only paused connections are polled without POLLIN. */
+/*
+ * A readable listening socket is accepted from at once; only paused
+ * connections are polled without POLLIN.
+ */
 static void tcp_poll_done(struct zcr_ctx *ctx, void *priv,
 			  const struct pollfd *pfd, unsigned int n)
 {
+	struct tcp_ctx *tc = priv;
 	unsigned int i;
 
-	(void)priv;
 	for (i = 0; i < n; i++)
-		if ((pfd[i].revents & (POLLERR | POLLHUP | POLLRDHUP)) &&
+		if (pfd[i].fd == tc->listen_fd && tc->listen_fd >= 0) {
+			if (pfd[i].revents)
+				tc->listen_ready = true;
+		} else if ((pfd[i].revents & (POLLERR | POLLHUP | POLLRDHUP)) &&
 		    !(pfd[i].events & POLLIN))
 			paused_error(ctx, pfd[i].fd);
 }
