@@ -5,12 +5,19 @@
  * buffer much larger than the last-level cache) and against UFFDIO_MOVE
  * where the kernel has it (>= 6.8), for ranges of 1 to 512 pages.
  *
+ * With -t: also UFFDIO_MOVE followed by the first read of every moved page,
+ * which is where a hypervisor that shadows page tables charges for the
+ * move. With -b: every figure is taken while a process spins on another
+ * processor, as the peer of a ping-pong does while it waits.
+ *
  * With -H: the exchange of 2 MiB units between huge zones (ZCRECV_ZONE_HUGE)
  * against the exchange of the same bytes between 4 KiB zones and memcpy of
  * them, per 2 MiB, for ranges of 1 to 8 units.
  *
- * Usage: zcremap-bench [-c] [-H] [-r MS] [-m MAX]
+ * Usage: zcremap-bench [-c] [-t] [-b] [-H] [-r MS] [-m MAX]
  *   -c      print CSV instead of the table
+ *   -t      add UFFDIO_MOVE + first read of each moved page
+ *   -b      measure while another process spins (a busy peer)
  *   -H      2 MiB-unit mode (huge zones)
  *   -r MS   milliseconds per measurement (default 20); each figure is the
  *           median of 5 measurements
@@ -32,6 +39,8 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -123,6 +132,31 @@ static int do_uffd_move(void *p, unsigned long pages)
 	return 0;
 }
 
+/* A move, then the first read of every page it moved. */
+static int do_uffd_move_touch(void *p, unsigned long pages)
+{
+	struct uffd_ctx *c = p;
+	const char *dst = c->dir ? c->a : c->b;
+	unsigned long i;
+	int ret = do_uffd_move(p, pages);
+
+	for (i = 0; !ret && i < pages; i++)
+		(void)*(volatile const char *)(dst + i * page);
+	return ret;
+}
+
+/* A process that spins until killed: the busy peer of -b. */
+static pid_t busy_start(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		for (;;)
+			__asm__ volatile("pause");
+	}
+	return pid;
+}
+
 static int uffd_setup(struct uffd_ctx *c, unsigned long maxpages)
 {
 	struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_MOVE };
@@ -158,8 +192,11 @@ static int uffd_setup(struct uffd_ctx *c, unsigned long maxpages)
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: zcremap-bench [-c] [-H] [-r MS] [-m MAX] [-h|--help]\n"
+"usage: zcremap-bench [-c] [-t] [-b] [-H] [-r MS] [-m MAX] [-h|--help]\n"
 "  -c      CSV instead of the table\n"
+"  -t      also UFFDIO_MOVE followed by the first read of each moved page\n"
+"  -b      measure while another process spins (a ping-pong's waiting\n"
+"          peer)\n"
 "  -r MS   milliseconds per measurement (default 20); each figure is the\n"
 "          median of 5 measurements\n"
 "  -H      2 MiB-unit zones: unit exchange vs 4 KiB exchange vs memcpy,\n"
@@ -289,11 +326,14 @@ int main(int argc, char **argv)
 	struct copy_ctx hot, cold;
 	struct uffd_ctx uc;
 	struct utsname un;
-	int csv = 0, huge = 0, opt, have_uffd;
+	int csv = 0, huge = 0, touch = 0, busy = 0, opt, have_uffd;
+	pid_t peer = -1;
 
-	while ((opt = getopt_long(argc, argv, "cHr:m:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "ctbHr:m:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c': csv = 1; break;
+		case 't': touch = 1; break;
+		case 'b': busy = 1; break;
 		case 'H': huge = 1; break;
 		case 'r': run_ms = atof(optarg); break;
 		case 'm': maxpages = strtoul(optarg, NULL, 0); break;
@@ -312,8 +352,17 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	page = sysconf(_SC_PAGESIZE);
-	if (huge)
-		return run_huge(csv, maxpages);
+	if (busy) {
+		peer = busy_start();
+		if (peer < 0) {
+			perror("zcremap-bench: fork");
+			return 1;
+		}
+	}
+	if (huge) {
+		opt = run_huge(csv, maxpages);
+		goto out;
+	}
 	uname(&un);
 
 	rc.fd = open("/dev/" ZCRECV_DEVICE_NAME, O_RDWR | O_CLOEXEC);
@@ -332,39 +381,54 @@ int main(int argc, char **argv)
 
 	if (csv) {
 		printf("kernel,pages,remap_ns_per_page,memcpy_hot_ns_per_page,"
-		       "memcpy_cold_ns_per_page,uffd_move_ns_per_page\n");
+		       "memcpy_cold_ns_per_page,uffd_move_ns_per_page,"
+		       "uffd_move_touch_ns_per_page,busy_peer\n");
 	} else {
 		printf("# zcremap-bench on Linux %s, page %ld bytes; ns per page, "
 		       "median of %d runs of %.0f ms\n", un.release, page,
 		       NSAMPLES, run_ms);
-		printf("# module: %s; UFFDIO_MOVE: %s\n",
+		printf("# module: %s; UFFDIO_MOVE: %s; %s\n",
 		       rc.fd >= 0 ? "loaded" : "absent",
-		       have_uffd ? "yes" : "no");
-		printf("%6s %10s %10s %10s %10s %11s %11s %11s\n", "pages",
+		       have_uffd ? "yes" : "no",
+		       busy ? "a busy process on another CPU" :
+		       "no other load from us");
+		printf("%6s %10s %10s %10s %10s %11s %11s %11s %11s\n", "pages",
 		       "remap", "copy-hot", "copy-cold", "uffd-move",
-		       "remap/hot", "remap/cold", "uffd/cold");
+		       "uffd+touch", "remap/hot", "remap/cold", "uffd/cold");
 	}
 	for (n = 1; n <= maxpages; n *= 2) {
 		double r = rc.fd >= 0 ? measure(do_remap, &rc, n) : -1;
 		double h = measure(do_copy, &hot, n);
 		double c = measure(do_copy, &cold, n);
 		double u = have_uffd ? measure(do_uffd_move, &uc, n) : -1;
+		double ut = -1;
 
 		/* leave all pages in a again for the next size */
 		if (have_uffd && uc.dir && do_uffd_move(&uc, n))
 			have_uffd = 0;
+		if (have_uffd && touch) {
+			ut = measure(do_uffd_move_touch, &uc, n);
+			if (uc.dir && do_uffd_move(&uc, n))
+				have_uffd = 0;
+		}
 
 		if (csv) {
-			printf("%s,%lu,%.1f,%.1f,%.1f,%.1f\n", un.release, n, r,
-			       h, c, u);
+			printf("%s,%lu,%.1f,%.1f,%.1f,%.1f,%.1f,%d\n",
+			       un.release, n, r, h, c, u, ut, busy);
 			continue;
 		}
-		printf("%6lu %10.1f %10.1f %10.1f %10.1f %11.2f %11.2f %11.2f\n",
-		       n, r, h, c, u, r > 0 ? r / h : 0, r > 0 ? r / c : 0,
-		       u > 0 ? u / c : 0);
+		printf("%6lu %10.1f %10.1f %10.1f %10.1f %11.1f %11.2f %11.2f "
+		       "%11.2f\n", n, r, h, c, u, ut, r > 0 ? r / h : 0,
+		       r > 0 ? r / c : 0, u > 0 ? u / c : 0);
 	}
 	if (!csv)
 		printf("# ratio < 1: the exchange (or move) is cheaper than "
-		       "copying; -1 = not available here\n");
-	return 0;
+		       "copying; -1 = not available here (uffd+touch: -t)\n");
+	opt = 0;
+out:
+	if (peer > 0) {
+		kill(peer, SIGKILL);
+		waitpid(peer, NULL, 0);
+	}
+	return opt;
 }
