@@ -32,6 +32,19 @@
 #include "transport/shm/shm.h"
 #include "transport/transport.h"
 
+#define SHM_SPINS_PER_YIELD	16
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ volatile("yield" ::: "memory");
+#else
+	__asm__ volatile("" ::: "memory");
+#endif
+}
+
 struct shm_ctx {
 	struct zcr_list eps;		/* struct shm_ep */
 	unsigned int n;
@@ -342,6 +355,7 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 	struct zcr_list *pos;
 	unsigned int k = 0;
 	uint64_t until = 0;
+	unsigned int spins;
 	bool work = false;
 
 	(void)ctx;
@@ -354,7 +368,7 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 	 */
 	if (sc->spin_ns)
 		until = zcr_now_ns() + sc->spin_ns + pull_wait_ns(sc);
-	for (;;) {
+	for (spins = 1;; spins++) {
 		for (pos = sc->eps.next; pos != &sc->eps && !work;
 		     pos = pos->next) {
 			struct shm_ep *se = zcr_container_of(pos,
@@ -365,7 +379,14 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 		}
 		if (work || !until || zcr_now_ns() >= until)
 			break;
-		sched_yield();
+		/*
+		 * sched_yield() is a system call (a few µs in some guests):
+		 * between two, look a few times with only a pause.
+		 */
+		if (spins % SHM_SPINS_PER_YIELD)
+			cpu_relax();
+		else
+			sched_yield();
 	}
 	if (work) {
 		/* Found while looking: no sleep to announce, no poll. */
