@@ -13,7 +13,8 @@
  * malloc()), source (warm: the staged bytes were just written; cold: the
  * caches were flushed after staging) and other thread (none; parked: the
  * context's progress thread, asleep in poll; busy: a thread of this process
- * spinning in poll(2) with a zero timeout on the other CPU).
+ * spinning in poll(2) with a zero timeout on the other CPU; peer: another
+ * process spinning, as the waiting peer of a ping-pong does).
  *
  * Columns: landing time (median over the iterations, µs) of copy and of
  * remap and their ratio (> 1: remap is faster), the time of the first read
@@ -25,6 +26,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -32,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,7 +45,8 @@
 
 static const char *const align_names[] = { "aligned", "page", "malloc" };
 static const char *const src_names[] = { "warm", "cold" };
-static const char *const thr_names[] = { "none", "parked", "busy" };
+static const char *const thr_names[] = { "none", "parked", "busy", "peer" };
+#define NTHR	4
 
 struct row {
 	int align, src, thr;
@@ -66,7 +70,7 @@ static void usage(FILE *f)
 		"  --max BYTES       largest message (67108864)\n"
 		"  --align LIST      aligned,page,malloc (aligned,page)\n"
 		"  --src LIST        warm,cold (warm,cold)\n"
-		"  --thread LIST     none,parked,busy (none,busy)\n"
+		"  --thread LIST     none,parked,busy,peer (none,busy)\n"
 		"  --iters N         most timed landings per point and mode (15)\n"
 		"  -f, --format F    table or csv (table)\n"
 		"  --csv FILE        also write the CSV to FILE\n"
@@ -305,7 +309,7 @@ int main(int argc, char **argv)
 		case 'S': max = strtoull(optarg, NULL, 0); break;
 		case 'a': aligns = zct_parse_list(optarg, align_names, 3); break;
 		case 'c': srcs = zct_parse_list(optarg, src_names, 2); break;
-		case 't': thrs = zct_parse_list(optarg, thr_names, 3); break;
+		case 't': thrs = zct_parse_list(optarg, thr_names, NTHR); break;
 		case 'i': iters = (unsigned int)atoi(optarg); break;
 		case 'f':
 			if (strcmp(optarg, "csv") && strcmp(optarg, "table")) {
@@ -344,9 +348,10 @@ int main(int argc, char **argv)
 	else
 		fputs(csv_head, stdout);
 	backend[0] = 0;
-	for (t = 0; t < 3; t++) {
+	for (t = 0; t < NTHR; t++) {
 		struct zcr_ctx_attr attr = { .progress_thread = t == 1 };
 		struct zcr_ctx *ctx;
+		pid_t peer = -1;
 		pthread_t bt;
 
 		if (!(thrs & (1 << t)))
@@ -367,6 +372,15 @@ int main(int argc, char **argv)
 		busy_stop = 0;
 		if (t == 2 && pthread_create(&bt, NULL, busy_thread, NULL))
 			return 2;
+		if (t == 3) {
+			fflush(stdout);
+			peer = fork();
+			if (peer < 0)
+				return 2;
+			if (peer == 0)
+				for (;;)
+					poll(NULL, 0, 0);
+		}
 		for (a = 0; a < 3; a++) {
 			if (!(aligns & (1 << a)))
 				continue;
@@ -394,6 +408,10 @@ done:
 		if (t == 2) {
 			busy_stop = 1;
 			pthread_join(bt, NULL);
+		}
+		if (peer > 0) {
+			kill(peer, SIGKILL);
+			waitpid(peer, NULL, 0);
 		}
 		zcr_ctx_destroy(ctx);
 	}
