@@ -3,7 +3,8 @@
 # whatever cores there are, under Open MPI and MPICH:
 #   - every sample program of tools/mpi (C and Fortran) prints the same
 #     with the layer as without it, and the layer carried its messages
-#     (ZCRECV_REPORT=1 lines from every rank);
+#     (ZCRECV_REPORT=1 lines from every rank), every peer a rank sent to
+#     over shared memory;
 #   - the semantics suite tests/mpi/zcmpi_sem.c passes with and without;
 #   - mixed Fortran/C (tests/mpi/mixed.f90) shares one path, also with
 #     the `use mpi` bindings under Open MPI (tests/mpi/usempi.f90);
@@ -42,18 +43,25 @@ mpich() {	# mpich [ENV=V...] PROG ARGS...
 
 # same MPI LIB NAME PROG: output with and without the layer, report lines.
 same() {
-	local mpi=$1 lib=$2 name=$3 prog=$4 rc1 rc2 lines
+	local mpi=$1 lib=$2 name=$3 prog=$4 rc1 rc2 lines shm msgs
 	$mpi "$prog" >"$tmp/$name.ref" 2>"$tmp/$name.ref.err"
 	rc1=$?
 	$mpi ZCRECV_REPORT=1 LD_PRELOAD="$root/$bin/$lib" "$prog" \
 		>"$tmp/$name.zc" 2>"$tmp/$name.zc.err"
 	rc2=$?
 	lines=$(grep -c '^zcrecv-mpi: rank [0-9]*: msgs' "$tmp/$name.zc.err")
+	# Ranks on this host: every peer a rank sent to over shared memory
+	# (programs of collectives only send nothing through the layer).
+	msgs=$(grep -o 'msgs [0-9]* sent' "$tmp/$name.zc.err" |
+		awk '{s += $2} END {print s + 0}')
+	shm=$(grep -o 'peers [0-9]* shm [0-9]* tcp' "$tmp/$name.zc.err" |
+		awk '{s += $2; t += $4} END {print s + 0, t + 0}')
 	if [ $rc1 = 0 ] && [ $rc2 = 0 ] && [ -s "$tmp/$name.ref" ] &&
-	   cmp -s "$tmp/$name.ref" "$tmp/$name.zc" && [ "$lines" = 4 ]; then
-		ok "$name: same output with libzcrecv-mpi ($(grep -o 'msgs [0-9]* sent' "$tmp/$name.zc.err" | awk '{s += $2} END {print s}') messages carried)"
+	   cmp -s "$tmp/$name.ref" "$tmp/$name.zc" && [ "$lines" = 4 ] &&
+	   [ "${shm#* }" = 0 ] && { [ "${shm% *}" -gt 0 ] || [ "$msgs" = 0 ]; }; then
+		ok "$name: same output with libzcrecv-mpi ($msgs messages carried, ${shm% *} peer links over shm)"
 	else
-		bad "$name: rc $rc1 / $rc2, $lines report lines"
+		bad "$name: rc $rc1 / $rc2, $lines report lines, peers shm/tcp $shm"
 		diff "$tmp/$name.ref" "$tmp/$name.zc" | head -5
 		tail -5 "$tmp/$name.zc.err"
 	fi

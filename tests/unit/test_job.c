@@ -5,7 +5,9 @@
  * communicator ids: messages of two ids never match each other's
  * receives, iprobe sees without taking; zcr_improbe() claims a message
  * no other receive then takes, zcr_imrecv() receives it; a synchronous
- * send (zcr_issend_comm()) stays pending until the peer receives it.
+ * send (zcr_issend_comm()) stays pending until the peer receives it, over
+ * TCP and over the shm transport (eager and announced messages, the
+ * latter pulled into staging before any receive matched it).
  * Without any launcher the call fails with -ENOENT.
  */
 #include <errno.h>
@@ -159,11 +161,95 @@ static int claim_main(int rank)
 	return 0;
 }
 
+/* What carries ep once the shm negotiation is over, or NULL. */
+static const char *carrier(struct zcr_ctx *ctx, struct zcr_ep *ep)
+{
+	const char *msg = "";
+	int i;
+
+	for (i = 0; i < 500 && !*msg; i++) {
+		zcr_ep_error(ep, &msg);
+		if (!*msg)
+			zcr_progress(ctx, 10);
+	}
+	return *msg ? msg : NULL;
+}
+
+#define SYNC_BIG	(1u << 20)
+
+/*
+ * Over shm: synchronous sends of 4 bytes (eager, in the cell) and 1 MiB
+ * (announced, pulled into staging while rank 1 waits for "go", as its
+ * probe shows) complete only once rank 1's receive matched them; exit
+ * status 0 when all held.
+ */
+static int sync_shm_main(int rank)
+{
+	static const size_t lens[] = { 4, SYNC_BIG };
+	unsigned char *buf = malloc(SYNC_BIG);
+	struct zcr_status st;
+	struct zcr_req *sreq;
+	struct zcr_ep *ep;
+	const char *via;
+	unsigned int k;
+	int i, go = 1;
+
+	if (!buf || zcr_ctx_create_job(NULL, 0, NULL, 0, &ctx_of_rank))
+		return 10;
+	if (zcr_job_ep(ctx_of_rank, 1 - rank, &ep))
+		return 12;
+	via = carrier(ctx_of_rank, ep);
+	if (!via || strcmp(via, "shm")) {
+		fprintf(stderr, "rank %d: carried by %s\n", rank,
+			via ? via : "(unknown)");
+		return 13;
+	}
+	for (k = 0; k < 2; k++) {
+		size_t n = lens[k];
+
+		if (rank == 0) {
+			memset(buf, 0x5a + (int)k, n);
+			if (zcr_issend_comm(ep, 0, buf, n, 1, &sreq))
+				return 14;
+			/* Rank 1 receives nothing until told: we wait. */
+			for (i = 0; i < 20; i++) {
+				if (zcr_test(sreq, NULL))
+					return 15 + (int)k;
+				usleep(10000);
+			}
+			if (zcr_send(ep, &go, sizeof(go), 2) ||
+			    zcr_wait(sreq, NULL))
+				return 17;
+			continue;
+		}
+		if (zcr_recv(ctx_of_rank, &go, sizeof(go), 0, 2, NULL))
+			return 20;
+		/* The data came first: here, unmatched, before "go". */
+		if (zcr_iprobe(ctx_of_rank, 0, 0, 1, &st) != 1 ||
+		    st.len != n)
+			return 21;
+		memset(buf, 0, n);
+		if (zcr_recv(ctx_of_rank, buf, n, 0, 1, NULL))
+			return 22;
+		for (i = 0; i < (int)n; i++)
+			if (buf[i] != 0x5a + k)
+				return 23;
+	}
+	if (rank == 0 && (zcr_recv(ctx_of_rank, &go, sizeof(go), 1, 9, NULL)))
+		return 18;
+	if (rank == 1 && zcr_send(ep, &go, sizeof(go), 9))
+		return 24;
+	sleep(1);	/* the peer reads before we close */
+	zcr_ctx_destroy(ctx_of_rank);
+	free(buf);
+	return 0;
+}
+
 /* Run fn as ranks 0 and 1 of a job wired up through a job directory. */
 static void two_ranks(int (*fn)(int rank))
 {
 	char dir[] = "/tmp/zcr-job-XXXXXX", cmd[64];
-	int rank, status;
+	int rank, status[2];
 	pid_t pid[2];
 
 	ZT_ASSERT(mkdtemp(dir));
@@ -182,11 +268,13 @@ static void two_ranks(int (*fn)(int rank))
 			_exit(fn(rank));
 		}
 	}
-	for (rank = 0; rank < 2; rank++) {
-		ZT_ASSERT(waitpid(pid[rank], &status, 0) == pid[rank]);
-		ZT_ASSERT_MSG(WIFEXITED(status) && !WEXITSTATUS(status),
-			      "rank %d: status %#x", rank, status);
-	}
+	for (rank = 0; rank < 2; rank++)
+		ZT_ASSERT(waitpid(pid[rank], &status[rank], 0) == pid[rank]);
+	for (rank = 0; rank < 2; rank++)
+		ZT_ASSERT_MSG(WIFEXITED(status[rank]) &&
+			      !WEXITSTATUS(status[rank]),
+			      "rank %d: status %#x (the other: %#x)", rank,
+			      status[rank], status[1 - rank]);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	ZT_ASSERT(system(cmd) == 0);
 }
@@ -199,4 +287,11 @@ ZT_TEST(two_ranks_through_a_job_dir)
 ZT_TEST(claimed_messages_and_synchronous_sends)
 {
 	two_ranks(claim_main);
+}
+
+ZT_TEST(synchronous_sends_over_shm)
+{
+	setenv("ZCRECV_SHM", "1", 1);
+	two_ranks(sync_shm_main);
+	unsetenv("ZCRECV_SHM");
 }

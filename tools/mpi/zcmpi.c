@@ -77,6 +77,7 @@ struct zreq {
 #define FREQ_BASE	0x40000000	/* Fortran handles of ours */
 
 static struct zcr_ctx *ctx;
+static unsigned char *peer_used;	/* world ranks we sent to */
 static struct zcomm world;
 static int world_rank, world_size, keyval = MPI_KEYVAL_INVALID;
 static uint32_t next_id = 1;
@@ -523,6 +524,8 @@ static int send_into(struct zreq *z, const void *buf, int count,
 		bytes = (size_t)pos;
 	}
 	ret = zcr_job_ep(ctx, z->peer, &ep);
+	if (!ret && peer_used)
+		peer_used[z->peer] = 1;
 	if (!ret)
 		ret = (sync ? zcr_issend_comm : zcr_isend_comm)(ep, zc->id, ptr,
 								bytes, tag,
@@ -685,6 +688,11 @@ static void zc_init(void)
 	if (pmix)
 		setenv("ZCRECV_WIREUP", how && !strcmp(how, "env") ? "env" :
 		       "pmix", 1);
+	/*
+	 * Ranks on one host talk through shared memory (synchronous sends
+	 * included) unless the user said otherwise: ZCRECV_SHM=0 keeps TCP.
+	 */
+	setenv("ZCRECV_SHM", "1", 0);
 	ja.rank = world_rank;
 	ja.size = world_size;
 	ja.allgather = mpi_allgather;
@@ -698,6 +706,7 @@ static void zc_init(void)
 		    strerror(-ret), pmix ? ": no usable PMIx server; "
 		    "ZCRECV_MPI_WIREUP=mpi exchanges the addresses through "
 		    "MPI_Allgather instead" : "");
+	peer_used = calloc((size_t)world_size, 1);
 	zcr_ctx_job(ctx, &ret, NULL);
 	if (ret != world_rank)
 		die("the PMIx rank %d is not the MPI rank %d", ret, world_rank);
@@ -729,22 +738,51 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 	return ret;
 }
 
+/*
+ * How many of the peers we sent to are carried by shared memory and how
+ * many by TCP (zcr_job_ep() only hands out the endpoints the sends
+ * dialled; asking for one dials nothing new then).
+ */
+static void peers_by_transport(unsigned int *shm, unsigned int *tcp)
+{
+	struct zcr_ep *ep;
+	const char *msg;
+	int r;
+
+	*shm = *tcp = 0;
+	for (r = 0; r < world_size; r++) {
+		if (r == world_rank || !peer_used[r] ||
+		    zcr_job_ep(ctx, r, &ep))
+			continue;
+		msg = "";
+		zcr_ep_error(ep, &msg);
+		/* "shm", or "shm: why it closed" once the peer finalized */
+		if (!strncmp(msg, "shm", 3))
+			(*shm)++;
+		else
+			(*tcp)++;
+	}
+}
+
 static void report(void)
 {
 	struct zcr_stats s;
 	const char *v = getenv("ZCRECV_REPORT");
+	unsigned int shm, tcp;
 
 	if (!v || strcmp(v, "1") || zcr_ctx_stats_sized(ctx, &s, sizeof(s)))
 		return;
+	peers_by_transport(&shm, &tcp);
 	fprintf(stderr, "zcrecv-mpi: rank %d: msgs %llu sent %llu received, "
 		"early %llu, hits %llu, remaps %llu, pages %llu, copied "
-		"%llu B, backend %s, in layer %.3f s\n", world_rank,
+		"%llu B, backend %s, peers %u shm %u tcp, in layer %.3f s\n",
+		world_rank,
 		(unsigned long long)s.msgs_sent,
 		(unsigned long long)s.msgs_recv,
 		(unsigned long long)s.early, (unsigned long long)s.hits,
 		(unsigned long long)s.remaps,
 		(unsigned long long)s.pages_remapped,
-		(unsigned long long)s.bytes_copied, s.backend_name,
+		(unsigned long long)s.bytes_copied, s.backend_name, shm, tcp,
 		(double)layer_ns / 1e9);
 }
 
@@ -766,6 +804,8 @@ int MPI_Finalize(void)
 		}
 		zcr_ctx_destroy(ctx);
 		ctx = NULL;
+		free(peer_used);
+		peer_used = NULL;
 		free(world.world);
 		free(world.local);
 	}

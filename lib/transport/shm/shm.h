@@ -34,24 +34,31 @@ bool __zcr_shm_same_host(const struct zcr_shm_hostid *a,
  * One record of a ring: a message header followed, for an eager message,
  * by its payload in the same cell. A rendezvous message carries the
  * sender's buffer address instead; the receiver pulls the payload from
- * there and answers with an ACK carrying the same cookie.
+ * there, and the ring's head passing the cell tells the sender. A
+ * synchronous message (ZCR_SHM_F_SYNC in flags, only when the handshake
+ * agreed on acknowledgements) is answered by a MATCHED cell carrying its
+ * number once a receive matched it; MATCHED cells take no number of
+ * their own.
  */
 enum zcr_shm_type {
 	ZCR_SHM_EAGER = 1,		/* payload inline */
 	ZCR_SHM_RTS = 2,		/* payload at addr in the sender */
-	ZCR_SHM_ACK = 3,		/* RTS cookie pulled (error: status) */
+	ZCR_SHM_MATCHED = 4,		/* message seq was matched */
 };
+
+#define ZCR_SHM_F_SYNC	1ULL		/* flags: ACK with MATCHED */
 
 struct zcr_shm_cell {
 	uint32_t type;
 	int32_t src;
 	int32_t tag;
-	int32_t status;			/* ACK: 0 or -errno of the pull */
+	int32_t status;			/* unused, 0 */
 	uint64_t len;			/* payload length */
 	uint64_t seq;
 	uint64_t addr;			/* RTS: payload in the sender */
-	uint64_t cookie;		/* RTS/ACK: the sender's request */
-	uint64_t pad[2];
+	uint64_t cookie;		/* unused, 0 */
+	uint64_t pad[1];		/* pad[0]: communicator id */
+	uint64_t flags;			/* ZCR_SHM_F_* */
 	/* payload follows (eager) */
 };
 

@@ -152,6 +152,20 @@ static int push_sends(struct zcr_ep *ep)
 		struct zcr_shm_cell *c;
 		bool eager = r->len <= zcr_shm_eager_max(&se->out);
 
+		if (r->kind == ZCR_REQ_ACK) {
+			/* A receive matched message r->seq of the peer. */
+			c = __zcr_shm_ring_reserve(&se->out);
+			if (!c)
+				break;
+			memset(c, 0, sizeof(*c));
+			c->type = ZCR_SHM_MATCHED;
+			c->src = ctx->rank;
+			c->seq = r->seq;
+			__zcr_shm_ring_publish(&se->out);
+			zcr_list_del(&r->link);
+			free(r);
+			continue;
+		}
 		if (r->sent) {
 			/* Announced: done once the peer consumed its cell. */
 			if (head <= get_idx(r))
@@ -167,6 +181,7 @@ static int push_sends(struct zcr_ep *ep)
 			c->len = r->len;
 			c->seq = r->seq;
 			c->pad[0] = r->comm;	/* 0 for an old peer */
+			c->flags = r->sync ? ZCR_SHM_F_SYNC : 0;
 			c->addr = (uintptr_t)r->sbuf;
 			if (eager && r->len)
 				memcpy(c + 1, r->sbuf, r->len);
@@ -179,7 +194,10 @@ static int push_sends(struct zcr_ep *ep)
 		zcr_list_del(&r->link);
 		ctx->st.msgs_sent++;
 		ctx->st.bytes_sent += r->len;
-		__zcr_req_complete_locked(r, 0);
+		if (r->sync)	/* done when the peer's MATCHED comes */
+			zcr_list_add_tail(&r->link, &ep->ackq);
+		else
+			__zcr_req_complete_locked(r, 0);
 		n++;
 	}
 	return n;
@@ -192,14 +210,47 @@ static int shm_send(struct zcr_ep *ep, struct zcr_req *r)
 	return 0;
 }
 
-/* The header at our ring's head, checked; false when the endpoint failed. */
-static bool open_cell(struct zcr_ep *ep, const struct zcr_shm_cell *c)
+/*
+ * A MATCHED cell at our ring's head: the peer matched our synchronous
+ * message h->seq. Consumed here; false when the endpoint failed.
+ */
+static bool take_matched(struct zcr_ep *ep, const struct zcr_shm_cell *h)
+{
+	struct shm_ep *se = S(ep);
+
+	if (!ep->sync_ok || h->src != ep->rank) {
+		ep->ctx->st.bad_headers++;
+		__zcr_ep_fail_locked(ep, -EPROTO, "shm: acknowledgement out of "
+				     "protocol (src %d, seq %llu)", h->src,
+				     (unsigned long long)h->seq);
+		return false;
+	}
+	__zcr_shm_ring_consume(&se->in);
+	kick_peer(se);			/* a full ring has room again */
+	__zcr_ep_acked_locked(ep, h->seq);
+	return ep->state == ZCR_EP_OPEN;
+}
+
+/*
+ * The header at our ring's head, checked; false when the endpoint failed
+ * or the cell was not a message (an acknowledgement, taken here: then
+ * *again is set).
+ */
+static bool open_cell(struct zcr_ep *ep, const struct zcr_shm_cell *c,
+		      bool *again)
 {
 	struct shm_ep *se = S(ep);
 	struct zcr_shm_cell *h = &se->cur;
 
 	memcpy(h, c, sizeof(*h));	/* the peer may scribble on c */
+	*again = false;
+	if (h->type == ZCR_SHM_MATCHED) {
+		*again = take_matched(ep, h);
+		return false;
+	}
 	if ((h->type != ZCR_SHM_EAGER && h->type != ZCR_SHM_RTS) ||
+	    (h->flags & ~ZCR_SHM_F_SYNC) ||
+	    ((h->flags & ZCR_SHM_F_SYNC) && !ep->sync_ok) ||
 	    h->src != ep->rank || h->tag < 0 ||
 	    h->seq != ep->recv_seq + 1 || h->len > ep->ctx->max_msg ||
 	    (h->type == ZCR_SHM_EAGER && h->len > zcr_shm_eager_max(&se->in))) {
@@ -252,6 +303,7 @@ static int rx_ep(struct zcr_ep *ep)
 	struct shm_ep *se = S(ep);
 	struct zcr_shm_cell *c;
 	int n = 0, err;
+	bool again;
 
 	while (ep->state == ZCR_EP_OPEN) {
 		if (!se->cell_open) {
@@ -261,13 +313,21 @@ static int rx_ep(struct zcr_ep *ep)
 						     "shm: ring corrupted");
 				break;
 			}
-			if (!c || !open_cell(ep, c))
+			if (!c)
 				break;
-			if (__zcr_match_arrive_comm_locked(ep->ctx, &ep->rx,
+			if (!open_cell(ep, c, &again)) {
+				if (!again)
+					break;
+				n++;	/* an acknowledgement, taken */
+				continue;
+			}
+			if (__zcr_match_arrive_sync_locked(ep->ctx, &ep->rx,
 					ep->comm_ok ?
 					(uint32_t)se->cur.pad[0] : 0,
 					se->cur.src, se->cur.tag,
-					se->cur.len) < 0)
+					se->cur.len,
+					(se->cur.flags & ZCR_SHM_F_SYNC) ?
+					se->cur.seq : 0) < 0)
 				break;	/* stalled: stays in the ring */
 		}
 		if (ep->rx.state != ZCR_RX_LANDING)

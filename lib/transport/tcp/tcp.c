@@ -392,12 +392,14 @@ static int send_hello(struct zcr_ep *ep)
 	struct zcr_ctx *ctx = ep->ctx;
 	/*
 	 * Communicator ids and acknowledged sync sends: the dialler offers
-	 * them, the acceptor answers; sync on wire version 1 only (shm has
-	 * no ACK).
+	 * them, the acceptor answers. On wire version 2 SYNC also says that
+	 * our shm transport acknowledges (MATCHED cells): 0.2.0 offered
+	 * SYNC on version 1 only, as its shm had no acknowledgement, and
+	 * such a peer neither sends nor answers it there.
 	 */
 	bool comm = ep->accepted ? (T(ep)->h.tag & ZCR_HELLO_COMM) :
 		    ctx->comm_ids;
-	bool sync = comm && T(ep)->ver == ZCR_WIRE_VERSION &&
+	bool sync = comm &&
 		    (!ep->accepted || (T(ep)->h.tag & ZCR_HELLO_SYNC));
 	struct zcr_wire_hdr h = {
 		.magic = ZCR_WIRE_MAGIC,
@@ -651,8 +653,7 @@ static bool hello_auth(struct zcr_ep *ep)
 	ep->peer_max_msg = te->h.len ? te->h.len : UINT64_MAX;
 	ep->comm_ok = (te->h.tag & ZCR_HELLO_COMM) &&
 		      (ep->accepted || ctx->comm_ids);
-	ep->sync_ok = ep->comm_ok && (te->h.tag & ZCR_HELLO_SYNC) &&
-		      te->ver == ZCR_WIRE_VERSION;
+	ep->sync_ok = ep->comm_ok && (te->h.tag & ZCR_HELLO_SYNC);
 	te->peer_nonce = te->h.seq;
 	te->hello_src = te->h.src;
 	if (!ctx->secret_len) {
