@@ -116,8 +116,31 @@ static void *progress_thread(void *arg)
 	struct zcr_ctx *ctx = arg;
 
 	pthread_mutex_lock(&ctx->lock);
-	while (!ctx->thread_stop)
+	while (!ctx->thread_stop) {
+		uint64_t now = zcr_now_ns();
+
+		if (ctx->waiters) {
+			/* Someone waits in zcr_wait() and drives progress. */
+			pthread_cond_wait(&ctx->park, &ctx->lock);
+			continue;
+		}
+		if (now < ctx->park_until) {
+			/* It may be back at once: do not wake the peers. */
+			struct timespec dl;
+			uint64_t t = ctx->park_until - now;
+
+			clock_gettime(CLOCK_MONOTONIC, &dl);
+			dl.tv_sec += (time_t)(t / 1000000000);
+			dl.tv_nsec += (long)(t % 1000000000);
+			if (dl.tv_nsec >= 1000000000) {
+				dl.tv_sec++;
+				dl.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&ctx->park, &ctx->lock, &dl);
+			continue;
+		}
 		__zcr_progress_locked(ctx, 100);
+	}
 	pthread_mutex_unlock(&ctx->lock);
 	return NULL;
 }
@@ -190,6 +213,15 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	}
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_cond_init(&ctx->cond, NULL);
+	{
+		pthread_condattr_t ca;
+
+		/* park's timed waits count in CLOCK_MONOTONIC, as zcr_now_ns */
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&ctx->park, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	ctx->rank = attr->rank;
 	ctx->policy = policy;
 	ctx->max_msg = attr->max_msg ? attr->max_msg : ZCR_DEFAULT_MAX_MSG;
@@ -290,6 +322,7 @@ void zcr_ctx_destroy(struct zcr_ctx *ctx)
 	if (ctx->thread_on) {
 		pthread_mutex_lock(&ctx->lock);
 		ctx->thread_stop = true;
+		pthread_cond_broadcast(&ctx->park);
 		pthread_mutex_unlock(&ctx->lock);
 		__zcr_wake(ctx);
 		pthread_join(ctx->thread, NULL);
@@ -320,6 +353,7 @@ void zcr_ctx_destroy(struct zcr_ctx *ctx)
 		close(ctx->kmod_fd);
 	close(ctx->wake_fd);
 	pthread_cond_destroy(&ctx->cond);
+	pthread_cond_destroy(&ctx->park);
 	pthread_mutex_destroy(&ctx->lock);
 	explicit_bzero(ctx->secret, sizeof(ctx->secret));
 	free(ctx);

@@ -148,11 +148,29 @@ struct zcr_ctx {
 	/* prediction */
 	struct zcr_predictor *pred;
 	char pred_name[32];
-	/* progress thread */
+	/*
+	 * progress thread: parked on park while an application thread waits
+	 * in zcr_wait() and drives progress itself (waiters > 0)
+	 */
 	pthread_t thread;
 	bool thread_on, thread_stop;
+	unsigned int waiters;
+	uint64_t park_until;		/* ns: the last waiter left + grace */
+	pthread_cond_t park;
 	struct zcr_stats st;
 };
+
+/*
+ * Is the caller the context's progress thread? It makes progress in the
+ * background only: it sleeps in poll at once instead of spinning (a spin
+ * holds the context's lock, which the application's next call needs).
+ */
+#define ZCR_PARK_GRACE_NS	(2 * 1000000ULL)
+
+static inline bool __zcr_is_progress_thread(const struct zcr_ctx *ctx)
+{
+	return ctx->thread_on && pthread_equal(pthread_self(), ctx->thread);
+}
 
 /* Complete r with error (0 or -errno) and wake its waiters; calls nothing. */
 void __zcr_req_complete_locked(struct zcr_req *r, int error);

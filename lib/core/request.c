@@ -297,6 +297,14 @@ static int wait_for(struct zcr_req *r, struct zcr_status *st,
 	bool done;
 
 	pthread_mutex_lock(&ctx->lock);
+	/*
+	 * We drive progress ourselves, the progress thread parks meanwhile:
+	 * the receive completes on this thread, with no hand-over between
+	 * threads, and only one thread runs while the peer answers (page
+	 * moves, TLB flushes and the peer's processor are not shared with a
+	 * second spinner).
+	 */
+	ctx->waiters++;
 	while (!r->done) {
 		if (end != UINT64_MAX) {
 			left = ms_left(end);
@@ -307,20 +315,14 @@ static int wait_for(struct zcr_req *r, struct zcr_status *st,
 			if (left > 100)
 				left = 100;
 		}
-		if (ctx->thread_on) {
-			struct timespec dl;
-
-			clock_gettime(CLOCK_REALTIME, &dl);
-			dl.tv_nsec += (long)left * 1000000;
-			dl.tv_sec += dl.tv_nsec / 1000000000;
-			dl.tv_nsec %= 1000000000;
-			pthread_cond_timedwait(&ctx->cond, &ctx->lock, &dl);
-			continue;
-		}
 		ret = __zcr_progress_locked(ctx, left);
 		if (ret < 0)
 			break;
 		ret = 0;
+	}
+	if (!--ctx->waiters) {
+		ctx->park_until = zcr_now_ns() + ZCR_PARK_GRACE_NS;
+		pthread_cond_signal(&ctx->park);
 	}
 	done = r->done;
 	pthread_mutex_unlock(&ctx->lock);

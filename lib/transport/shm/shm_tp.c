@@ -418,7 +418,6 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 	unsigned int spins;
 	bool work = false;
 
-	(void)ctx;
 	if (!sc->n)
 		return 0;
 	/*
@@ -426,7 +425,7 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 	 * again for a while before sleeping, yielding the processor each
 	 * time, as the peer may be waiting for it (more ranks than cores).
 	 */
-	if (sc->spin_ns)
+	if (sc->spin_ns && !__zcr_is_progress_thread(ctx))
 		until = zcr_now_ns() + sc->spin_ns + pull_wait_ns(sc);
 	for (spins = 1;; spins++) {
 		for (pos = sc->eps.next; pos != &sc->eps && !work;

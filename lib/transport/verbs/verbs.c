@@ -1493,14 +1493,14 @@ static unsigned int verbs_poll_fill(struct zcr_ctx *ctx, void *priv,
 	uint64_t until = 0;
 	bool work = false;
 
-	(void)ctx;
 	/*
 	 * A peer's answer usually comes within microseconds: look at the
 	 * completion queues for a while (ZCRECV_VERBS_SPIN_US, yielding the
-	 * processor in between) before sleeping on their channels.
-	 * Completions found are kept for progress.
+	 * processor in between) before sleeping on their channels, unless
+	 * we are the progress thread (ctx.h). Completions found are kept
+	 * for progress.
 	 */
-	if (vc->spin_ns && vc->n)
+	if (vc->spin_ns && vc->n && !__zcr_is_progress_thread(ctx))
 		until = zcr_now_ns() + vc->spin_ns;
 	while (until) {
 		for (pos = vc->eps.next; pos != &vc->eps && !work;
