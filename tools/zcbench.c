@@ -23,8 +23,8 @@
  * Options: --min BYTES --max BYTES --modes copy,remap,auto
  * --arrival early,posted --iters N (most timed iterations per trial, three
  * trials per point; fewer for big sizes) --csv FILE|- (- prints it
- * between "zcbench-csv-begin" and "zcbench-csv-end" lines) --png FILE --nptcp --emulated (marks figures as
- * measured under emulation). Exit status 1 if any iteration fails to
+ * between "zcbench-csv-begin" and "zcbench-csv-end" lines) --png FILE
+ * --nptcp --emulated (marks figures as measured under emulation). Exit status 1 if any iteration fails to
  * verify.
  *
  * --transport tcp|shm: shm sets ZCRECV_SHM=1 for both ranks, so a peer on
@@ -32,7 +32,8 @@
  * (Documentation/shm.md); the header line says which transport carried
  * the run. --npopenmpi runs NetPIPE's NPopenmpi (Open MPI, shared-memory
  * BTL with CMA single copy) as a second reference line, --npompi-file
- * FILE keeps its output.
+ * FILE keeps its output; --npopenmpi-layer LIB runs it once more with
+ * libzcrecv-mpi.so (LIB) preloaded, so its messages move over zcrecv.
  *
  * --transport verbs: both ranks talk over the RDMA verbs transport
  * ("verbs://", Documentation/verbs.md); --perftest runs perftest's
@@ -464,18 +465,31 @@ static int run_nptcp(uint64_t min, uint64_t max, const char *file)
 /* The Open MPI reference: NPopenmpi, shared-memory BTL (vader). */
 static const char *ompi_ref;
 
-static int run_npompi(uint64_t min, uint64_t max, const char *file)
+/*
+ * NPopenmpi from min to max into file; with layer (a libzcrecv-mpi.so),
+ * the same program with its point-to-point calls carried by zcrecv
+ * (LD_PRELOAD, shared memory between the two ranks).
+ */
+static int run_npompi(uint64_t min, uint64_t max, const char *file,
+		      const char *layer)
 {
-	char cmd[768];
+	char cmd[1024], pre[600] = "";
 
 	if (system("command -v NPopenmpi >/dev/null 2>&1 && "
 		   "command -v mpirun >/dev/null 2>&1"))
 		return -ENOENT;
+	if (layer) {
+		if (access(layer, R_OK) || strchr(layer, '\'') ||
+		    strlen(layer) > 500)
+			return -ENOENT;
+		snprintf(pre, sizeof(pre), "-x ZCRECV_SHM=1 "
+			 "-x 'LD_PRELOAD=%s' ", layer);
+	}
 	fflush(stdout);
 	snprintf(cmd, sizeof(cmd),
 		 "mpirun --allow-run-as-root --oversubscribe -np 2 --mca btl "
-		 "self,vader NPopenmpi -l %llu -u %llu -p 0 -o %s "
-		 ">/dev/null 2>&1", (unsigned long long)min,
+		 "self,vader %sNPopenmpi -l %llu -u %llu -p 0 -o %s "
+		 ">/dev/null 2>&1", pre, (unsigned long long)min,
 		 (unsigned long long)max, file);
 	return system(cmd) ? -EIO : 0;
 }
@@ -706,6 +720,8 @@ static void usage(FILE *f)
 "  --ref CSV=TITLE    one more reference line (bytes,MB/s) for the plot\n"
 "  --npopenmpi        run NetPIPE's NPopenmpi (Open MPI shared memory)\n"
 "  --npompi-file FILE keep (or, with --plot-only, read) NPopenmpi's output\n"
+"  --npopenmpi-layer LIB  also run NPopenmpi with its messages carried by\n"
+"                     zcrecv: LIB is libzcrecv-mpi.so (LD_PRELOAD, shm)\n"
 "  --emulated         mark the figures as measured under emulation\n"
 "  -h, --help         this help\n"
 "Exit status: 0 every iteration verified, 1 an iteration failed to verify\n"
@@ -726,12 +742,14 @@ int main(int argc, char **argv)
 		{ "connect", 1, NULL, 'C' }, { "plot-only", 1, NULL, 'P' },
 		{ "emulated", 0, NULL, 'E' }, { "transport", 1, NULL, 'T' },
 		{ "npopenmpi", 0, NULL, 'O' }, { "npompi-file", 1, NULL, 'F' },
+		{ "npopenmpi-layer", 1, NULL, 'Y' },
 		{ "perftest", 0, NULL, 'R' }, { "ref", 1, NULL, 'r' },
 		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	uint64_t min = 4096, max = 16 << 20, size;
 	const char *csv = NULL, *png = NULL, *server = NULL, *conn = NULL;
 	const char *plot_only = NULL, *npfile = NULL, *ompifile = NULL;
+	const char *layer = NULL;
 	int npompi = 0, perftest = 0;
 	char listen_at[64];
 	char ompibuf[64];
@@ -786,6 +804,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 'O': npompi = 1; break;
+		case 'Y': layer = optarg; break;
 		case 'F': ompifile = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -963,13 +982,32 @@ int main(int argc, char **argv)
 				 "/tmp/zcbench-ompi.%d.out", (int)getpid());
 			ompifile = ompibuf;
 		}
-		if (run_npompi(min, max, ompifile) == 0) {
+		if (run_npompi(min, max, ompifile, NULL) == 0) {
 			print_np(ompifile, "NetPIPE NPopenmpi (Open MPI, "
 				 "shared-memory BTL vader, CMA)", emulated);
 			ompi_ref = ompifile;
 		} else {
 			printf("zcbench: NPopenmpi not available: no Open MPI "
 			       "reference line\n");
+		}
+	}
+	if (layer) {
+		static char lfile[64], lcsv[80];
+
+		snprintf(lfile, sizeof(lfile), "/tmp/zcbench-ompi-zc.%d.out",
+			 (int)getpid());
+		if (run_npompi(min, max, lfile, layer) == 0 && nrefs < 8) {
+			print_np(lfile, "NetPIPE NPopenmpi over libzcrecv-mpi "
+				 "(LD_PRELOAD, ZCRECV_SHM=1)", emulated);
+			snprintf(lcsv, sizeof(lcsv), "%s.csv", lfile);
+			if (nptcp_csv(lfile, lcsv) == 0) {
+				refs[nrefs].csv = lcsv;
+				refs[nrefs++].title = "NPopenmpi over "
+						      "libzcrecv-mpi";
+			}
+		} else {
+			printf("zcbench: NPopenmpi over %s failed: no such "
+			       "reference line\n", layer);
 		}
 	}
 	if (perftest) {

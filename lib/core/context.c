@@ -119,13 +119,16 @@ static void *progress_thread(void *arg)
 	while (!ctx->thread_stop) {
 		uint64_t now = zcr_now_ns();
 
-		if (ctx->waiters) {
-			/* Someone waits in zcr_wait() and drives progress. */
-			pthread_cond_wait(&ctx->park, &ctx->lock);
-			continue;
-		}
+		/*
+		 * Someone waits in zcr_wait() and drives progress, or was
+		 * there a moment ago and may be back at once: sleep, and
+		 * look again later. Nobody signals us (a wake-up per
+		 * zcr_wait() would cost a system call and, on a busy
+		 * machine, the peer's processor).
+		 */
+		if (ctx->waiters && ctx->park_until < now + ZCR_PARK_GRACE_NS)
+			ctx->park_until = now + ZCR_PARK_GRACE_NS;
 		if (now < ctx->park_until) {
-			/* It may be back at once: do not wake the peers. */
 			struct timespec dl;
 			uint64_t t = ctx->park_until - now;
 

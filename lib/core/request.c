@@ -320,10 +320,8 @@ static int wait_for(struct zcr_req *r, struct zcr_status *st,
 			break;
 		ret = 0;
 	}
-	if (!--ctx->waiters) {
+	if (!--ctx->waiters)	/* the progress thread looks at this later */
 		ctx->park_until = zcr_now_ns() + ZCR_PARK_GRACE_NS;
-		pthread_cond_signal(&ctx->park);
-	}
 	done = r->done;
 	pthread_mutex_unlock(&ctx->lock);
 	if (!done)

@@ -145,6 +145,77 @@ ZT_TEST(ring_self_fill_drain)
 	ZT_EXPECT_EQ(count_maps(), 0);
 }
 
+/*
+ * Messages over several cells: every length from one byte to the most
+ * cells allowed, at every position of the ring (so across its end), come
+ * out as they went in; reserve_n refuses what does not fit.
+ */
+ZT_TEST(ring_multi_cell_wraps)
+{
+	struct zcr_shm_ring in, out;
+	struct zcr_shm_cell *c;
+	unsigned char *src, *dst;
+	uint64_t len, k, maxlen;
+	int pidfd, err, i, bad = 0;
+
+	ZT_EXPECT_EQ(__zcr_shm_ring_create(&in, 32, 4096), 0);
+	pidfd = __zcr_shm_pidfd(getpid());
+	ZT_ASSERT(pidfd >= 0);
+	ZT_EXPECT_EQ(__zcr_shm_ring_attach(&out, pidfd, in.memfd, in.evfd),
+		     0);
+	maxlen = zcr_shm_eager_max(&out) +
+		 (ZCR_SHM_FRAG_CELLS - 1) * out.cell_size;
+	ZT_EXPECT_EQ(zcr_shm_cells_for(&out, 1), 1);
+	ZT_EXPECT_EQ(zcr_shm_cells_for(&out, zcr_shm_eager_max(&out)), 1);
+	ZT_EXPECT_EQ(zcr_shm_cells_for(&out, zcr_shm_eager_max(&out) + 1), 2);
+	ZT_EXPECT_EQ(zcr_shm_cells_for(&out, maxlen), ZCR_SHM_FRAG_CELLS);
+	src = malloc(maxlen);
+	dst = malloc(maxlen);
+	ZT_ASSERT(src && dst);
+	for (i = 0, len = 1; len <= maxlen; i++, len += 331) {
+		size_t j;
+
+		for (j = 0; j < len; j++)
+			src[j] = (unsigned char)(j * 7 + (size_t)i);
+		k = zcr_shm_cells_for(&out, len);
+		c = __zcr_shm_ring_reserve_n(&out, k);
+		ZT_ASSERT(c);
+		c->type = ZCR_SHM_EAGER;
+		c->len = len;
+		__zcr_shm_ring_put(&out, src, len);
+		/* The layout: after the header, then whole cells. */
+		bad += memcmp(c + 1, src, len < zcr_shm_eager_max(&out) ?
+			      len : zcr_shm_eager_max(&out)) != 0;
+		if (k > 1)
+			bad += memcmp(out.cells + ((out.tail + 1) % out.ncell) *
+				      out.cell_size,
+				      src + zcr_shm_eager_max(&out), 8) != 0;
+		__zcr_shm_ring_publish_n(&out, k);
+		c = __zcr_shm_ring_peek(&in, &err);
+		ZT_ASSERT(c);
+		ZT_EXPECT_EQ(c->len, len);
+		ZT_EXPECT_EQ(__zcr_shm_ring_ready(&in), k);
+		memset(dst, 0, len);
+		__zcr_shm_ring_get(&in, dst, len);
+		bad += memcmp(src, dst, len) != 0;
+		__zcr_shm_ring_consume_n(&in, k);
+	}
+	ZT_EXPECT_EQ(bad, 0);
+	ZT_ASSERT(i > 150);		/* round the ring many times */
+	/* 20 cells taken: 12 free, so 13 do not fit, 12 do. */
+	ZT_ASSERT(__zcr_shm_ring_reserve_n(&out, 20));
+	__zcr_shm_ring_publish_n(&out, 20);
+	ZT_ASSERT(!__zcr_shm_ring_reserve_n(&out, 13));
+	ZT_ASSERT(__zcr_shm_ring_reserve_n(&out, 12));
+	ZT_ASSERT(!__zcr_shm_ring_reserve_n(&out, 0));
+	ZT_ASSERT(!__zcr_shm_ring_reserve_n(&out, 33));
+	free(src);
+	free(dst);
+	__zcr_shm_ring_destroy(&out);
+	__zcr_shm_ring_destroy(&in);
+	close(pidfd);
+}
+
 /* Something that is not a sealed ring is refused at attach. */
 ZT_TEST(attach_refuses_non_ring)
 {

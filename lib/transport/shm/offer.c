@@ -3,8 +3,10 @@
  * offer.c - the shm offer carried by the TCP handshake (wire version 2):
  * its 128-byte body, and the three steps each side takes (offer, grant,
  * attach). Format, little endian:
- *   0 magic "SHMO"   4 flags (bit 0: willing)   8 pid   12 memfd number
- *  16 eventfd number   20 boot id (40 bytes)   60 host name (68 bytes)
+ *   0 magic "SHMO"   4 flags (bit 0: willing; bit 1: takes an eager
+ *   message over several cells, which zcrecv 0.2.0 did not)   8 pid
+ *  12 memfd number   16 eventfd number   20 boot id (40 bytes)
+ *  60 host name (68 bytes)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -63,7 +65,7 @@ int __zcr_shm_offer(struct zcr_shm_nego *n, uint8_t out[ZCR_SHM_OFFER_LEN])
 		return 0;	/* we decline; TCP goes on */
 	}
 	n->offered = true;
-	put32(out + 4, 1);
+	put32(out + 4, 1 | 2);
 	put32(out + 8, (uint32_t)getpid());
 	put32(out + 12, (uint32_t)n->a.in.memfd);
 	put32(out + 16, (uint32_t)n->a.in.evfd);
@@ -95,6 +97,7 @@ int __zcr_shm_offer_take(struct zcr_shm_nego *n,
 		snprintf(n->why, sizeof(n->why), "peer on another host");
 		return -EHOSTUNREACH;
 	}
+	n->a.frag = get32(in + 4) & 2;
 	n->peer = (pid_t)get32(in + 8);
 	n->peer_memfd = (int)get32(in + 12);
 	n->peer_evfd = (int)get32(in + 16);

@@ -220,11 +220,53 @@ struct zcr_shm_cell *__zcr_shm_ring_reserve(struct zcr_shm_ring *r)
 	return cell_at(r, r->tail);
 }
 
+struct zcr_shm_cell *__zcr_shm_ring_reserve_n(struct zcr_shm_ring *r,
+					      uint64_t k)
+{
+	uint64_t head = atomic_load_explicit(&r->ctl->head,
+					     memory_order_acquire);
+
+	if (!k || k > r->ncell || r->tail - head > r->ncell - k)
+		return NULL;
+	return cell_at(r, r->tail);
+}
+
+/* Copy between buf and the cells from index i on, after i's header. */
+static void cells_copy(struct zcr_shm_ring *r, uint64_t i, char *buf,
+		       uint64_t len, bool in)
+{
+	uint64_t off = ZCR_SHM_CELL_HDR, n;
+	char *c;
+
+	while (len) {
+		c = (char *)cell_at(r, i++) + off;
+		n = r->cell_size - off < len ? r->cell_size - off : len;
+		if (in)
+			memcpy(c, buf, n);
+		else
+			memcpy(buf, c, n);
+		buf += n;
+		len -= n;
+		off = 0;
+	}
+}
+
+void __zcr_shm_ring_put(struct zcr_shm_ring *r, const void *src,
+			uint64_t len)
+{
+	cells_copy(r, r->tail, (char *)src, len, true);
+}
+
 void __zcr_shm_ring_publish(struct zcr_shm_ring *r)
+{
+	__zcr_shm_ring_publish_n(r, 1);
+}
+
+void __zcr_shm_ring_publish_n(struct zcr_shm_ring *r, uint64_t k)
 {
 	uint64_t one = 1;
 
-	r->tail++;
+	r->tail += k;
 	atomic_store(&r->ctl->tail, r->tail);
 	if (atomic_load(&r->ctl->sleeping) &&
 	    write(r->evfd, &one, sizeof(one)) < 0) {
@@ -249,7 +291,25 @@ struct zcr_shm_cell *__zcr_shm_ring_peek(struct zcr_shm_ring *r, int *err)
 
 void __zcr_shm_ring_consume(struct zcr_shm_ring *r)
 {
-	r->head++;
+	__zcr_shm_ring_consume_n(r, 1);
+}
+
+uint64_t __zcr_shm_ring_ready(struct zcr_shm_ring *r)
+{
+	uint64_t n = atomic_load_explicit(&r->ctl->tail,
+					  memory_order_acquire) - r->head;
+
+	return n > r->ncell ? 0 : n;
+}
+
+void __zcr_shm_ring_get(struct zcr_shm_ring *r, void *dst, uint64_t len)
+{
+	cells_copy(r, r->head, dst, len, false);
+}
+
+void __zcr_shm_ring_consume_n(struct zcr_shm_ring *r, uint64_t k)
+{
+	r->head += k;
 	atomic_store_explicit(&r->ctl->head, r->head, memory_order_release);
 }
 

@@ -113,8 +113,34 @@ int __zcr_shm_ring_attach(struct zcr_shm_ring *r, int pidfd, int memfd_no,
 /* Unmap and close; safe on a zeroed or half-made ring. */
 void __zcr_shm_ring_destroy(struct zcr_shm_ring *r);
 
+/*
+ * A message of more than one cell's payload (offer flag 2 on both sides)
+ * may travel eager over ZCR_SHM_FRAG_CELLS consecutive cells at most: the
+ * header and the first part in the first cell, the rest filling whole
+ * cells after it, all published at once.
+ */
+#define ZCR_SHM_FRAG_CELLS	16
+
+/* Cells an eager message of len bytes takes. */
+static inline uint64_t zcr_shm_cells_for(const struct zcr_shm_ring *r,
+					 uint64_t len)
+{
+	uint64_t first = zcr_shm_eager_max(r);
+
+	return len <= first ? 1 :
+	       1 + (len - first + r->cell_size - 1) / r->cell_size;
+}
+
 /* Producer: the next free cell, or NULL when the ring is full. */
 struct zcr_shm_cell *__zcr_shm_ring_reserve(struct zcr_shm_ring *r);
+/* Producer: the first of k free cells, or NULL when fewer are free. */
+struct zcr_shm_cell *__zcr_shm_ring_reserve_n(struct zcr_shm_ring *r,
+					      uint64_t k);
+/* Producer: copy len bytes into the reserved cells, after the header. */
+void __zcr_shm_ring_put(struct zcr_shm_ring *r, const void *src,
+			uint64_t len);
+/* Producer: publish k reserved cells at once. */
+void __zcr_shm_ring_publish_n(struct zcr_shm_ring *r, uint64_t k);
 /* Producer: publish the reserved cell; ring the doorbell if need be. */
 void __zcr_shm_ring_publish(struct zcr_shm_ring *r);
 /* Consumer: the next cell, or NULL when empty; -EBADMSG state is
@@ -122,6 +148,13 @@ void __zcr_shm_ring_publish(struct zcr_shm_ring *r);
 struct zcr_shm_cell *__zcr_shm_ring_peek(struct zcr_shm_ring *r, int *err);
 /* Consumer: done with the cell peek returned. */
 void __zcr_shm_ring_consume(struct zcr_shm_ring *r);
+/* Consumer: cells published and not consumed (at most ncell). */
+uint64_t __zcr_shm_ring_ready(struct zcr_shm_ring *r);
+/* Consumer: copy len bytes out of the cells from the head, after the
+ * header (the message's cells must be ready). */
+void __zcr_shm_ring_get(struct zcr_shm_ring *r, void *dst, uint64_t len);
+/* Consumer: done with k cells. */
+void __zcr_shm_ring_consume_n(struct zcr_shm_ring *r, uint64_t k);
 /*
  * Consumer, before it sleeps on r->evfd: announce it, then look again.
  * Returns true if the ring is still empty (sleep), false if a cell came
@@ -156,6 +189,7 @@ int __zcr_shm_pull(pid_t pid, void *dst, uint64_t src, size_t len);
  */
 struct zcr_shm_adopt {
 	struct zcr_shm_ring in, out;
+	bool frag;			/* the peer takes multi-cell eager */
 	pid_t peer;
 	int pidfd;
 	int ctl_fd;

@@ -4,8 +4,10 @@
  * host, handed over from TCP after the handshake (tcp.c offers it).
  *
  * Each side reads its own ring and writes the peer's. A message of up to
- * one cell's payload travels inline (eager: copied in, copied out); a
- * bigger one is announced with its address in the sender (RTS) and the
+ * one cell's payload travels inline (eager: copied in, copied out), as
+ * does one of up to ZCRECV_SHM_FRAG_MAX bytes over several consecutive
+ * cells when the peer takes that (its offer says so); a bigger one is
+ * announced with its address in the sender (RTS) and the
  * receiver moves it in one copy with process_vm_readv(2), at the moment
  * match says where it goes: straight into the posted receive, or into a
  * staging slot at the page offset of the predicted buffer (remapped on a
@@ -33,6 +35,12 @@
 #include "transport/transport.h"
 
 #define SHM_SPINS_PER_YIELD	16
+/*
+ * Messages up to this size travel eager over several cells (two copies,
+ * no pull) to a peer that takes it: below it, the pull's system call and
+ * the wait for the receiver cost more than the second copy.
+ */
+#define SHM_FRAG_MAX		(128 << 10)
 
 static inline void cpu_relax(void)
 {
@@ -49,6 +57,7 @@ struct shm_ctx {
 	struct zcr_list eps;		/* struct shm_ep */
 	unsigned int n;
 	uint64_t spin_ns;		/* busy-wait before sleeping */
+	uint64_t frag_max;		/* eager over several cells up to */
 };
 
 struct shm_ep {
@@ -62,6 +71,7 @@ struct shm_ep {
 	bool cell_open;			/* in's head cell is ep->rx */
 	struct zcr_shm_cell cur;	/* its header, copied out */
 	bool sleeping;
+	bool frag_ok;			/* the peer takes multi-cell eager */
 	uint64_t acked;			/* out's head as last seen */
 };
 
@@ -94,6 +104,8 @@ static int shm_init(struct zcr_ctx *ctx, void **priv)
 		return -ENOMEM;
 	zcr_list_init(&sc->eps);
 	sc->spin_ns = (v && *v ? strtoull(v, NULL, 10) : 200) * 1000;
+	v = getenv("ZCRECV_SHM_FRAG_MAX");
+	sc->frag_max = v && *v ? strtoull(v, NULL, 10) : SHM_FRAG_MAX;
 	*priv = sc;
 	return 0;
 }
@@ -150,7 +162,10 @@ static int push_sends(struct zcr_ep *ep)
 	zcr_list_for_each_safe(pos, tmp, &ep->sendq) {
 		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
 		struct zcr_shm_cell *c;
-		bool eager = r->len <= zcr_shm_eager_max(&se->out);
+		uint64_t k = zcr_shm_cells_for(&se->out, r->len);
+		bool eager = k == 1 ||
+			     (se->frag_ok && r->len <= se->sc->frag_max &&
+			      k <= ZCR_SHM_FRAG_CELLS);
 
 		if (r->kind == ZCR_REQ_ACK) {
 			/* A receive matched message r->seq of the peer. */
@@ -171,7 +186,9 @@ static int push_sends(struct zcr_ep *ep)
 			if (head <= get_idx(r))
 				continue;
 		} else {
-			c = __zcr_shm_ring_reserve(&se->out);
+			if (!eager)
+				k = 1;
+			c = __zcr_shm_ring_reserve_n(&se->out, k);
 			if (!c)
 				break;
 			memset(c, 0, sizeof(*c));
@@ -184,9 +201,9 @@ static int push_sends(struct zcr_ep *ep)
 			c->flags = r->sync ? ZCR_SHM_F_SYNC : 0;
 			c->addr = (uintptr_t)r->sbuf;
 			if (eager && r->len)
-				memcpy(c + 1, r->sbuf, r->len);
+				__zcr_shm_ring_put(&se->out, r->sbuf, r->len);
 			set_idx(r, se->out.tail);
-			__zcr_shm_ring_publish(&se->out);
+			__zcr_shm_ring_publish_n(&se->out, k);
 			r->sent = 1;
 			if (!eager)
 				continue;
@@ -253,7 +270,10 @@ static bool open_cell(struct zcr_ep *ep, const struct zcr_shm_cell *c,
 	    ((h->flags & ZCR_SHM_F_SYNC) && !ep->sync_ok) ||
 	    h->src != ep->rank || h->tag < 0 ||
 	    h->seq != ep->recv_seq + 1 || h->len > ep->ctx->max_msg ||
-	    (h->type == ZCR_SHM_EAGER && h->len > zcr_shm_eager_max(&se->in))) {
+	    (h->type == ZCR_SHM_EAGER &&
+	     (zcr_shm_cells_for(&se->in, h->len) > ZCR_SHM_FRAG_CELLS ||
+	      zcr_shm_cells_for(&se->in, h->len) >
+	      __zcr_shm_ring_ready(&se->in)))) {
 		ep->ctx->st.bad_headers++;
 		__zcr_ep_fail_locked(ep, -EPROTO, "shm: cell out of protocol "
 				     "(type %u, src %d, seq %llu, len %llu)",
@@ -272,13 +292,13 @@ static int land(struct zcr_ep *ep)
 {
 	struct shm_ep *se = S(ep);
 	struct zcr_shm_cell *h = &se->cur;
-	uint64_t n = ep->rx.room < h->len ? ep->rx.room : h->len;
-	int err = 0, ret;
+	uint64_t n = ep->rx.room < h->len ? ep->rx.room : h->len, k = 1;
+	int ret;
 
 	if (h->type == ZCR_SHM_EAGER) {
+		k = zcr_shm_cells_for(&se->in, h->len);	/* checked: open */
 		if (n)
-			memcpy(ep->rx.dst, (char *)__zcr_shm_ring_peek(&se->in,
-							&err) + sizeof(*h), n);
+			__zcr_shm_ring_get(&se->in, ep->rx.dst, n);
 	} else if (n) {
 		ret = __zcr_shm_pull(se->peer, ep->rx.dst, h->addr, n);
 		if (ret) {
@@ -291,7 +311,7 @@ static int land(struct zcr_ep *ep)
 		}
 	}
 	se->cell_open = false;
-	__zcr_shm_ring_consume(&se->in);
+	__zcr_shm_ring_consume_n(&se->in, k);
 	/* An RTS's send completes now; a full ring has room again. */
 	kick_peer(se);
 	__zcr_match_payload_done_locked(ep->ctx, &ep->rx);
@@ -570,6 +590,7 @@ static int shm_adopt(struct zcr_ep *ep, const struct zcr_transport_ops *prev,
 	se->peer = a->peer;
 	se->pidfd = a->pidfd;
 	se->ctl_fd = a->ctl_fd;
+	se->frag_ok = a->frag;
 	se->acked = atomic_load(&se->out.ctl->head);
 	memset(a, 0, sizeof(*a));
 	a->in.memfd = a->in.evfd = a->out.memfd = a->out.evfd = -1;
