@@ -15,8 +15,9 @@
 #   3. runs zcland-bench on this host: the landing step alone, copy against
 #      remap, 4 KiB to 64 MiB (build/zcland-host.csv, build/zcland-host.png).
 #   4. runs zcbench over the shm transport (--transport shm) with NPopenmpi
-#      (Open MPI's shared-memory path) and NPtcp beside it:
-#      build/zcbench-shm.csv and build/zcbench-shm.png.
+#      (Open MPI's shared-memory path), NPopenmpi again over
+#      libzcrecv-mpi.so (its messages carried by zcrecv) and NPtcp beside
+#      it: build/zcbench-shm.csv and build/zcbench-shm.png.
 # ZCRECV_RUN_KERNEL=6.1 picks the other kernel; ZCRECV_DEMO_MAX=BYTES changes
 # the largest size in the VM.
 # Usage: tools/run-demo.sh [-h|--help]   (no options: run `make run`)
@@ -40,7 +41,8 @@ run_shm() {
 	"$bench" --transport shm --min 4096 --max $((16 << 20)) --iters 20 \
 		--csv "$out/zcbench-shm.csv" --png "$out/zcbench-shm.png" \
 		--nptcp --nptcp-file "$out/nptcp-shm.out" \
-		--npopenmpi --npompi-file "$out/npopenmpi-shm.out"
+		--npopenmpi --npompi-file "$out/npopenmpi-shm.out" \
+		--npopenmpi-layer build/tools/mpi/libzcrecv-mpi.so
 }
 if [ -e /dev/zcrecv ]; then
 	"$bench" --min 4096 --max $((16 << 20)) --csv "$out/zcbench.csv" \
