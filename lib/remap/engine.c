@@ -9,8 +9,10 @@
  * every landing the engine decides is timed whole (moves, registration,
  * faults, the first read of every moved page, head and tail copies, any
  * fallback copy) and folded into a moving average of its kind. The cheaper
- * kind wins; one landing in ZCR_LAND_EXPLORE takes the other, so a wrong
- * estimate or a machine that changed is noticed and corrected. A
+ * kind wins; one landing in ZCR_LAND_EXPLORE takes the other (fewer when
+ * the other costs several times more: exploring never costs more than
+ * 1/ZCR_LAND_EXPLORE of the class's landings), so a wrong estimate or a
+ * machine that changed is noticed and corrected. A
  * calibration at context creation (copy and remap of 64 KiB and of one
  * 2 MiB unit, best of three) seeds every class as one sample: a prior,
  * replaced by what real landings cost. Forced policies (copy, remap) are
@@ -86,6 +88,23 @@ const char *zcr_policy_name(int policy)
 
 /* ---- the policy ----------------------------------------------------------- */
 
+uint64_t __zcr_land_explore_period(const struct zcr_land_class *c)
+{
+	double lo = c->cost[ZCR_LAND_COPY], hi = c->cost[ZCR_LAND_REMAP], r;
+
+	if (lo > hi) {
+		r = lo;
+		lo = hi;
+		hi = r;
+	}
+	r = lo > 0 ? hi / lo : ZCR_LAND_EXPLORE_SCALE;
+	if (r < 1)
+		r = 1;
+	if (r > ZCR_LAND_EXPLORE_SCALE)
+		r = ZCR_LAND_EXPLORE_SCALE;
+	return (uint64_t)(ZCR_LAND_EXPLORE * r);
+}
+
 int __zcr_land_choose(struct zcr_land_class *c)
 {
 	int k, best;
@@ -101,8 +120,11 @@ int __zcr_land_choose(struct zcr_land_class *c)
 			    ZCR_LAND_COPY : ZCR_LAND_REMAP;
 		else
 			k = best;
+	} else if (++c->since >= __zcr_land_explore_period(c)) {
+		c->since = 0;
+		k = !best;
 	} else {
-		k = c->tick % ZCR_LAND_EXPLORE ? best : !best;
+		k = best;
 	}
 	c->last = k;
 	return k;

@@ -84,14 +84,26 @@ extern const struct zcr_remap_ops __zcr_remap_copy;
 #define ZCR_LAND_REMAP		1
 #define ZCR_LAND_WARM		2	/* samples (prior included) before
 					 * the cheaper one is trusted */
-#define ZCR_LAND_EXPLORE	64	/* one landing in 64 tries the other */
+/*
+ * One landing in ZCR_LAND_EXPLORE tries the other kind, or fewer when it
+ * costs more than the cheaper one: one in ZCR_LAND_EXPLORE times the
+ * ratio of their costs (at most ZCR_LAND_EXPLORE_SCALE times), so that
+ * exploring costs at most 1/ZCR_LAND_EXPLORE of what the landings of the
+ * class cost anyway.
+ */
+#define ZCR_LAND_EXPLORE	64
+#define ZCR_LAND_EXPLORE_SCALE	64
 
 struct zcr_land_class {
 	double cost[2];			/* ns per landing */
 	uint64_t n[2];			/* samples, prior included */
-	uint64_t tick;
+	uint64_t tick;			/* landings decided */
+	uint64_t since;			/* landings since the last explored */
 	int last;			/* last choice */
 };
+
+/* Landings between two explorations of the dearer kind of c. */
+uint64_t __zcr_land_explore_period(const struct zcr_land_class *c);
 
 /* Pick ZCR_LAND_COPY or ZCR_LAND_REMAP for the next landing of c. */
 int __zcr_land_choose(struct zcr_land_class *c);

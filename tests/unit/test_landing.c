@@ -2,8 +2,8 @@
 /*
  * test_landing.c - the landing: the auto policy driven by a fake cost
  * source (it settles on the cheaper kind after warm-up, explores the other
- * one landing in 64, recovers when the costs flip, is not flipped by one
- * outlier), and the uffd-move exchange through the library's own landing
+ * one landing in 64 times the ratio of their costs, recovers when the
+ * costs flip, is not flipped by one outlier), and the uffd-move exchange through the library's own landing
  * code: 2 MiB slots reused at two offsets (a spare with pages left over), a
  * user range unmapped and mapped again at the
  * same address (registered again), plain malloc memory, the kmod
@@ -41,12 +41,35 @@ ZT_TEST(policy_picks_the_cheaper_after_warmup)
 
 	/* No prior: ZCR_LAND_WARM of each, then the cheaper one. */
 	ZT_EXPECT_EQ(drive(&c, 100, 300, 2 * ZCR_LAND_WARM), ZCR_LAND_WARM);
-	r = drive(&c, 100, 300, 640);
-	/* Remap only on the exploring landings: 1 in 64. */
-	ZT_EXPECT_EQ(r, 640 / ZCR_LAND_EXPLORE);
+	/* Remap (3x dearer) only on the exploring landings: 1 in 3 * 64. */
+	ZT_EXPECT_EQ(__zcr_land_explore_period(&c), 3 * ZCR_LAND_EXPLORE);
+	r = drive(&c, 100, 300, 6 * 3 * ZCR_LAND_EXPLORE);
+	ZT_EXPECT_EQ(r, 6);
 	memset(&c, 0, sizeof(c));
 	drive(&c, 300, 100, 2 * ZCR_LAND_WARM);
-	ZT_EXPECT_EQ(drive(&c, 300, 100, 640), 640 - 640 / ZCR_LAND_EXPLORE);
+	ZT_EXPECT_EQ(drive(&c, 300, 100, 6 * 3 * ZCR_LAND_EXPLORE),
+		     6 * 3 * ZCR_LAND_EXPLORE - 6);
+	/* Nearly equal costs: one in 64. */
+	memset(&c, 0, sizeof(c));
+	drive(&c, 100, 101, 2 * ZCR_LAND_WARM);
+	ZT_EXPECT_EQ(drive(&c, 100, 101, 640), 10);
+}
+
+/*
+ * A kind 100 times dearer is explored once in 64 * 64 landings: what the
+ * exploring costs stays within 1/64 of what the class costs anyway.
+ */
+ZT_TEST(policy_explores_a_much_dearer_kind_rarely)
+{
+	struct zcr_land_class c = { 0 };
+	int r;
+
+	drive(&c, 100, 10000, 2 * ZCR_LAND_WARM);
+	ZT_EXPECT_EQ(__zcr_land_explore_period(&c),
+		     ZCR_LAND_EXPLORE * ZCR_LAND_EXPLORE_SCALE);
+	r = drive(&c, 100, 10000, 2 * ZCR_LAND_EXPLORE *
+		  ZCR_LAND_EXPLORE_SCALE);
+	ZT_EXPECT_EQ(r, 2);
 }
 
 ZT_TEST(policy_a_wrong_prior_is_corrected)
@@ -58,7 +81,8 @@ ZT_TEST(policy_a_wrong_prior_is_corrected)
 	__zcr_land_record(&c, ZCR_LAND_COPY, 1000);
 	__zcr_land_record(&c, ZCR_LAND_REMAP, 100);
 	ZT_EXPECT_EQ(drive(&c, 1000, 3000, 2), 1);
-	ZT_EXPECT_EQ(drive(&c, 1000, 3000, 128), 128 / ZCR_LAND_EXPLORE);
+	/* Then remap, 3x dearer, once in 3 * 64 landings at most. */
+	ZT_ASSERT(drive(&c, 1000, 3000, 3 * ZCR_LAND_EXPLORE) <= 1);
 }
 
 ZT_TEST(policy_recovers_when_costs_flip)
@@ -76,7 +100,8 @@ ZT_TEST(policy_recovers_when_costs_flip)
 		      4 * ZCR_LAND_EXPLORE, c.cost[ZCR_LAND_COPY],
 		      c.cost[ZCR_LAND_REMAP]);
 	/* And once switched it stays on the cheaper one. */
-	ZT_EXPECT_EQ(drive(&c, 1000, 200, 640), 640 - 640 / ZCR_LAND_EXPLORE);
+	r = drive(&c, 1000, 200, 5 * 5 * ZCR_LAND_EXPLORE);
+	ZT_ASSERT(r >= 5 * 5 * ZCR_LAND_EXPLORE - 6);
 	/* Flip back: the chosen kind got 10x dearer; it is measured on
 	 * every landing, so a few landings see it. */
 	ZT_ASSERT(drive(&c, 100, 2000, 16) <= 8);
