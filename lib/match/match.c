@@ -52,6 +52,20 @@ static struct zcr_req *match_posted(struct zcr_ctx *ctx, uint32_t comm,
 	return NULL;
 }
 
+bool __zcr_match_has_posted_locked(struct zcr_ctx *ctx, uint32_t comm,
+				   int src, int tag)
+{
+	struct zcr_list *pos;
+
+	for (pos = ctx->posted.next; pos != &ctx->posted; pos = pos->next) {
+		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
+
+		if (r->comm == comm && __zcr_match(r->src, r->tag, src, tag))
+			return true;
+	}
+	return false;
+}
+
 /*
  * A receive matched a message that came on ep: if it asked for an ACK,
  * queue one for the progress engine (ctx->acks). Without memory the

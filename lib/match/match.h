@@ -127,6 +127,12 @@ int __zcr_match_arrive_comm_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
 int __zcr_match_arrive_sync_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
 				   uint32_t comm, int src, int tag,
 				   uint64_t len, uint64_t ack);
+/*
+ * Would a message (comm, src, tag) arriving now find a posted receive?
+ * Nothing is taken.
+ */
+bool __zcr_match_has_posted_locked(struct zcr_ctx *ctx, uint32_t comm,
+				   int src, int tag);
 /* All len payload bytes of a landing arrival are in: complete it. */
 void __zcr_match_payload_done_locked(struct zcr_ctx *ctx,
 				     struct zcr_arrival *a);

@@ -5,8 +5,11 @@
  * version-1 peers on either side), ping-pong of many sizes between two
  * processes with every byte checked, early/posted/stalled interleavings,
  * ANY_SOURCE across an shm peer and a TCP peer (per-source order kept),
- * truncation, and a peer killed mid-message (an error, not a hang, and no
- * memfd descriptor, mapping or /dev/shm file left).
+ * truncation, an answer announced before the sender saw its own send
+ * complete (left unread for a moment, then taken straight into the
+ * receive posted; crossed announcements are staged after that moment),
+ * and a peer killed mid-message (an error, not a hang, and no memfd
+ * descriptor, mapping or /dev/shm file left).
  * Run: build/tests/unit/test_shm_tp [name]
  */
 #include <dirent.h>
@@ -475,6 +478,100 @@ ZT_TEST(any_source_across_transports)
 }
 
 /* A receive smaller than the message: -EMSGSIZE, a prefix, nothing lost. */
+#define DEFER_LEN	(512u << 10)	/* announced, never eager */
+
+/*
+ * Both ranks announce a message to the other before either posts a
+ * receive (blocking send, then receive, on both sides): each leaves the
+ * other's announcement unread while its own send is pending, for a
+ * while only; then both are pulled into staging, both sends complete and
+ * the receives find the messages staged.
+ */
+ZT_TEST(crossed_announcements_do_not_wait_for_ever)
+{
+	char *s0 = malloc(DEFER_LEN), *s1 = malloc(DEFER_LEN);
+	char *r0 = malloc(DEFER_LEN), *r1 = malloc(DEFER_LEN);
+	struct zcr_stats e0 = { 0 }, e1 = { 0 };
+	struct zcr_status st;
+	struct zcr_req *a, *b;
+	struct pair p;
+
+	pair_shm(&p, 2, NULL);
+	pattern_fill(s0, DEFER_LEN, 71);
+	pattern_fill(s1, DEFER_LEN, 72);
+	e0 = pair_stats(p.c[0]);
+	e1 = pair_stats(p.c[1]);
+	ZT_EXPECT_EQ(zcr_isend(p.from[1], s0, DEFER_LEN, 6, &a), 0);
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], s1, DEFER_LEN, 6, &b), 0);
+	PAIR_PUMP_UNTIL(&p, zcr_test(a, NULL) != 0 && zcr_test(b, NULL) != 0);
+	ZT_EXPECT_EQ(pair_stats(p.c[0]).early, e0.early + 1);
+	ZT_EXPECT_EQ(pair_stats(p.c[1]).early, e1.early + 1);
+	ZT_EXPECT_EQ(zcr_recv(p.c[0], r0, DEFER_LEN, 1, 6, &st), 0);
+	ZT_EXPECT_EQ(pattern_bad(r0, DEFER_LEN, 72), 0);
+	ZT_EXPECT_EQ(zcr_recv(p.c[1], r1, DEFER_LEN, 0, 6, &st), 0);
+	ZT_EXPECT_EQ(pattern_bad(r1, DEFER_LEN, 71), 0);
+	pair_close(&p);
+	free(s0);
+	free(s1);
+	free(r0);
+	free(r1);
+	expect_no_leftovers();
+}
+
+/*
+ * The ping-pong race: rank 1 answers (announces) before rank 0 has seen
+ * its own send complete; rank 0 leaves the answer unread, and the
+ * receive it posts right after takes it straight into its buffer, not
+ * through staging (no early arrival). Timed: a try where more than the
+ * grace period passed between the two steps (a busy machine) does not
+ * count; one of five tries must show it.
+ */
+ZT_TEST(answer_before_send_completes_lands_direct)
+{
+	char *s0 = malloc(DEFER_LEN), *s1 = malloc(DEFER_LEN);
+	char *r0 = malloc(DEFER_LEN), *r1 = malloc(DEFER_LEN);
+	struct zcr_status st;
+	struct zcr_req *a, *b, *r, *q;
+	struct pair p;
+	int tries, direct = 0;
+
+	pair_shm(&p, 2, NULL);
+	for (tries = 0; tries < 5 && !direct; tries++) {
+		uint64_t e0;
+		double t;
+
+		pattern_fill(s0, DEFER_LEN, 80 + tries);
+		pattern_fill(s1, DEFER_LEN, 90 + tries);
+		/* Rank 1 waits for rank 0's message: posted. */
+		ZT_EXPECT_EQ(zcr_irecv(p.c[1], r1, DEFER_LEN, 0, 8, &q), 0);
+		ZT_EXPECT_EQ(zcr_isend(p.from[1], s0, DEFER_LEN, 8, &a), 0);
+		/* Rank 1 pulls it and answers at once. */
+		PAIR_PUMP_UNTIL(&p, zcr_test(q, &st) != 0);
+		e0 = pair_stats(p.c[0]).early;
+		ZT_EXPECT_EQ(zcr_isend(p.to0[1], s1, DEFER_LEN, 9, &b), 0);
+		/* Rank 0 sees the answer before its send's completion... */
+		t = pair_now();
+		ZT_ASSERT(zcr_progress(p.c[0], 0) >= 0);
+		ZT_EXPECT_EQ(zcr_test(a, NULL), 1);
+		/* ...and posts the receive for it right after. */
+		ZT_EXPECT_EQ(zcr_irecv(p.c[0], r0, DEFER_LEN, 1, 9, &r), 0);
+		t = pair_now() - t;
+		PAIR_PUMP_UNTIL(&p, zcr_test(r, &st) != 0);
+		PAIR_PUMP_UNTIL(&p, zcr_test(b, NULL) != 0);
+		ZT_EXPECT_EQ(pattern_bad(r0, DEFER_LEN, 90 + tries), 0);
+		ZT_EXPECT_EQ(pattern_bad(r1, DEFER_LEN, 80 + tries), 0);
+		if (t < 50e-6 && pair_stats(p.c[0]).early == e0)
+			direct = 1;
+	}
+	ZT_EXPECT_EQ(direct, 1);
+	pair_close(&p);
+	free(s0);
+	free(s1);
+	free(r0);
+	free(r1);
+	expect_no_leftovers();
+}
+
 ZT_TEST(truncation)
 {
 	static const size_t sizes[] = { 5000, 300000 };

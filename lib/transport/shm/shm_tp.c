@@ -41,6 +41,16 @@
  * the wait for the receiver cost more than the second copy.
  */
 #define SHM_FRAG_MAX		(128 << 10)
+/*
+ * An announced message with no receive posted for it, while our own
+ * announced send to that peer has not completed here yet: the
+ * application is most likely about to see that send complete and post
+ * the receive (a ping-pong's answer overtaking the sender's return from
+ * its send).
+ * Leave it unread for up to this long rather than pull it into staging
+ * and copy it a second time.
+ */
+#define SHM_DEFER_NS		(100 * 1000ULL)
 
 static inline void cpu_relax(void)
 {
@@ -72,6 +82,8 @@ struct shm_ep {
 	struct zcr_shm_cell cur;	/* its header, copied out */
 	bool sleeping;
 	bool frag_ok;			/* the peer takes multi-cell eager */
+	uint64_t defer_head;		/* in.head + 1 of the cell deferred */
+	uint64_t defer_until;		/* ns: then it is read anyway */
 	uint64_t acked;			/* out's head as last seen */
 };
 
@@ -318,6 +330,44 @@ static int land(struct zcr_ep *ep)
 	return 1;
 }
 
+/*
+ * Is one of our announced sends still to be completed (pulled by the peer
+ * or not: the pass that completes it runs after the reads)?
+ */
+static bool own_send_pending(struct zcr_ep *ep)
+{
+	struct zcr_list *pos;
+
+	for (pos = ep->sendq.next; pos != &ep->sendq; pos = pos->next) {
+		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
+
+		if (r->kind != ZCR_REQ_ACK && r->sent)
+			return true;
+	}
+	return false;
+}
+
+/* Leave the announcement c unread for now (SHM_DEFER_NS)? */
+static bool defer_rts(struct zcr_ep *ep, const struct zcr_shm_cell *c)
+{
+	struct shm_ep *se = S(ep);
+	struct zcr_shm_cell h;
+	uint64_t now;
+
+	memcpy(&h, c, sizeof(h));	/* checked for real by open_cell */
+	if (h.type != ZCR_SHM_RTS || h.tag < 0 || !own_send_pending(ep) ||
+	    __zcr_match_has_posted_locked(ep->ctx, ep->comm_ok ?
+					  (uint32_t)h.pad[0] : 0,
+					  ep->rank, h.tag))
+		return false;
+	now = zcr_now_ns();
+	if (se->defer_head != se->in.head + 1) {
+		se->defer_head = se->in.head + 1;
+		se->defer_until = now + SHM_DEFER_NS;
+	}
+	return now < se->defer_until;
+}
+
 static int rx_ep(struct zcr_ep *ep)
 {
 	struct shm_ep *se = S(ep);
@@ -333,7 +383,7 @@ static int rx_ep(struct zcr_ep *ep)
 						     "shm: ring corrupted");
 				break;
 			}
-			if (!c)
+			if (!c || defer_rts(ep, c))
 				break;
 			if (!open_cell(ep, c, &again)) {
 				if (!again)
