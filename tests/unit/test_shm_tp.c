@@ -480,6 +480,17 @@ ZT_TEST(any_source_across_transports)
 /* A receive smaller than the message: -EMSGSIZE, a prefix, nothing lost. */
 #define DEFER_LEN	(512u << 10)	/* announced, never eager */
 
+/* Close the pair, free the four buffers, nothing of shm left. */
+static void defer_end(struct pair *p, char *s0, char *s1, char *r0, char *r1)
+{
+	pair_close(p);
+	free(s0);
+	free(s1);
+	free(r0);
+	free(r1);
+	expect_no_leftovers();
+}
+
 /*
  * Both ranks announce a message to the other before either posts a
  * receive (blocking send, then receive, on both sides): each leaves the
@@ -510,12 +521,7 @@ ZT_TEST(crossed_announcements_do_not_wait_for_ever)
 	ZT_EXPECT_EQ(pattern_bad(r0, DEFER_LEN, 72), 0);
 	ZT_EXPECT_EQ(zcr_recv(p.c[1], r1, DEFER_LEN, 0, 6, &st), 0);
 	ZT_EXPECT_EQ(pattern_bad(r1, DEFER_LEN, 71), 0);
-	pair_close(&p);
-	free(s0);
-	free(s1);
-	free(r0);
-	free(r1);
-	expect_no_leftovers();
+	defer_end(&p, s0, s1, r0, r1);
 }
 
 /*
@@ -564,12 +570,7 @@ ZT_TEST(answer_before_send_completes_lands_direct)
 			direct = 1;
 	}
 	ZT_EXPECT_EQ(direct, 1);
-	pair_close(&p);
-	free(s0);
-	free(s1);
-	free(r0);
-	free(r1);
-	expect_no_leftovers();
+	defer_end(&p, s0, s1, r0, r1);
 }
 
 ZT_TEST(truncation)
