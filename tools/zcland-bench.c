@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -373,13 +374,20 @@ int main(int argc, char **argv)
 		if (t == 2 && pthread_create(&bt, NULL, busy_thread, NULL))
 			return 2;
 		if (t == 3) {
+			pid_t parent = getpid();
+
 			fflush(stdout);
 			peer = fork();
 			if (peer < 0)
 				return 2;
-			if (peer == 0)
+			if (peer == 0) {
+				/* Gone with us, however we end. */
+				prctl(PR_SET_PDEATHSIG, SIGKILL);
+				if (getppid() != parent)
+					_exit(0);
 				for (;;)
 					poll(NULL, 0, 0);
+			}
 		}
 		for (a = 0; a < 3; a++) {
 			if (!(aligns & (1 << a)))

@@ -37,6 +37,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -148,9 +149,13 @@ static int do_uffd_move_touch(void *p, unsigned long pages)
 /* A process that spins until killed: the busy peer of -b. */
 static pid_t busy_start(void)
 {
-	pid_t pid = fork();
+	pid_t parent = getpid(), pid = fork();
 
 	if (pid == 0) {
+		/* Gone with us, however we end. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(0);
 		for (;;)
 			__asm__ volatile("pause");
 	}

@@ -271,10 +271,13 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	snprintf(ctx->pred_name, sizeof(ctx->pred_name), "%s", pred);
 
 	if (attr->progress_thread) {
+		/* The thread starts by taking the lock: it sees both set. */
+		pthread_mutex_lock(&ctx->lock);
 		ret = -pthread_create(&ctx->thread, NULL, progress_thread, ctx);
+		ctx->thread_on = !ret;
+		pthread_mutex_unlock(&ctx->lock);
 		if (ret)
 			goto err_pred;
-		ctx->thread_on = true;
 	}
 	*out = ctx;
 	return 0;

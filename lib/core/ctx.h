@@ -160,13 +160,13 @@ struct zcr_ctx {
 	struct zcr_stats st;
 };
 
+#define ZCR_PARK_GRACE_NS	(2 * 1000000ULL)
+
 /*
  * Is the caller the context's progress thread? It makes progress in the
  * background only: it sleeps in poll at once instead of spinning (a spin
  * holds the context's lock, which the application's next call needs).
  */
-#define ZCR_PARK_GRACE_NS	(2 * 1000000ULL)
-
 static inline bool __zcr_is_progress_thread(const struct zcr_ctx *ctx)
 {
 	return ctx->thread_on && pthread_equal(pthread_self(), ctx->thread);

@@ -46,9 +46,8 @@
  * announced send to that peer has not completed here yet: the
  * application is most likely about to see that send complete and post
  * the receive (a ping-pong's answer overtaking the sender's return from
- * its send).
- * Leave it unread for up to this long rather than pull it into staging
- * and copy it a second time.
+ * its send). Leave it unread for up to this long rather than pull it
+ * into staging and copy it a second time.
  */
 #define SHM_DEFER_NS		(100 * 1000ULL)
 
@@ -354,6 +353,12 @@ static bool defer_rts(struct zcr_ep *ep, const struct zcr_shm_cell *c)
 	struct zcr_shm_cell h;
 	uint64_t now;
 
+	/*
+	 * Not on the progress thread: the application is away (it would
+	 * post the receive), and the thread would hold the lock meanwhile.
+	 */
+	if (__zcr_is_progress_thread(ep->ctx))
+		return false;
 	memcpy(&h, c, sizeof(h));	/* checked for real by open_cell */
 	if (h.type != ZCR_SHM_RTS || h.tag < 0 || !own_send_pending(ep) ||
 	    __zcr_match_has_posted_locked(ep->ctx, ep->comm_ok ?
