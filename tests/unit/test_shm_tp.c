@@ -8,7 +8,8 @@
  * truncation, an answer announced before the sender saw its own send
  * complete (left unread for a moment, then taken straight into the
  * receive posted; crossed announcements are staged after that moment),
- * and a peer killed mid-message (an error, not a hang, and no memfd
+ * cells out of protocol (a clear error, the connection closed), and a
+ * peer killed mid-message (an error, not a hang, and no memfd
  * descriptor, mapping or /dev/shm file left).
  * Run: build/tests/unit/test_shm_tp [name]
  */
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include "transport/shm/shm.h"
 #include "zcr_pair.h"
 
 static const char *tp_of(struct zcr_ep *ep)
@@ -571,6 +573,90 @@ ZT_TEST(answer_before_send_completes_lands_direct)
 	}
 	ZT_EXPECT_EQ(direct, 1);
 	defer_end(&p, s0, s1, r0, r1);
+}
+
+/*
+ * The header of the unread eager cell whose payload starts with key, in
+ * any shm mapping of this process (both ends of a pair live here), or
+ * NULL.
+ */
+static struct zcr_shm_cell *find_cell(const unsigned char *key, size_t n)
+{
+	struct zcr_shm_cell *c = NULL;
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	ZT_ASSERT(f);
+	while (!c && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perm[8];
+		unsigned char *at;
+
+		if (!strstr(line, "zcrecv-shm") ||
+		    sscanf(line, "%lx-%lx %7s", &lo, &hi, perm) != 3 ||
+		    perm[0] != 'r' || perm[1] != 'w')
+			continue;
+		at = memmem((void *)lo, hi - lo, key, n);
+		if (at && at - (unsigned char *)lo >= (long)sizeof(*c))
+			c = (struct zcr_shm_cell *)(at - sizeof(*c));
+	}
+	fclose(f);
+	return c;
+}
+
+/*
+ * A peer that writes a cell out of protocol (an eager message claiming
+ * more cells than a message may take, an unknown flag, a synchronous
+ * flag or a MATCHED cell on a connection that never agreed to them)
+ * loses its connection with a clear error, nothing is delivered, and
+ * nothing of the transport is left.
+ */
+ZT_TEST(hostile_cells_close_the_connection)
+{
+	struct zcr_ctx_attr a = { .quiet = 1 };
+	unsigned char msg[100];
+	const char *why;
+	int k;
+
+	for (k = 0; k < 4; k++) {
+		struct zcr_shm_cell *c;
+		struct zcr_req *s, *r;
+		struct zcr_status st;
+		uint64_t bad;
+		struct pair p;
+
+		pair_shm(&p, 2, &a);
+		pattern_fill(msg, sizeof(msg), 200 + k);
+		bad = pair_stats(p.c[0]).bad_headers;
+		ZT_EXPECT_EQ(zcr_isend(p.to0[1], msg, sizeof(msg), 3, &s), 0);
+		c = find_cell(msg, sizeof(msg));
+		ZT_ASSERT(c && c->type == ZCR_SHM_EAGER &&
+			  c->len == sizeof(msg));
+		switch (k) {
+		case 0:
+			c->len = 17 * 16448;	/* 17 cells */
+			break;
+		case 1:
+			c->flags = 4;
+			break;
+		case 2:
+			c->flags = ZCR_SHM_F_SYNC;
+			break;
+		default:
+			c->type = ZCR_SHM_MATCHED;
+			break;
+		}
+		ZT_EXPECT_EQ(zcr_irecv(p.c[0], msg, sizeof(msg), 1, 3, &r), 0);
+		PAIR_PUMP_UNTIL(&p, zcr_ep_error(p.from[1], &why) != 0);
+		ZT_EXPECT_EQ(zcr_ep_error(p.from[1], &why), -EPROTO);
+		ZT_ASSERT_MSG(strstr(why, "out of protocol"), "%s", why);
+		ZT_EXPECT_EQ(pair_stats(p.c[0]).bad_headers, bad + 1);
+		PAIR_PUMP_UNTIL(&p, zcr_test(r, &st) != 0);
+		ZT_EXPECT_EQ(st.error, -ECONNRESET);
+		zcr_test(s, NULL);
+		pair_close(&p);
+		expect_no_leftovers();
+	}
 }
 
 ZT_TEST(truncation)
