@@ -142,7 +142,9 @@ static void *progress_thread(void *arg)
 			pthread_cond_timedwait(&ctx->park, &ctx->lock, &dl);
 			continue;
 		}
+		ctx->thread_busy = true;
 		__zcr_progress_locked(ctx, 100);
+		ctx->thread_busy = false;
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	return NULL;

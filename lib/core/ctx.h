@@ -154,6 +154,7 @@ struct zcr_ctx {
 	 */
 	pthread_t thread;
 	bool thread_on, thread_stop;
+	bool thread_busy;		/* in a progress call, maybe in poll */
 	unsigned int waiters;
 	uint64_t park_until;		/* ns: the last waiter left + grace */
 	pthread_cond_t park;

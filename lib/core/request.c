@@ -62,7 +62,7 @@ static int isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
 	 * Read under the lock: once it is dropped the progress thread may
 	 * complete r (and write r->done) at any time.
 	 */
-	wake = !ret && ctx->thread_on && !r->done;
+	wake = !ret && ctx->thread_busy && !r->done;
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret) {
 		free(r);
@@ -127,7 +127,8 @@ static int irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 	 * Staging freed by a delivery: the progress engine drains stalls.
 	 * r->done is read here, under the lock, never after it is dropped.
 	 */
-	wake = !ret && ctx->thread_on && (ctx->drain_pending || !r->done);
+	wake = !ret && ctx->thread_busy &&
+	       (ctx->drain_pending || !r->done);
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret) {
 		free(r);
@@ -153,6 +154,18 @@ int zcr_irecv_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
 		     __builtin_return_address(0));
 }
 
+/*
+ * A progress pass without waiting, on the application's thread (a test or
+ * a probe): the application is in the library again and again, so the
+ * progress thread stays parked a while longer (ctx.h).
+ */
+static void app_progress_locked(struct zcr_ctx *ctx)
+{
+	__zcr_progress_locked(ctx, 0);
+	if (ctx->thread_on)
+		ctx->park_until = zcr_now_ns() + ZCR_PARK_GRACE_NS;
+}
+
 int zcr_iprobe(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
 	       struct zcr_status *st)
 {
@@ -163,8 +176,8 @@ int zcr_iprobe(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
 		return -EINVAL;
 	pthread_mutex_lock(&ctx->lock);
 	found = __zcr_match_probe_locked(ctx, comm, src, tag, &tmp);
-	if (!found && !ctx->thread_on) {
-		__zcr_progress_locked(ctx, 0);
+	if (!found) {
+		app_progress_locked(ctx);
 		found = __zcr_match_probe_locked(ctx, comm, src, tag, &tmp);
 	}
 	pthread_mutex_unlock(&ctx->lock);
@@ -187,8 +200,8 @@ int zcr_improbe(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
 	r->claim = true;
 	pthread_mutex_lock(&ctx->lock);
 	ret = __zcr_match_claim_locked(ctx, r, src, tag);
-	if (!ret && !ctx->thread_on) {
-		__zcr_progress_locked(ctx, 0);
+	if (!ret) {
+		app_progress_locked(ctx);
 		ret = __zcr_match_claim_locked(ctx, r, src, tag);
 	}
 	__zcr_ep_acks_flush_locked(ctx);
@@ -224,7 +237,7 @@ int zcr_imrecv(struct zcr_message *msg, void *buf, size_t size,
 	pthread_mutex_lock(&ctx->lock);
 	__zcr_pred_observe(ctx->pred, &c);
 	__zcr_match_mrecv_locked(ctx, r, buf, size);
-	wake = ctx->thread_on && (ctx->drain_pending || !r->done);
+	wake = ctx->thread_busy && (ctx->drain_pending || !r->done);
 	pthread_mutex_unlock(&ctx->lock);
 	if (wake)
 		__zcr_wake(ctx);
@@ -264,8 +277,8 @@ int zcr_test(struct zcr_req *r, struct zcr_status *st)
 		return -EINVAL;
 	ctx = r->ctx;
 	pthread_mutex_lock(&ctx->lock);
-	if (!r->done && !ctx->thread_on)
-		__zcr_progress_locked(ctx, 0);
+	if (!r->done)
+		app_progress_locked(ctx);
 	done = r->done;
 	pthread_mutex_unlock(&ctx->lock);
 	if (!done)
@@ -294,7 +307,7 @@ static int wait_for(struct zcr_req *r, struct zcr_status *st,
 		       zcr_now_ns() + (uint64_t)timeout_ms * 1000000;
 	struct zcr_ctx *ctx = r->ctx;
 	int ret = 0, left = 100;
-	bool done;
+	bool done, wake;
 
 	pthread_mutex_lock(&ctx->lock);
 	/*
@@ -306,12 +319,9 @@ static int wait_for(struct zcr_req *r, struct zcr_status *st,
 	 */
 	ctx->waiters++;
 	while (!r->done) {
+		/* Progress at least once, even with no time left (0 ms). */
 		if (end != UINT64_MAX) {
 			left = ms_left(end);
-			if (!left) {
-				ret = -ETIMEDOUT;
-				break;
-			}
 			if (left > 100)
 				left = 100;
 		}
@@ -319,11 +329,23 @@ static int wait_for(struct zcr_req *r, struct zcr_status *st,
 		if (ret < 0)
 			break;
 		ret = 0;
+		if (!r->done && end != UINT64_MAX && !ms_left(end)) {
+			ret = -ETIMEDOUT;
+			break;
+		}
 	}
-	if (!--ctx->waiters)	/* the progress thread looks at this later */
+	/*
+	 * The progress thread looks at park_until later. If it sleeps in
+	 * poll, we may have taken the doorbells it was waiting on: wake it,
+	 * so that it sleeps again with its own announcements.
+	 */
+	if (!--ctx->waiters)
 		ctx->park_until = zcr_now_ns() + ZCR_PARK_GRACE_NS;
+	wake = !ctx->waiters && ctx->thread_busy;
 	done = r->done;
 	pthread_mutex_unlock(&ctx->lock);
+	if (wake)
+		__zcr_wake(ctx);
 	if (!done)
 		return ret;	/* the request stays pending */
 	return finish(r, st);

@@ -444,6 +444,36 @@ static void cancel_send(void)
 }
 
 /*
+ * A 1 MiB synchronous send (announced, not copied inline) to a receive
+ * posted first, ten times: the receiver may pull and acknowledge it
+ * before the sender has seen it leave.
+ */
+static void ssend_big(int dst)
+{
+	const int big = 1 << 20;
+	char *b = malloc(big);
+	MPI_Request q;
+	MPI_Status st;
+	int k, go = 1;
+
+	for (k = 0; k < 10; k++) {
+		if (rank == 0 || rank == 2) {
+			MPI_Recv(&go, 1, MPI_INT, dst, 95, MPI_COMM_WORLD, &st);
+			memset(b, k + 1, big);
+			MPI_Ssend(b, big, MPI_CHAR, dst, 96, MPI_COMM_WORLD);
+		} else {
+			memset(b, 0, big);
+			MPI_Irecv(b, big, MPI_CHAR, rank - 1, 96, MPI_COMM_WORLD,
+				  &q);
+			MPI_Send(&go, 1, MPI_INT, rank - 1, 95, MPI_COMM_WORLD);
+			MPI_Wait(&q, &st);
+			CHECK(b[0] == k + 1 && b[big - 1] == k + 1);
+		}
+	}
+	free(b);
+}
+
+/*
  * Synchronous sends complete only once the receiver matched them: rank 0's
  * MPI_Issend (and rank 2's MPI_Ssend_init started) stay pending while the
  * receiver has posted nothing, however long the sender tests, and
@@ -488,6 +518,7 @@ static void ssend(void)
 		MPI_Send(&go, 1, MPI_INT, rank - 1, 93, MPI_COMM_WORLD);
 	}
 	MPI_Ssend(&v, 0, MPI_INT, MPI_PROC_NULL, 94, MPI_COMM_WORLD);
+	ssend_big(dst);
 }
 
 static void alloc_mem(void)

@@ -180,8 +180,9 @@ static const char *carrier(struct zcr_ctx *ctx, struct zcr_ep *ep)
 /*
  * Over shm: synchronous sends of 4 bytes (eager, in the cell) and 1 MiB
  * (announced, pulled into staging while rank 1 waits for "go", as its
- * probe shows) complete only once rank 1's receive matched them; exit
- * status 0 when all held.
+ * probe shows) complete only once rank 1's receive matched them, and
+ * announced ones to a receive posted first complete too; exit status 0
+ * when all held.
  */
 static int sync_shm_main(int rank)
 {
@@ -234,6 +235,28 @@ static int sync_shm_main(int rank)
 		for (i = 0; i < (int)n; i++)
 			if (buf[i] != 0x5a + k)
 				return 23;
+	}
+	/*
+	 * Announced synchronous sends to a receive posted first, 20 times:
+	 * the receiver pulls, and acknowledges in the same breath, before
+	 * the sender has looked at its ring's head (it must not take the
+	 * acknowledgement for one it never awaited).
+	 */
+	for (i = 0; i < 20; i++) {
+		struct zcr_req *rr;
+
+		if (rank == 1) {
+			if (zcr_irecv_comm(ctx_of_rank, 0, buf, SYNC_BIG, 0, 5,
+					   &rr) ||
+			    zcr_send(ep, &go, sizeof(go), 6) ||
+			    zcr_wait(rr, NULL))
+				return 25;
+			continue;
+		}
+		if (zcr_recv(ctx_of_rank, &go, sizeof(go), 1, 6, NULL) ||
+		    zcr_issend_comm(ep, 0, buf, SYNC_BIG, 5, &sreq) ||
+		    zcr_wait(sreq, NULL))
+			return 19;
 	}
 	if (rank == 0 && (zcr_recv(ctx_of_rank, &go, sizeof(go), 1, 9, NULL)))
 		return 18;

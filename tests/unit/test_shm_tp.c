@@ -8,7 +8,9 @@
  * truncation, an answer announced before the sender saw its own send
  * complete (left unread for a moment, then taken straight into the
  * receive posted; crossed announcements are staged after that moment),
- * cells out of protocol (a clear error, the connection closed), and a
+ * cells out of protocol (a clear error, the connection closed), tests,
+ * probes and zero-timeout waits that progress beside a parked progress
+ * thread, and a
  * peer killed mid-message (an error, not a hang, and no memfd
  * descriptor, mapping or /dev/shm file left).
  * Run: build/tests/unit/test_shm_tp [name]
@@ -657,6 +659,53 @@ ZT_TEST(hostile_cells_close_the_connection)
 		pair_close(&p);
 		expect_no_leftovers();
 	}
+}
+
+/*
+ * With progress threads: a test or a probe makes progress itself (the
+ * thread is parked while the application keeps calling), so the first
+ * zcr_test() after an eager message was written completes it; a loop of
+ * zcr_wait_timeout(0) completes too (it used to leave the thread parked
+ * for ever and make no progress of its own).
+ */
+ZT_TEST(polling_calls_progress_with_a_progress_thread)
+{
+	struct zcr_ctx_attr a = { .progress_thread = 1 };
+	struct zcr_req *r, *s;
+	struct zcr_status st;
+	struct pair p;
+	int i, v = 0, w, calls;
+	double t0;
+
+	pair_shm(&p, 2, &a);
+	for (i = 0; i < 50; i++) {
+		/* A wait first: the thread is parked after it. */
+		ZT_EXPECT_EQ(zcr_irecv(p.c[0], &w, sizeof(w), 1, 4, &r), 0);
+		ZT_EXPECT_EQ(zcr_isend(p.to0[1], &i, sizeof(i), 4, &s), 0);
+		ZT_EXPECT_EQ(zcr_wait(r, &st), 0);
+		ZT_EXPECT_EQ(zcr_wait(s, NULL), 0);
+		ZT_EXPECT_EQ(w, i);
+		/* Eager over shm: in our ring once isend returns. */
+		ZT_EXPECT_EQ(zcr_irecv(p.c[0], &w, sizeof(w), 1, 5, &r), 0);
+		ZT_EXPECT_EQ(zcr_isend(p.to0[1], &i, sizeof(i), 5, &s), 0);
+		ZT_EXPECT_EQ(zcr_test(r, &st), 1);
+		ZT_EXPECT_EQ(zcr_wait(s, NULL), 0);
+		/* A probe finds a message written after the last call. */
+		ZT_EXPECT_EQ(zcr_isend(p.to0[1], &i, sizeof(i), 6, &s), 0);
+		ZT_EXPECT_EQ(zcr_iprobe(p.c[0], 0, 1, 6, &st), 1);
+		ZT_EXPECT_EQ(zcr_recv(p.c[0], &w, sizeof(w), 1, 6, NULL), 0);
+		ZT_EXPECT_EQ(zcr_wait(s, NULL), 0);
+	}
+	/* Polling with a zero timeout, faster than the thread's grace. */
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], &w, sizeof(w), 1, 7, &r), 0);
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], &v, sizeof(v), 7, &s), 0);
+	t0 = pair_now();
+	for (calls = 0; zcr_wait_timeout(r, &st, 0) == -ETIMEDOUT; calls++)
+		ZT_ASSERT_MSG(pair_now() - t0 < 5, "not done after %d calls",
+			      calls);
+	ZT_EXPECT_EQ(zcr_wait(s, NULL), 0);
+	pair_close(&p);
+	expect_no_leftovers();
 }
 
 ZT_TEST(truncation)

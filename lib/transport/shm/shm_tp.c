@@ -176,7 +176,7 @@ static int push_sends(struct zcr_ep *ep)
 		uint64_t k = zcr_shm_cells_for(&se->out, r->len);
 		bool eager = k == 1 ||
 			     (se->frag_ok && r->len <= se->sc->frag_max &&
-			      k <= ZCR_SHM_FRAG_CELLS);
+			      k <= ZCR_SHM_FRAG_CELLS && k <= se->out.ncell);
 
 		if (r->kind == ZCR_REQ_ACK) {
 			/* A receive matched message r->seq of the peer. */
@@ -255,6 +255,12 @@ static bool take_matched(struct zcr_ep *ep, const struct zcr_shm_cell *h)
 	}
 	__zcr_shm_ring_consume(&se->in);
 	kick_peer(se);			/* a full ring has room again */
+	/*
+	 * An announced synchronous send moves to the ACK queue when we see
+	 * the peer pulled it; the peer may have matched it in the same
+	 * breath, before we looked: look now.
+	 */
+	push_sends(ep);
 	__zcr_ep_acked_locked(ep, h->seq);
 	return ep->state == ZCR_EP_OPEN;
 }
