@@ -560,8 +560,9 @@ static int run_perftest(const char *tool, uint64_t min, uint64_t max,
 			    b != size)
 				continue;
 			/*
-			 * lat: t_min t_max t_typical t_avg (the mean, as
-			 * zcbench's); bw: peak average
+			 * lat: t_min t_max t_typical t_avg (the mean of one
+			 * run; zcbench's own is its fastest trial's mean);
+			 * bw: peak average
 			 */
 			if (lat) {
 				printf("%9llu %11.2f %10.1f\n", b, v[3],

@@ -357,22 +357,11 @@ int main(int argc, char **argv)
 
 		if (!(thrs & (1 << t)))
 			continue;
-		o = zcr_ctx_create(&attr, &ctx);
-		if (o) {
-			fprintf(stderr, "zcland-bench: zcr_ctx_create: %s\n",
-				strerror(-o));
-			return 2;
-		}
-		zcr_ctx_stats(ctx, &st);
-		snprintf(backend, sizeof(backend), "%s%s", st.backend_name,
-			 emulated ? "(EMULATED)" : "");
-		if (!rows[0].iters && !csv_out)
-			printf("# backend %s, page %zu%s\n", st.backend_name,
-			       ctx->page, emulated ?
-			       ", EMULATED timings: compare ratios only" : "");
-		busy_stop = 0;
-		if (t == 2 && pthread_create(&bt, NULL, busy_thread, NULL))
-			return 2;
+		/*
+		 * Before the context: its staging would otherwise be shared
+		 * copy-on-write with the child, and UFFDIO_MOVE refuses
+		 * pages two processes map.
+		 */
 		if (t == 3) {
 			pid_t parent = getpid();
 
@@ -389,6 +378,22 @@ int main(int argc, char **argv)
 					poll(NULL, 0, 0);
 			}
 		}
+		o = zcr_ctx_create(&attr, &ctx);
+		if (o) {
+			fprintf(stderr, "zcland-bench: zcr_ctx_create: %s\n",
+				strerror(-o));
+			return 2;
+		}
+		zcr_ctx_stats(ctx, &st);
+		snprintf(backend, sizeof(backend), "%s%s", st.backend_name,
+			 emulated ? "(EMULATED)" : "");
+		if (!rows[0].iters && !csv_out)
+			printf("# backend %s, page %zu%s\n", st.backend_name,
+			       ctx->page, emulated ?
+			       ", EMULATED timings: compare ratios only" : "");
+		busy_stop = 0;
+		if (t == 2 && pthread_create(&bt, NULL, busy_thread, NULL))
+			return 2;
 		for (a = 0; a < 3; a++) {
 			if (!(aligns & (1 << a)))
 				continue;

@@ -157,7 +157,11 @@ static pid_t busy_start(void)
 		if (getppid() != parent)
 			_exit(0);
 		for (;;)
-			__asm__ volatile("pause");
+#if defined(__x86_64__) || defined(__i386__)
+			__builtin_ia32_pause();
+#else
+			__asm__ volatile("" ::: "memory");
+#endif
 	}
 	return pid;
 }
