@@ -26,7 +26,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
-#include <signal.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -34,8 +33,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -362,22 +359,8 @@ int main(int argc, char **argv)
 		 * copy-on-write with the child, and UFFDIO_MOVE refuses
 		 * pages two processes map.
 		 */
-		if (t == 3) {
-			pid_t parent = getpid();
-
-			fflush(stdout);
-			peer = fork();
-			if (peer < 0)
-				return 2;
-			if (peer == 0) {
-				/* Gone with us, however we end. */
-				prctl(PR_SET_PDEATHSIG, SIGKILL);
-				if (getppid() != parent)
-					_exit(0);
-				for (;;)
-					poll(NULL, 0, 0);
-			}
-		}
+		if (t == 3 && (peer = zct_spinner_start()) < 0)
+			return 2;
 		o = zcr_ctx_create(&attr, &ctx);
 		if (o) {
 			fprintf(stderr, "zcland-bench: zcr_ctx_create: %s\n",
@@ -422,10 +405,7 @@ done:
 			busy_stop = 1;
 			pthread_join(bt, NULL);
 		}
-		if (peer > 0) {
-			kill(peer, SIGKILL);
-			waitpid(peer, NULL, 0);
-		}
+		zct_spinner_stop(peer);
 		zcr_ctx_destroy(ctx);
 	}
 	if (csv || png) {

@@ -37,11 +37,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
-#include <sys/wait.h>
-#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -144,26 +141,6 @@ static int do_uffd_move_touch(void *p, unsigned long pages)
 	for (i = 0; !ret && i < pages; i++)
 		(void)*(volatile const char *)(dst + i * page);
 	return ret;
-}
-
-/* A process that spins until killed: the busy peer of -b. */
-static pid_t busy_start(void)
-{
-	pid_t parent = getpid(), pid = fork();
-
-	if (pid == 0) {
-		/* Gone with us, however we end. */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(0);
-		for (;;)
-#if defined(__x86_64__) || defined(__i386__)
-			__builtin_ia32_pause();
-#else
-			__asm__ volatile("" ::: "memory");
-#endif
-	}
-	return pid;
 }
 
 static int uffd_setup(struct uffd_ctx *c, unsigned long maxpages)
@@ -362,7 +339,7 @@ int main(int argc, char **argv)
 	}
 	page = sysconf(_SC_PAGESIZE);
 	if (busy) {
-		peer = busy_start();
+		peer = zct_spinner_start();
 		if (peer < 0) {
 			perror("zcremap-bench: fork");
 			return 1;
@@ -435,9 +412,6 @@ int main(int argc, char **argv)
 		       "copying; -1 = not available here (uffd+touch: -t)\n");
 	opt = 0;
 out:
-	if (peer > 0) {
-		kill(peer, SIGKILL);
-		waitpid(peer, NULL, 0);
-	}
+	zct_spinner_stop(peer);
 	return opt;
 }

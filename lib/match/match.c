@@ -35,24 +35,8 @@ bool __zcr_match(int want_src, int want_tag, int src, int tag)
 	       (want_tag == ZCRECV_ANY_TAG || want_tag == tag);
 }
 
-static struct zcr_req *match_posted(struct zcr_ctx *ctx, uint32_t comm,
-				    int src, int tag)
-{
-	struct zcr_list *pos;
-
-	for (pos = ctx->posted.next; pos != &ctx->posted; pos = pos->next) {
-		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
-
-		if (r->comm == comm && __zcr_match(r->src, r->tag, src, tag)) {
-			zcr_list_del(&r->link);
-			r->posted = false;
-			return r;
-		}
-	}
-	return NULL;
-}
-
-bool __zcr_match_has_posted_locked(struct zcr_ctx *ctx, uint32_t comm,
+/* The first posted receive a message (comm, src, tag) would take. */
+static struct zcr_req *find_posted(struct zcr_ctx *ctx, uint32_t comm,
 				   int src, int tag)
 {
 	struct zcr_list *pos;
@@ -61,9 +45,27 @@ bool __zcr_match_has_posted_locked(struct zcr_ctx *ctx, uint32_t comm,
 		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
 
 		if (r->comm == comm && __zcr_match(r->src, r->tag, src, tag))
-			return true;
+			return r;
 	}
-	return false;
+	return NULL;
+}
+
+static struct zcr_req *match_posted(struct zcr_ctx *ctx, uint32_t comm,
+				    int src, int tag)
+{
+	struct zcr_req *r = find_posted(ctx, comm, src, tag);
+
+	if (r) {
+		zcr_list_del(&r->link);
+		r->posted = false;
+	}
+	return r;
+}
+
+bool __zcr_match_has_posted_locked(struct zcr_ctx *ctx, uint32_t comm,
+				   int src, int tag)
+{
+	return find_posted(ctx, comm, src, tag) != NULL;
 }
 
 /*

@@ -47,6 +47,24 @@ ZT_TEST(no_launcher_is_enoent)
 
 static struct zcr_ctx *ctx_of_rank;
 
+/*
+ * The last word of a two-rank run: rank 1 sends 99 (tag 9), rank 0 waits
+ * for it, so neither closes before the other has read everything; then
+ * the context goes. 0, or bad when the exchange failed.
+ */
+static int last_word(struct zcr_ctx *ctx, struct zcr_ep *ep, int rank,
+		     int bad)
+{
+	int c = 99;
+
+	if (rank == 0 ? zcr_recv(ctx, &c, sizeof(c), 1, 9, NULL) || c != 99 :
+	    zcr_send(ep, &c, sizeof(c), 9))
+		return bad;
+	sleep(1);	/* the peer reads before we close */
+	zcr_ctx_destroy(ctx);
+	return 0;
+}
+
 /* One rank of the two; exit status 0 when all it checked held. */
 static int rank_main(int rank)
 {
@@ -69,8 +87,6 @@ static int rank_main(int rank)
 			return 14;
 		if (zcr_send(ep, &a, sizeof(a), 1))
 			return 13;
-		if (zcr_recv(ctx, &c, sizeof(c), 1, 9, NULL) || c != 99)
-			return 15;
 	} else {
 		/* Comm 5's message is queued first; comm 0's wildcards skip it. */
 		while (!found)
@@ -87,13 +103,8 @@ static int rank_main(int rank)
 		if (zcr_irecv_comm(ctx, 5, &c, sizeof(c), 0, 1, &req) ||
 		    zcr_wait(req, &st) || c != 7)
 			return 19;
-		c = 99;
-		if (zcr_send(ep, &c, sizeof(c), 9))
-			return 20;
 	}
-	sleep(1);	/* the peer reads before we close */
-	zcr_ctx_destroy(ctx);
-	return 0;
+	return last_word(ctx, ep, rank, rank == 0 ? 15 : 20);
 }
 
 /* Claims and synchronous sends; exit status 0 when all held. */
@@ -127,9 +138,6 @@ static int claim_main(int rank)
 		if (zcr_isend_comm(ep, 3, &y, sizeof(y), 4, &req) ||
 		    zcr_wait(req, NULL))
 			return 17;
-		if (zcr_recv(ctx_of_rank, &c, sizeof(c), 1, 9, NULL) ||
-		    c != 99)
-			return 18;
 	} else {
 		if (zcr_recv(ctx_of_rank, &c, sizeof(c), 0, 2, NULL))
 			return 20;
@@ -152,13 +160,8 @@ static int claim_main(int rank)
 		if (zcr_improbe(ctx_of_rank, 3, ZCRECV_ANY_SOURCE,
 				ZCRECV_ANY_TAG, &m, &st) != 0)
 			return 25;
-		c = 99;
-		if (zcr_send(ep, &c, sizeof(c), 9))
-			return 26;
 	}
-	sleep(1);	/* the peer reads before we close */
-	zcr_ctx_destroy(ctx_of_rank);
-	return 0;
+	return last_word(ctx_of_rank, ep, rank, rank == 0 ? 18 : 26);
 }
 
 /* What carries ep once the shm negotiation is over, or NULL. */
@@ -258,14 +261,8 @@ static int sync_shm_main(int rank)
 		    zcr_wait(sreq, NULL))
 			return 19;
 	}
-	if (rank == 0 && (zcr_recv(ctx_of_rank, &go, sizeof(go), 1, 9, NULL)))
-		return 18;
-	if (rank == 1 && zcr_send(ep, &go, sizeof(go), 9))
-		return 24;
-	sleep(1);	/* the peer reads before we close */
-	zcr_ctx_destroy(ctx_of_rank);
 	free(buf);
-	return 0;
+	return last_word(ctx_of_rank, ep, rank, rank == 0 ? 18 : 24);
 }
 
 /* Run fn as ranks 0 and 1 of a job wired up through a job directory. */

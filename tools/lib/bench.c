@@ -2,9 +2,15 @@
 /*
  * bench.c - helpers the benchmarks share (bench.h).
  */
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "bench.h"
 
@@ -42,4 +48,28 @@ int zct_parse_list(const char *s, const char *const *names, int n)
 		if (strstr(s, names[i]))
 			mask |= 1 << i;
 	return mask;
+}
+
+int zct_spinner_start(void)
+{
+	pid_t parent = getpid(), pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(0);
+		for (;;)
+			poll(NULL, 0, 0);
+	}
+	return pid < 0 ? -1 : (int)pid;
+}
+
+void zct_spinner_stop(int pid)
+{
+	if (pid <= 0)
+		return;
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
 }
