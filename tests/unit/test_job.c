@@ -265,6 +265,59 @@ static int sync_shm_main(int rank)
 	return last_word(ctx_of_rank, ep, rank, rank == 0 ? 18 : 24);
 }
 
+#define PP_LEN		(512u << 10)	/* announced, never eager */
+#define PP_ROUNDS	40
+
+/*
+ * A blocking ping-pong of PP_ROUNDS announced messages over shm, each
+ * verified. A job holds one connection for each direction, so the
+ * answer comes on another endpoint than the send it answers: it must
+ * still find its receive posted (not be staged: no early arrival) in
+ * most rounds. Exit status 0 when all held.
+ */
+static int pingpong_main(int rank)
+{
+	unsigned char *sb = malloc(PP_LEN), *rb = malloc(PP_LEN);
+	struct zcr_stats st;
+	struct zcr_ep *ep;
+	const char *via;
+	size_t i;
+	int k;
+
+	if (!sb || !rb || zcr_ctx_create_job(NULL, 0, NULL, 0, &ctx_of_rank))
+		return 10;
+	if (zcr_job_ep(ctx_of_rank, 1 - rank, &ep))
+		return 12;
+	via = carrier(ctx_of_rank, ep);
+	if (!via || strcmp(via, "shm"))
+		return 13;
+	for (k = 0; k < PP_ROUNDS; k++) {
+		unsigned char in = (unsigned char)(2 * k + 1 - rank);
+		unsigned char out = (unsigned char)(2 * k + rank);
+
+		memset(sb, out, PP_LEN);
+		if (rank == 0 && zcr_send(ep, sb, PP_LEN, 4))
+			return 14;
+		if (zcr_recv(ctx_of_rank, rb, PP_LEN, 1 - rank, 4, NULL))
+			return 15;
+		for (i = 0; i < PP_LEN; i++)
+			if (rb[i] != in)
+				return 16;
+		if (rank == 1 && zcr_send(ep, sb, PP_LEN, 4))
+			return 17;
+	}
+	if (zcr_ctx_stats_sized(ctx_of_rank, &st, sizeof(st)))
+		return 18;
+	if (st.early > PP_ROUNDS / 4) {
+		fprintf(stderr, "rank %d: %llu of %d staged\n", rank,
+			(unsigned long long)st.early, PP_ROUNDS);
+		return 19;
+	}
+	free(sb);
+	free(rb);
+	return last_word(ctx_of_rank, ep, rank, rank == 0 ? 21 : 22);
+}
+
 /* Run fn as ranks 0 and 1 of a job wired up through a job directory. */
 static void two_ranks(int (*fn)(int rank))
 {
@@ -307,6 +360,13 @@ ZT_TEST(two_ranks_through_a_job_dir)
 ZT_TEST(claimed_messages_and_synchronous_sends)
 {
 	two_ranks(claim_main);
+}
+
+ZT_TEST(pingpong_over_shm_lands_direct)
+{
+	setenv("ZCRECV_SHM", "1", 1);
+	two_ranks(pingpong_main);
+	unsetenv("ZCRECV_SHM");
 }
 
 ZT_TEST(synchronous_sends_over_shm)

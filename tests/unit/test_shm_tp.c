@@ -17,6 +17,7 @@
  */
 #include <dirent.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -529,52 +530,138 @@ ZT_TEST(crossed_announcements_do_not_wait_for_ever)
 }
 
 /*
- * The ping-pong race: rank 1 answers (announces) before rank 0 has seen
- * its own send complete; rank 0 leaves the answer unread, and the
- * receive it posts right after takes it straight into its buffer, not
- * through staging (no early arrival). Timed: a try where more than the
- * grace period passed between the two steps (a busy machine) does not
- * count; one of five tries must show it.
+ * Rank x announces a message to rank y (on ex, x's endpoint to y); y
+ * pulls it and answers at once (on ey, y's endpoint to x): x sees the
+ * answer before its send's completion, and the receive it posts right
+ * after takes it straight into its buffer, not through staging (no early
+ * arrival). Timed: a try where more than the grace period passed between
+ * the two steps (a busy machine) does not count; one of five tries must
+ * show it. Returns whether one did.
  */
-ZT_TEST(answer_before_send_completes_lands_direct)
+static int answer_lands_direct(struct pair *p, int x, struct zcr_ep *ex,
+			       int y, struct zcr_ep *ey)
 {
 	char *s0 = malloc(DEFER_LEN), *s1 = malloc(DEFER_LEN);
 	char *r0 = malloc(DEFER_LEN), *r1 = malloc(DEFER_LEN);
 	struct zcr_status st;
 	struct zcr_req *a, *b, *r, *q;
-	struct pair p;
 	int tries, direct = 0;
 
-	pair_shm(&p, 2, NULL);
 	for (tries = 0; tries < 5 && !direct; tries++) {
 		uint64_t e0;
 		double t;
 
 		pattern_fill(s0, DEFER_LEN, 80 + tries);
 		pattern_fill(s1, DEFER_LEN, 90 + tries);
-		/* Rank 1 waits for rank 0's message: posted. */
-		ZT_EXPECT_EQ(zcr_irecv(p.c[1], r1, DEFER_LEN, 0, 8, &q), 0);
-		ZT_EXPECT_EQ(zcr_isend(p.from[1], s0, DEFER_LEN, 8, &a), 0);
-		/* Rank 1 pulls it and answers at once. */
-		PAIR_PUMP_UNTIL(&p, zcr_test(q, &st) != 0);
-		e0 = pair_stats(p.c[0]).early;
-		ZT_EXPECT_EQ(zcr_isend(p.to0[1], s1, DEFER_LEN, 9, &b), 0);
-		/* Rank 0 sees the answer before its send's completion... */
+		/* y waits for x's message: posted. */
+		ZT_EXPECT_EQ(zcr_irecv(p->c[y], r1, DEFER_LEN, x, 8, &q), 0);
+		ZT_EXPECT_EQ(zcr_isend(ex, s0, DEFER_LEN, 8, &a), 0);
+		/* y pulls it and answers at once. */
+		PAIR_PUMP_UNTIL(p, zcr_test(q, &st) != 0);
+		e0 = pair_stats(p->c[x]).early;
+		ZT_EXPECT_EQ(zcr_isend(ey, s1, DEFER_LEN, 9, &b), 0);
+		/* x sees the answer before its send's completion... */
 		t = pair_now();
-		ZT_ASSERT(zcr_progress(p.c[0], 0) >= 0);
+		ZT_ASSERT(zcr_progress(p->c[x], 0) >= 0);
 		ZT_EXPECT_EQ(zcr_test(a, NULL), 1);
 		/* ...and posts the receive for it right after. */
-		ZT_EXPECT_EQ(zcr_irecv(p.c[0], r0, DEFER_LEN, 1, 9, &r), 0);
+		ZT_EXPECT_EQ(zcr_irecv(p->c[x], r0, DEFER_LEN, y, 9, &r), 0);
 		t = pair_now() - t;
-		PAIR_PUMP_UNTIL(&p, zcr_test(r, &st) != 0);
-		PAIR_PUMP_UNTIL(&p, zcr_test(b, NULL) != 0);
+		PAIR_PUMP_UNTIL(p, zcr_test(r, &st) != 0);
+		PAIR_PUMP_UNTIL(p, zcr_test(b, NULL) != 0);
 		ZT_EXPECT_EQ(pattern_bad(r0, DEFER_LEN, 90 + tries), 0);
 		ZT_EXPECT_EQ(pattern_bad(r1, DEFER_LEN, 80 + tries), 0);
-		if (t < 50e-6 && pair_stats(p.c[0]).early == e0)
+		if (t < 50e-6 && pair_stats(p->c[x]).early == e0)
 			direct = 1;
 	}
-	ZT_EXPECT_EQ(direct, 1);
-	defer_end(&p, s0, s1, r0, r1);
+	free(s0);
+	free(s1);
+	free(r0);
+	free(r1);
+	return direct;
+}
+
+ZT_TEST(answer_before_send_completes_lands_direct)
+{
+	struct pair p;
+
+	pair_shm(&p, 2, NULL);
+	ZT_EXPECT_EQ(answer_lands_direct(&p, 0, p.from[1], 1, p.to0[1]), 1);
+	defer_end(&p, NULL, NULL, NULL, NULL);
+}
+
+/* Two job contexts of this process: the allgather both threads join. */
+struct gather {
+	pthread_barrier_t b;
+	char slots[2][4096];
+};
+
+struct gather_arg {
+	struct gather *g;
+	int rank;
+	struct zcr_ctx *ctx;
+	int ret;
+};
+
+static int gather(const void *mine, void *all, size_t len, void *arg)
+{
+	struct gather_arg *a = arg;
+
+	if (len > sizeof(a->g->slots[0]))
+		return -1;
+	memcpy(a->g->slots[a->rank], mine, len);
+	pthread_barrier_wait(&a->g->b);
+	memcpy(all, a->g->slots[0], len);
+	memcpy((char *)all + len, a->g->slots[1], len);
+	pthread_barrier_wait(&a->g->b);
+	return 0;
+}
+
+static void *job_rank(void *arg)
+{
+	struct gather_arg *a = arg;
+	struct zcr_job_attr j = { a->rank, 2, gather, a };
+	struct zcr_ctx_attr c = { .quiet = 1 };
+
+	a->ret = zcr_ctx_create_job(&c, sizeof(c), &j, sizeof(j), &a->ctx);
+	return NULL;
+}
+
+/*
+ * The same between two ranks of a job, which dials one connection for
+ * each direction (each rank dials the ranks it sends to): the answer
+ * comes on another endpoint than the send it answers. Rank 0 dials first,
+ * so it sends on its older endpoint and hears on its newer one, rank 1
+ * the other way round: both orders a context may keep them in.
+ */
+ZT_TEST(answer_on_the_other_connection_lands_direct)
+{
+	struct gather g;
+	struct gather_arg a[2] = { { &g, 0, NULL, -1 }, { &g, 1, NULL, -1 } };
+	struct zcr_ep *e01, *e10;
+	pthread_t t[2];
+	struct pair p;
+	int i;
+
+	setenv("ZCRECV_SHM", "1", 1);
+	pthread_barrier_init(&g.b, NULL, 2);
+	for (i = 0; i < 2; i++)
+		ZT_ASSERT(pthread_create(&t[i], NULL, job_rank, &a[i]) == 0);
+	for (i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&g.b);
+	ZT_ASSERT(a[0].ret == 0 && a[1].ret == 0);
+	memset(&p, 0, sizeof(p));
+	p.n = 2;
+	p.c[0] = a[0].ctx;
+	p.c[1] = a[1].ctx;
+	ZT_EXPECT_EQ(zcr_job_ep(p.c[0], 1, &e01), 0);
+	PAIR_PUMP_UNTIL(&p, !strcmp(tp_of(e01), "shm"));
+	ZT_EXPECT_EQ(zcr_job_ep(p.c[1], 0, &e10), 0);
+	PAIR_PUMP_UNTIL(&p, !strcmp(tp_of(e10), "shm"));
+	ZT_EXPECT_EQ(answer_lands_direct(&p, 0, e01, 1, e10), 1);
+	ZT_EXPECT_EQ(answer_lands_direct(&p, 1, e10, 0, e01), 1);
+	defer_end(&p, NULL, NULL, NULL, NULL);
 }
 
 /*

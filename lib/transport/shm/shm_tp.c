@@ -336,18 +336,30 @@ static int land(struct zcr_ep *ep)
 }
 
 /*
- * Is one of our announced sends still to be completed (pulled by the peer
- * or not: the pass that completes it runs after the reads)?
+ * Is one of our announced sends to the process behind ep still to be
+ * completed (pulled by the peer or not: the pass that completes it runs
+ * after the reads)? It may travel on another endpoint: a job dials each
+ * rank it sends to, so two ranks that both send hold two connections, one
+ * for each direction.
  */
 static bool own_send_pending(struct zcr_ep *ep)
 {
-	struct zcr_list *pos;
+	struct zcr_list *e, *pos;
 
-	for (pos = ep->sendq.next; pos != &ep->sendq; pos = pos->next) {
-		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
+	for (e = S(ep)->sc->eps.next; e != &S(ep)->sc->eps; e = e->next) {
+		struct shm_ep *se = zcr_container_of(e, struct shm_ep, link);
 
-		if (r->kind != ZCR_REQ_ACK && r->sent)
-			return true;
+		if (se->peer != S(ep)->peer || se->ep->state != ZCR_EP_OPEN)
+			continue;
+		for (pos = se->ep->sendq.next; pos != &se->ep->sendq;
+		     pos = pos->next) {
+			struct zcr_req *r = zcr_container_of(pos,
+							     struct zcr_req,
+							     link);
+
+			if (r->kind != ZCR_REQ_ACK && r->sent)
+				return true;
+		}
 	}
 	return false;
 }
@@ -436,6 +448,16 @@ static int shm_progress(struct zcr_ctx *ctx, void *priv)
 			se->sleeping = false;
 		}
 		n += rx_ep(ep);
+	}
+	/*
+	 * Sends complete after every endpoint was read: an answer found on
+	 * one endpoint while our send to its sender, on another, is still
+	 * to complete here is deferred (defer_rts), not staged.
+	 */
+	zcr_list_for_each_safe(pos, tmp, &sc->eps) {
+		struct shm_ep *se = zcr_container_of(pos, struct shm_ep, link);
+		struct zcr_ep *ep = se->ep;
+
 		if (ep->state == ZCR_EP_OPEN && !zcr_list_empty(&ep->sendq))
 			n += push_sends(ep);
 	}
