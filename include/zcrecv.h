@@ -184,6 +184,11 @@ struct zcr_ctx_attr {
  * @backend:		enum zcr_backend in use
  * @predictor:		name of the predictor in use
  * @backend_name:	name of the backend in use
+ * @shared_pulls:	since 0.3: messages received over shm whose copy the
+ *			sender shared (wrote the first part while we pulled
+ *			the rest)
+ * @bytes_pushed:	since 0.3: bytes we wrote, as the sender, into a
+ *			peer's receive that offered us part of its copy
  */
 struct zcr_stats {
 	uint64_t msgs_sent;
@@ -210,6 +215,9 @@ struct zcr_stats {
 	int backend;
 	char predictor[32];
 	char backend_name[16];
+	/* 0.3 */
+	uint64_t shared_pulls;
+	uint64_t bytes_pushed;
 };
 
 /**

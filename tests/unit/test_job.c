@@ -273,7 +273,9 @@ static int sync_shm_main(int rank)
  * verified. A job holds one connection for each direction, so the
  * answer comes on another endpoint than the send it answers: it must
  * still find its receive posted (not be staged: no early arrival) in
- * most rounds. Exit status 0 when all held.
+ * most rounds; and the waiting sender shares the copies (writes the first
+ * part of its message while the receiver pulls the rest). Exit status 0
+ * when all held.
  */
 static int pingpong_main(int rank)
 {
@@ -312,6 +314,13 @@ static int pingpong_main(int rank)
 		fprintf(stderr, "rank %d: %llu of %d staged\n", rank,
 			(unsigned long long)st.early, PP_ROUNDS);
 		return 19;
+	}
+	/* The sender waits in zcr_send(): it takes a part, once at least. */
+	if (!st.shared_pulls || !st.bytes_pushed) {
+		fprintf(stderr, "rank %d: %llu copies shared, %llu bytes "
+			"pushed\n", rank, (unsigned long long)st.shared_pulls,
+			(unsigned long long)st.bytes_pushed);
+		return 20;
 	}
 	free(sb);
 	free(rb);

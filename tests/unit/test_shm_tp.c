@@ -19,7 +19,9 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 
 #include "transport/shm/shm.h"
@@ -691,6 +693,216 @@ static struct zcr_shm_cell *find_cell(const unsigned char *key, size_t n)
 	}
 	fclose(f);
 	return c;
+}
+
+/*
+ * The fresh RTS cell (no offer in it yet: not one a message before left)
+ * announcing len bytes at sbuf, in any shm mapping.
+ */
+static struct zcr_shm_cell *find_rts(const void *sbuf, uint64_t len)
+{
+	const size_t at_addr = offsetof(struct zcr_shm_cell, addr);
+	uint64_t key = (uint64_t)(uintptr_t)sbuf;
+	struct zcr_shm_cell *c = NULL;
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	ZT_ASSERT(f);
+	while (!c && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		unsigned char *at, *from;
+		char perm[8];
+
+		if (!strstr(line, "zcrecv-shm") ||
+		    sscanf(line, "%lx-%lx %7s", &lo, &hi, perm) != 3 ||
+		    perm[0] != 'r' || perm[1] != 'w')
+			continue;
+		for (from = (unsigned char *)lo;
+		     (at = memmem(from, hi - (unsigned long)from, &key,
+				  sizeof(key)));
+		     from = at + 1) {
+			struct zcr_shm_cell *h = (void *)(at - at_addr);
+
+			if (at - (unsigned char *)lo >= (long)at_addr &&
+			    h->type == ZCR_SHM_RTS && h->len == len &&
+			    h->status == ZCR_SHM_HELP_NONE) {
+				c = h;
+				break;
+			}
+		}
+	}
+	fclose(f);
+	return c;
+}
+
+#define HELP_LEN	(1u << 20)
+
+/*
+ * The sender's side of a shared copy, with this test as the receiver: an
+ * offer of the first 4 KiB is taken and written where the offer says
+ * (DONE); an offer of the whole message or more, or of a place that is
+ * not mapped, is refused (FAILED) and writes nothing; and a receiver that
+ * finds anything but NONE in a fresh cell pulls all of it itself.
+ */
+ZT_TEST(sender_takes_an_offered_part_and_no_more)
+{
+	char *sb = malloc(HELP_LEN), *rb = malloc(HELP_LEN);
+	char *dst = calloc(1, HELP_LEN), *hole;
+	struct zcr_shm_cell *c;
+	struct zcr_status st;
+	struct zcr_req *s_, *r;
+	struct pair p;
+	size_t i;
+
+	pair_shm(&p, 2, NULL);
+	pattern_fill(sb, HELP_LEN, 31);
+	hole = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ZT_ASSERT(hole != MAP_FAILED);
+	ZT_ASSERT(munmap(hole, 4096) == 0);
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb, HELP_LEN, 5, &s_), 0);
+	c = find_rts(sb, HELP_LEN);
+	ZT_ASSERT(c);
+	/* Taken and done. */
+	__atomic_store_n(&c->cookie, (uint64_t)(uintptr_t)dst, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->pad[0], 4096, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->status, ZCR_SHM_HELP_OFFERED, __ATOMIC_RELEASE);
+	ZT_ASSERT(zcr_progress(p.c[1], 0) >= 0);
+	ZT_EXPECT_EQ(__atomic_load_n(&c->status, __ATOMIC_ACQUIRE),
+		     ZCR_SHM_HELP_DONE);
+	ZT_EXPECT_EQ(memcmp(dst, sb, 4096), 0);
+	ZT_EXPECT_EQ(dst[4096], 0);
+	ZT_EXPECT_EQ(pair_stats(p.c[1]).bytes_pushed, 4096);
+	/* The whole message, or more: refused. */
+	memset(dst, 0, HELP_LEN);
+	__atomic_store_n(&c->pad[0], HELP_LEN, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->status, ZCR_SHM_HELP_OFFERED, __ATOMIC_RELEASE);
+	ZT_ASSERT(zcr_progress(p.c[1], 0) >= 0);
+	ZT_EXPECT_EQ(__atomic_load_n(&c->status, __ATOMIC_ACQUIRE),
+		     ZCR_SHM_HELP_FAILED);
+	for (i = 0; i < HELP_LEN && !dst[i]; i++)
+		;
+	ZT_EXPECT_EQ(i, HELP_LEN);
+	/* A place the receiver does not have: refused. */
+	__atomic_store_n(&c->cookie, (uint64_t)(uintptr_t)hole,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&c->pad[0], 4096, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->status, ZCR_SHM_HELP_OFFERED, __ATOMIC_RELEASE);
+	ZT_ASSERT(zcr_progress(p.c[1], 0) >= 0);
+	ZT_EXPECT_EQ(__atomic_load_n(&c->status, __ATOMIC_ACQUIRE),
+		     ZCR_SHM_HELP_FAILED);
+	ZT_EXPECT_EQ(pair_stats(p.c[1]).bytes_pushed, 4096);
+	/* The receiver finds FAILED in the cell: it offers nothing. */
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, HELP_LEN, 1, 5, &r), 0);
+	PAIR_PUMP_UNTIL(&p, zcr_test(r, &st) != 0);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s_, NULL) != 0);
+	ZT_EXPECT_EQ(st.error, 0);
+	ZT_EXPECT_EQ(pattern_bad(rb, HELP_LEN, 31), 0);
+	ZT_EXPECT_EQ(pair_stats(p.c[0]).shared_pulls, 0);
+	pair_close(&p);
+	free(sb);
+	free(rb);
+	free(dst);
+	expect_no_leftovers();
+}
+
+/* A thread playing the sender's part of a shared copy. */
+struct taker {
+	const char *sbuf;
+	struct zcr_shm_cell *c;	/* its announcement */
+	int finish;		/* write the part and say DONE */
+	int took;
+	pthread_t t;
+};
+
+static void *take_offer(void *arg)
+{
+	struct taker *k = arg;
+	struct zcr_shm_cell *c = k->c;
+	double t0 = pair_now();
+	int32_t st = ZCR_SHM_HELP_OFFERED;
+
+	while (pair_now() - t0 < 5 &&
+	       __atomic_load_n(&c->status, __ATOMIC_ACQUIRE) ==
+	       ZCR_SHM_HELP_NONE)
+		;
+	if (!__atomic_compare_exchange_n(&c->status, &st,
+					       ZCR_SHM_HELP_TAKEN, false,
+					       __ATOMIC_ACQ_REL,
+					       __ATOMIC_ACQUIRE))
+		return NULL;
+	k->took = 1;
+	if (k->finish) {
+		usleep(20000);	/* well after the receiver's own part */
+		memcpy((void *)(uintptr_t)c->cookie, k->sbuf, c->pad[0]);
+		__atomic_store_n(&c->status, ZCR_SHM_HELP_DONE,
+				 __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/*
+ * The receiver's side, with a thread of this test as the sender: a part
+ * the sender took and finished is not copied again (shared_pulls counts
+ * it; the message is intact, the sender's part written only by the
+ * thread); a part it took and never finished fails the connection after
+ * the progress timeout with a clear reason (-ETIMEDOUT), and the receive
+ * fails as any whose sender went away mid-message (-ECONNRESET). Each
+ * needs the thread to see the offer before the receiver withdraws it:
+ * up to five tries.
+ */
+ZT_TEST(receiver_waits_for_a_taken_part_until_the_timeout)
+{
+	struct zcr_ctx_attr a = { .progress_timeout_ms = 300 };
+	char *sb = malloc(HELP_LEN * 16), *rb = malloc(HELP_LEN * 16);
+	const uint64_t len = HELP_LEN * 16;
+	struct zcr_status st;
+	struct zcr_req *s_, *r;
+	const char *why = NULL;
+	int finish, tries;
+	struct pair p;
+
+	pair_shm(&p, 2, &a);
+	for (finish = 1; finish >= 0; finish--) {
+		int took = 0;
+
+		for (tries = 0; tries < 5 && !took; tries++) {
+			struct taker k = { sb, NULL, finish, 0, 0 };
+
+			pattern_fill(sb, len, 40 + tries);
+			memset(rb, 0, len);
+			ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb, len, 6, &s_), 0);
+			k.c = find_rts(sb, len);
+			ZT_ASSERT(k.c);
+			ZT_ASSERT(pthread_create(&k.t, NULL, take_offer,
+						 &k) == 0);
+			ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, len, 1, 6, &r), 0);
+			while (zcr_test(r, &st) == 0)
+				ZT_ASSERT(zcr_progress(p.c[0], 0) >= 0);
+			pthread_join(k.t, NULL);
+			took = k.took;
+			if (took)
+				break;
+			/* Withdrawn before the thread looked: again. */
+			ZT_EXPECT_EQ(st.error, 0);
+			ZT_EXPECT_EQ(pattern_bad(rb, len, 40 + tries), 0);
+			PAIR_PUMP_UNTIL(&p, zcr_test(s_, NULL) != 0);
+		}
+		ZT_ASSERT_MSG(took, "the thread never took an offer in 5 "
+			      "tries");
+		if (finish) {
+			ZT_EXPECT_EQ(st.error, 0);
+			ZT_EXPECT_EQ(pattern_bad(rb, len, 40 + tries), 0);
+			ZT_EXPECT_EQ(pair_stats(p.c[0]).shared_pulls, 1);
+			PAIR_PUMP_UNTIL(&p, zcr_test(s_, NULL) != 0);
+		}
+	}
+	ZT_EXPECT_EQ(st.error, -ECONNRESET);
+	ZT_EXPECT_EQ(zcr_ep_error(p.from[1], &why), -ETIMEDOUT);
+	ZT_ASSERT(why && strstr(why, "did not finish"));
+	pair_close(&p);
+	free(sb);
+	free(rb);
+	expect_no_leftovers();
 }
 
 /*

@@ -66,7 +66,7 @@ static inline struct zcr_stats pair_stats(struct zcr_ctx *c)
 {
 	struct zcr_stats st;
 
-	ZT_EXPECT_EQ(zcr_ctx_stats(c, &st), 0);
+	ZT_EXPECT_EQ(zcr_ctx_stats_sized(c, &st, sizeof(st)), 0);
 	return st;
 }
 

@@ -775,7 +775,8 @@ static void report(void)
 	peers_by_transport(&shm, &tcp);
 	fprintf(stderr, "zcrecv-mpi: rank %d: msgs %llu sent %llu received, "
 		"early %llu, hits %llu, remaps %llu, pages %llu, copied "
-		"%llu B, backend %s, peers %u shm %u tcp, in layer %.3f s\n",
+		"%llu B, backend %s, peers %u shm %u tcp, shared %llu, "
+		"in layer %.3f s\n",
 		world_rank,
 		(unsigned long long)s.msgs_sent,
 		(unsigned long long)s.msgs_recv,
@@ -783,7 +784,7 @@ static void report(void)
 		(unsigned long long)s.remaps,
 		(unsigned long long)s.pages_remapped,
 		(unsigned long long)s.bytes_copied, s.backend_name, shm, tcp,
-		(double)layer_ns / 1e9);
+		(unsigned long long)s.shared_pulls, (double)layer_ns / 1e9);
 }
 
 int MPI_Finalize(void)

@@ -289,6 +289,11 @@ struct zcr_shm_cell *__zcr_shm_ring_peek(struct zcr_shm_ring *r, int *err)
 	return cell_at(r, r->head);
 }
 
+struct zcr_shm_cell *__zcr_shm_ring_cell(struct zcr_shm_ring *r, uint64_t i)
+{
+	return cell_at(r, i);
+}
+
 void __zcr_shm_ring_consume(struct zcr_shm_ring *r)
 {
 	__zcr_shm_ring_consume_n(r, 1);
@@ -356,6 +361,28 @@ int __zcr_shm_pull(pid_t pid, void *dst, uint64_t src, size_t len)
 		struct iovec r = { (void *)(uintptr_t)(src + done),
 				   len - done };
 		ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EFAULT;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+int __zcr_shm_push(pid_t pid, uint64_t dst, const void *src, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		struct iovec l = { (char *)src + done, len - done };
+		struct iovec r = { (void *)(uintptr_t)(dst + done),
+				   len - done };
+		ssize_t n = process_vm_writev(pid, &l, 1, &r, 1, 0);
 
 		if (n < 0) {
 			if (errno == EINTR)

@@ -48,15 +48,38 @@ enum zcr_shm_type {
 
 #define ZCR_SHM_F_SYNC	1ULL		/* flags: ACK with MATCHED */
 
+/*
+ * A shared copy. While the receiver holds an RTS cell open (pulling it),
+ * it may offer the sender, who waits for that pull anyway, the first part
+ * of the copy: it writes where (cookie: its own address) and how much
+ * (pad[0], the communicator id it has read already) into the live cell,
+ * then sets status to OFFERED and pulls the rest itself. A sender that
+ * looks in time takes the offer (TAKEN), writes that part into the
+ * receiver with process_vm_writev(2) and says DONE (or FAILED); if the
+ * offer is still OFFERED when the receiver's own part is done, the
+ * receiver withdraws it and copies that part too. Either way the receiver
+ * consumes the cell only when every byte is in, as before; a sender that
+ * never looks (0.2.0) changes nothing. Both processes copy at once: on
+ * two processors a large message moves in about half the time.
+ */
+enum zcr_shm_help {
+	ZCR_SHM_HELP_NONE = 0,		/* as the sender wrote it */
+	ZCR_SHM_HELP_OFFERED = 1,	/* receiver: cookie, pad[0] are set */
+	ZCR_SHM_HELP_TAKEN = 2,		/* sender: copying */
+	ZCR_SHM_HELP_DONE = 3,		/* sender: the part is in */
+	ZCR_SHM_HELP_FAILED = 4,	/* sender: could not write it */
+	ZCR_SHM_HELP_WITHDRAWN = 5,	/* receiver: copied it itself */
+};
+
 struct zcr_shm_cell {
 	uint32_t type;
 	int32_t src;
 	int32_t tag;
-	int32_t status;			/* unused, 0 */
+	int32_t status;			/* RTS: enum zcr_shm_help */
 	uint64_t len;			/* payload length */
 	uint64_t seq;
 	uint64_t addr;			/* RTS: payload in the sender */
-	uint64_t cookie;		/* unused, 0 */
+	uint64_t cookie;		/* RTS offered: receiver's address */
 	uint64_t pad[1];		/* pad[0]: communicator id */
 	uint64_t flags;			/* ZCR_SHM_F_* */
 	/* payload follows (eager) */
@@ -146,6 +169,8 @@ void __zcr_shm_ring_publish(struct zcr_shm_ring *r);
 /* Consumer: the next cell, or NULL when empty; -EBADMSG state is
  * reported by returning NULL and setting *err. */
 struct zcr_shm_cell *__zcr_shm_ring_peek(struct zcr_shm_ring *r, int *err);
+/* The cell of ring index i (producer or consumer side). */
+struct zcr_shm_cell *__zcr_shm_ring_cell(struct zcr_shm_ring *r, uint64_t i);
 /* Consumer: done with the cell peek returned. */
 void __zcr_shm_ring_consume(struct zcr_shm_ring *r);
 /* Consumer: cells published and not consumed (at most ncell). */
@@ -180,6 +205,9 @@ int __zcr_shm_pidfd(pid_t pid);
  * the range is not mapped there).
  */
 int __zcr_shm_pull(pid_t pid, void *dst, uint64_t src, size_t len);
+/* The other way: len bytes at src here to remote address dst of pid
+ * (process_vm_writev(2)); same returns. */
+int __zcr_shm_push(pid_t pid, uint64_t dst, const void *src, size_t len);
 
 /*
  * What the handshake hands to the shm transport when it moves an endpoint

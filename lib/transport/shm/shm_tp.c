@@ -50,6 +50,12 @@
  * into staging and copy it a second time.
  */
 #define SHM_DEFER_NS		(100 * 1000ULL)
+/*
+ * Pulls of at least this many bytes are shared with a sender that waits
+ * for them (shm.h, enum zcr_shm_help); ZCRECV_SHM_SPLIT_MIN overrides it
+ * (0: never).
+ */
+#define SHM_SPLIT_MIN		(128 << 10)
 
 static inline void cpu_relax(void)
 {
@@ -67,6 +73,7 @@ struct shm_ctx {
 	unsigned int n;
 	uint64_t spin_ns;		/* busy-wait before sleeping */
 	uint64_t frag_max;		/* eager over several cells up to */
+	uint64_t split_min;		/* share pulls of this many bytes */
 };
 
 struct shm_ep {
@@ -79,6 +86,7 @@ struct shm_ep {
 	int ctl_fd;
 	bool cell_open;			/* in's head cell is ep->rx */
 	struct zcr_shm_cell cur;	/* its header, copied out */
+	struct zcr_shm_cell *live;	/* and the cell itself, shared */
 	bool sleeping;
 	bool frag_ok;			/* the peer takes multi-cell eager */
 	uint64_t defer_head;		/* in.head + 1 of the cell deferred */
@@ -117,6 +125,8 @@ static int shm_init(struct zcr_ctx *ctx, void **priv)
 	sc->spin_ns = (v && *v ? strtoull(v, NULL, 10) : 200) * 1000;
 	v = getenv("ZCRECV_SHM_FRAG_MAX");
 	sc->frag_max = v && *v ? strtoull(v, NULL, 10) : SHM_FRAG_MAX;
+	v = getenv("ZCRECV_SHM_SPLIT_MIN");
+	sc->split_min = v && *v ? strtoull(v, NULL, 10) : SHM_SPLIT_MIN;
 	*priv = sc;
 	return 0;
 }
@@ -157,6 +167,47 @@ static void kick_peer(struct shm_ep *se)
 }
 
 /*
+ * The cell of our oldest announced send not yet consumed, if the peer
+ * offers us part of its copy (shm.h): its ring index is head.
+ */
+static struct zcr_shm_cell *offered(struct shm_ep *se, uint64_t head)
+{
+	struct zcr_shm_cell *c;
+
+	if (head == se->out.tail || se->out.tail - head > se->out.ncell)
+		return NULL;
+	c = __zcr_shm_ring_cell(&se->out, head);
+	return __atomic_load_n(&c->status, __ATOMIC_ACQUIRE) ==
+	       ZCR_SHM_HELP_OFFERED ? c : NULL;
+}
+
+/*
+ * The peer is pulling our announced send r (cell c) and offers us the
+ * first part: write it into the peer ourselves while it pulls the rest.
+ */
+static void help_pull(struct shm_ep *se, struct zcr_req *r,
+		      struct zcr_shm_cell *c)
+{
+	int32_t st = ZCR_SHM_HELP_OFFERED;
+	uint64_t dst, part;
+	int ret;
+
+	if (!__atomic_compare_exchange_n(&c->status, &st, ZCR_SHM_HELP_TAKEN,
+					 false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return;			/* withdrawn meanwhile */
+	dst = __atomic_load_n(&c->cookie, __ATOMIC_RELAXED);
+	part = __atomic_load_n(&c->pad[0], __ATOMIC_RELAXED);
+	/* Never more than the message: the rest of our memory is ours. */
+	ret = part && part < r->len ?
+	      __zcr_shm_push(se->peer, dst, r->sbuf, part) : -EINVAL;
+	__atomic_store_n(&c->status, ret ? ZCR_SHM_HELP_FAILED :
+			 ZCR_SHM_HELP_DONE, __ATOMIC_RELEASE);
+	if (!ret)
+		se->ep->ctx->st.bytes_pushed += part;
+}
+
+/*
  * Announce what fits into the peer's ring, in order, and complete what
  * the peer has consumed. Returns the number of sends completed.
  */
@@ -194,6 +245,8 @@ static int push_sends(struct zcr_ep *ep)
 		}
 		if (r->sent) {
 			/* Announced: done once the peer consumed its cell. */
+			if (head == get_idx(r) && (c = offered(se, head)))
+				help_pull(se, r, c);
 			if (head <= get_idx(r))
 				continue;
 		} else {
@@ -277,6 +330,7 @@ static bool open_cell(struct zcr_ep *ep, const struct zcr_shm_cell *c,
 	struct zcr_shm_cell *h = &se->cur;
 
 	memcpy(h, c, sizeof(*h));	/* the peer may scribble on c */
+	se->live = (struct zcr_shm_cell *)c;
 	*again = false;
 	if (h->type == ZCR_SHM_MATCHED) {
 		*again = take_matched(ep, h);
@@ -304,6 +358,83 @@ static bool open_cell(struct zcr_ep *ep, const struct zcr_shm_cell *c,
 	return true;
 }
 
+/*
+ * The sender took part of the copy (status TAKEN): wait until it is done
+ * (DONE or FAILED), the sender dies, or the progress timeout passes.
+ * Returns the last status seen, or -ESRCH / -ETIMEDOUT.
+ */
+static int wait_help(struct zcr_ep *ep, struct zcr_shm_cell *c)
+{
+	struct shm_ep *se = S(ep);
+	uint64_t start = 0, now;
+	unsigned int spins;
+	int32_t st;
+
+	for (spins = 1;; spins++) {
+		st = __atomic_load_n(&c->status, __ATOMIC_ACQUIRE);
+		if (st != ZCR_SHM_HELP_TAKEN)
+			return st;
+		if (spins % SHM_SPINS_PER_YIELD) {
+			cpu_relax();
+			continue;
+		}
+		sched_yield();
+		now = zcr_now_ns();
+		if (!start)
+			start = now;
+		if (spins % (64 * SHM_SPINS_PER_YIELD) == 0) {
+			struct pollfd p = { .fd = se->pidfd, .events = POLLIN };
+
+			if (poll(&p, 1, 0) > 0)
+				return -ESRCH;
+		}
+		if (now - start > ep->ctx->progress_timeout_ns)
+			return -ETIMEDOUT;
+	}
+}
+
+/*
+ * Pull n bytes of the open RTS cell into dst, the first part shared with
+ * the sender (shm.h, enum zcr_shm_help). 0 or -errno.
+ */
+static int shared_pull(struct zcr_ep *ep, char *dst, uint64_t n)
+{
+	struct shm_ep *se = S(ep);
+	struct zcr_shm_cell *c = se->live;
+	uint64_t src = se->cur.addr, part;
+	int32_t st = ZCR_SHM_HELP_OFFERED;
+	int ret, got;
+
+	/* Split near the middle, at a page boundary of dst. */
+	part = (((uintptr_t)dst + n / 2) & ~(uintptr_t)4095) - (uintptr_t)dst;
+	if (!part || part >= n)
+		return __zcr_shm_pull(se->peer, dst, src, n);
+	__atomic_store_n(&c->cookie, (uint64_t)(uintptr_t)dst,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&c->pad[0], part, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->status, ZCR_SHM_HELP_OFFERED, __ATOMIC_RELEASE);
+	ret = __zcr_shm_pull(se->peer, dst + part, src + part, n - part);
+	if (__atomic_compare_exchange_n(&c->status, &st,
+					ZCR_SHM_HELP_WITHDRAWN, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return ret ? ret : __zcr_shm_pull(se->peer, dst, src, part);
+	/*
+	 * Taken: the sender writes into dst. Even if our part failed, wait
+	 * for it, so that nothing writes into the buffer after we return.
+	 */
+	got = st == ZCR_SHM_HELP_TAKEN ? wait_help(ep, c) : st;
+	if (got < 0)
+		return got;
+	if (ret)
+		return ret;
+	if (got == ZCR_SHM_HELP_DONE) {
+		ep->ctx->st.shared_pulls++;
+		return 0;
+	}
+	/* FAILED, or nonsense from the peer: copy the part ourselves. */
+	return __zcr_shm_pull(se->peer, dst, src, part);
+}
+
 /* Move the open cell's payload where match said; returns 1 or 0. */
 static int land(struct zcr_ep *ep)
 {
@@ -317,13 +448,18 @@ static int land(struct zcr_ep *ep)
 		if (n)
 			__zcr_shm_ring_get(&se->in, ep->rx.dst, n);
 	} else if (n) {
-		ret = __zcr_shm_pull(se->peer, ep->rx.dst, h->addr, n);
+		ret = n >= se->sc->split_min && se->sc->split_min &&
+		      h->status == ZCR_SHM_HELP_NONE ?
+		      shared_pull(ep, ep->rx.dst, n) :
+		      __zcr_shm_pull(se->peer, ep->rx.dst, h->addr, n);
 		if (ret) {
 			__zcr_ep_fail_locked(ep, ret, "shm: cannot read the "
 					     "message in the peer (%s)",
 					     ret == -ESRCH ? "peer exited" :
 					     ret == -EFAULT ? "bad address" :
-					     "ptrace policy");
+					     ret == -ETIMEDOUT ? "peer took "
+					     "part of the copy and did not "
+					     "finish it" : "ptrace policy");
 			return 0;
 		}
 	}
@@ -474,12 +610,15 @@ static unsigned int shm_poll_max(struct zcr_ctx *ctx, void *priv)
 static bool has_work(struct shm_ep *se)
 {
 	struct zcr_ep *ep = se->ep;
+	uint64_t head;
 
 	if (ep->rx.state != ZCR_RX_STALLED &&
 	    atomic_load(&se->in.ctl->tail) != se->in.head)
 		return true;
-	return !zcr_list_empty(&ep->sendq) &&
-	       atomic_load(&se->out.ctl->head) != se->acked;
+	if (zcr_list_empty(&ep->sendq))
+		return false;
+	head = atomic_load(&se->out.ctl->head);
+	return head != se->acked || offered(se, head);
 }
 
 /*
