@@ -666,6 +666,26 @@ ZT_TEST(answer_on_the_other_connection_lands_direct)
 	defer_end(&p, NULL, NULL, NULL, NULL);
 }
 
+/* The next writable shm mapping of this process in f: false at the end. */
+static bool next_shm_map(FILE *f, unsigned char **lo, unsigned char **hi)
+{
+	char line[512];
+
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long l, h;
+		char perm[8];
+
+		if (strstr(line, "zcrecv-shm") &&
+		    sscanf(line, "%lx-%lx %7s", &l, &h, perm) == 3 &&
+		    perm[0] == 'r' && perm[1] == 'w') {
+			*lo = (unsigned char *)l;
+			*hi = (unsigned char *)h;
+			return true;
+		}
+	}
+	return false;
+}
+
 /*
  * The header of the unread eager cell whose payload starts with key, in
  * any shm mapping of this process (both ends of a pair live here), or
@@ -674,21 +694,13 @@ ZT_TEST(answer_on_the_other_connection_lands_direct)
 static struct zcr_shm_cell *find_cell(const unsigned char *key, size_t n)
 {
 	struct zcr_shm_cell *c = NULL;
-	char line[512];
+	unsigned char *lo, *hi, *at;
 	FILE *f = fopen("/proc/self/maps", "r");
 
 	ZT_ASSERT(f);
-	while (!c && fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-		char perm[8];
-		unsigned char *at;
-
-		if (!strstr(line, "zcrecv-shm") ||
-		    sscanf(line, "%lx-%lx %7s", &lo, &hi, perm) != 3 ||
-		    perm[0] != 'r' || perm[1] != 'w')
-			continue;
-		at = memmem((void *)lo, hi - lo, key, n);
-		if (at && at - (unsigned char *)lo >= (long)sizeof(*c))
+	while (!c && next_shm_map(f, &lo, &hi)) {
+		at = memmem(lo, (size_t)(hi - lo), key, n);
+		if (at && at - lo >= (long)sizeof(*c))
 			c = (struct zcr_shm_cell *)(at - sizeof(*c));
 	}
 	fclose(f);
@@ -704,26 +716,16 @@ static struct zcr_shm_cell *find_rts(const void *sbuf, uint64_t len)
 	const size_t at_addr = offsetof(struct zcr_shm_cell, addr);
 	uint64_t key = (uint64_t)(uintptr_t)sbuf;
 	struct zcr_shm_cell *c = NULL;
-	char line[512];
+	unsigned char *lo, *hi, *at, *from;
 	FILE *f = fopen("/proc/self/maps", "r");
 
 	ZT_ASSERT(f);
-	while (!c && fgets(line, sizeof(line), f)) {
-		unsigned long lo, hi;
-		unsigned char *at, *from;
-		char perm[8];
-
-		if (!strstr(line, "zcrecv-shm") ||
-		    sscanf(line, "%lx-%lx %7s", &lo, &hi, perm) != 3 ||
-		    perm[0] != 'r' || perm[1] != 'w')
-			continue;
-		for (from = (unsigned char *)lo;
-		     (at = memmem(from, hi - (unsigned long)from, &key,
-				  sizeof(key)));
-		     from = at + 1) {
+	while (!c && next_shm_map(f, &lo, &hi)) {
+		for (from = lo; (at = memmem(from, (size_t)(hi - from), &key,
+					     sizeof(key))); from = at + 1) {
 			struct zcr_shm_cell *h = (void *)(at - at_addr);
 
-			if (at - (unsigned char *)lo >= (long)at_addr &&
+			if (at - lo >= (long)at_addr &&
 			    h->type == ZCR_SHM_RTS && h->len == len &&
 			    h->status == ZCR_SHM_HELP_NONE) {
 				c = h;
@@ -733,6 +735,15 @@ static struct zcr_shm_cell *find_rts(const void *sbuf, uint64_t len)
 	}
 	fclose(f);
 	return c;
+}
+
+/* Play the receiver: offer the sender of c part bytes, to land at dst. */
+static void offer(struct zcr_shm_cell *c, const void *dst, uint64_t part)
+{
+	__atomic_store_n(&c->cookie, (uint64_t)(uintptr_t)dst,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&c->pad[0], part, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->status, ZCR_SHM_HELP_OFFERED, __ATOMIC_RELEASE);
 }
 
 #define HELP_LEN	(1u << 20)
@@ -763,9 +774,7 @@ ZT_TEST(sender_takes_an_offered_part_and_no_more)
 	c = find_rts(sb, HELP_LEN);
 	ZT_ASSERT(c);
 	/* Taken and done. */
-	__atomic_store_n(&c->cookie, (uint64_t)(uintptr_t)dst, __ATOMIC_RELAXED);
-	__atomic_store_n(&c->pad[0], 4096, __ATOMIC_RELAXED);
-	__atomic_store_n(&c->status, ZCR_SHM_HELP_OFFERED, __ATOMIC_RELEASE);
+	offer(c, dst, 4096);
 	ZT_ASSERT(zcr_progress(p.c[1], 0) >= 0);
 	ZT_EXPECT_EQ(__atomic_load_n(&c->status, __ATOMIC_ACQUIRE),
 		     ZCR_SHM_HELP_DONE);
@@ -774,8 +783,7 @@ ZT_TEST(sender_takes_an_offered_part_and_no_more)
 	ZT_EXPECT_EQ(pair_stats(p.c[1]).bytes_pushed, 4096);
 	/* The whole message, or more: refused. */
 	memset(dst, 0, HELP_LEN);
-	__atomic_store_n(&c->pad[0], HELP_LEN, __ATOMIC_RELAXED);
-	__atomic_store_n(&c->status, ZCR_SHM_HELP_OFFERED, __ATOMIC_RELEASE);
+	offer(c, dst, HELP_LEN);
 	ZT_ASSERT(zcr_progress(p.c[1], 0) >= 0);
 	ZT_EXPECT_EQ(__atomic_load_n(&c->status, __ATOMIC_ACQUIRE),
 		     ZCR_SHM_HELP_FAILED);
@@ -783,10 +791,7 @@ ZT_TEST(sender_takes_an_offered_part_and_no_more)
 		;
 	ZT_EXPECT_EQ(i, HELP_LEN);
 	/* A place the receiver does not have: refused. */
-	__atomic_store_n(&c->cookie, (uint64_t)(uintptr_t)hole,
-			 __ATOMIC_RELAXED);
-	__atomic_store_n(&c->pad[0], 4096, __ATOMIC_RELAXED);
-	__atomic_store_n(&c->status, ZCR_SHM_HELP_OFFERED, __ATOMIC_RELEASE);
+	offer(c, hole, 4096);
 	ZT_ASSERT(zcr_progress(p.c[1], 0) >= 0);
 	ZT_EXPECT_EQ(__atomic_load_n(&c->status, __ATOMIC_ACQUIRE),
 		     ZCR_SHM_HELP_FAILED);

@@ -352,15 +352,17 @@ int __zcr_shm_pidfd(pid_t pid)
 	return fd < 0 ? -errno : fd;
 }
 
-int __zcr_shm_pull(pid_t pid, void *dst, uint64_t src, size_t len)
+/* len bytes between here and remote address far of pid, either way. */
+static int move(pid_t pid, void *here, uint64_t far, size_t len, bool out)
 {
 	size_t done = 0;
 
 	while (done < len) {
-		struct iovec l = { (char *)dst + done, len - done };
-		struct iovec r = { (void *)(uintptr_t)(src + done),
+		struct iovec l = { (char *)here + done, len - done };
+		struct iovec r = { (void *)(uintptr_t)(far + done),
 				   len - done };
-		ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+		ssize_t n = out ? process_vm_writev(pid, &l, 1, &r, 1, 0) :
+				  process_vm_readv(pid, &l, 1, &r, 1, 0);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -374,24 +376,12 @@ int __zcr_shm_pull(pid_t pid, void *dst, uint64_t src, size_t len)
 	return 0;
 }
 
+int __zcr_shm_pull(pid_t pid, void *dst, uint64_t src, size_t len)
+{
+	return move(pid, dst, src, len, false);
+}
+
 int __zcr_shm_push(pid_t pid, uint64_t dst, const void *src, size_t len)
 {
-	size_t done = 0;
-
-	while (done < len) {
-		struct iovec l = { (char *)src + done, len - done };
-		struct iovec r = { (void *)(uintptr_t)(dst + done),
-				   len - done };
-		ssize_t n = process_vm_writev(pid, &l, 1, &r, 1, 0);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EFAULT;
-		done += (size_t)n;
-	}
-	return 0;
+	return move(pid, (void *)src, dst, len, true);
 }
