@@ -2,7 +2,7 @@
 # linked with the zt framework and the static library.
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(UNIT_SRCS))
-$(foreach t,$(UNIT_SRCS),$(eval $(call zcr_prog,$(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(t)),$(t) tests/unit/zt.c,tests/unit/zt.h,-Itests/unit,)))
+$(foreach t,$(UNIT_SRCS),$(eval $(call zcr_prog,$(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(t)),$(t) tests/unit/zt.c,$(wildcard tests/unit/*.h),-Itests/unit,)))
 
 # The receive-path tests again, with the library, under ThreadSanitizer
 # (-fsanitize=thread): `make tsan` builds build/tests/tsan/test_*, and

@@ -194,6 +194,8 @@ static const char *transport_of(struct zcr_ctx *ctx, struct zcr_ep *ep)
 }
 
 /* Rank 1: echo each ping back, verify it, report statistics per point. */
+static void print_landing(struct zcr_ctx *ctx, int rank);
+
 static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 {
 	struct zcr_stats s0, s1;
@@ -206,8 +208,11 @@ static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 
 	for (;;) {
 		CHECK(zcr_recv(ctx, &c, sizeof(c), 0, TAG_CTRL, NULL));
-		if (c.cmd != 1)
+		if (c.cmd != 1) {
+			/* Rank 0 waits for us before it prints its own. */
+			print_landing(ctx, 1);
 			return 0;
+		}
 		CHECK(zcr_ctx_set_policy(ctx, (int)c.policy));
 		CHECK(zcr_mem_alloc(ctx, c.size, &b[0]));
 		CHECK(zcr_mem_alloc(ctx, c.size, &b[1]));
@@ -391,16 +396,16 @@ static void write_csv(FILE *f)
 }
 
 /* What the landing policy of rank 0 measured, per size class. */
-static void print_landing(struct zcr_ctx *ctx)
+static void print_landing(struct zcr_ctx *ctx, int rank)
 {
 	struct zcr_landing_class lc[64];
 	int i, n = zcr_ctx_landing_stats(ctx, lc, sizeof(lc[0]), 64);
 
 	if (n <= 0)
 		return;
-	printf("landing costs measured by rank 0 (per size class, all modes "
-	       "of this run):\n%-10s %9s %11s %9s %11s %9s  %s\n", "backend",
-	       "size>=", "copy_us", "copies", "remap_us", "remaps",
+	printf("landing costs measured by rank %d (per size class, all modes "
+	       "of this run):\n%-10s %9s %11s %9s %11s %9s  %s\n", rank,
+	       "backend", "size>=", "copy_us", "copies", "remap_us", "remaps",
 	       "auto picks");
 	for (i = 0; i < n; i++)
 		printf("%-10s %9llu %11.1f %9llu %11.1f %9llu  %s\n",
@@ -410,6 +415,7 @@ static void print_landing(struct zcr_ctx *ctx)
 		       lc[i].remap_ns / 1e3,
 		       (unsigned long long)lc[i].remap_samples,
 		       zcr_policy_name(lc[i].choice));
+	fflush(stdout);
 }
 
 static int free_port(void)
@@ -936,7 +942,6 @@ int main(int argc, char **argv)
 
 		CHECK(zcr_send(ep, &c, sizeof(c), TAG_CTRL));
 	}
-	print_landing(ctx);
 	if (child > 0) {
 		int status;
 
@@ -944,6 +949,7 @@ int main(int argc, char **argv)
 		if (!WIFEXITED(status) || WEXITSTATUS(status))
 			bad++;
 	}
+	print_landing(ctx, 0);
 	zcr_ctx_destroy(ctx);
 	printf("zcbench: %llu iteration(s) failed to verify\n",
 	       (unsigned long long)bad);
