@@ -7,7 +7,8 @@ $(foreach t,$(UNIT_SRCS),$(eval $(call zcr_prog,$(patsubst tests/unit/%.c,$(B)/t
 # The receive-path tests again, with the library, under ThreadSanitizer
 # (-fsanitize=thread): `make tsan` builds build/tests/tsan/test_*, and
 # tools/run-tests.sh runs them as a host check that fails on any report.
-TSAN_TESTS := $(patsubst %,$(B)/tests/tsan/%,test_recv test_match test_progress)
+TSAN_TESTS := $(patsubst %,$(B)/tests/tsan/%,test_recv test_match test_progress \
+		 test_shm_tp)
 TSAN_FLAGS := -fsanitize=thread -O1 -g
 TSAN_OBJS  := $(patsubst lib/%.c,$(B)/tsan/lib/%.o,$(LIB_SRCS))
 $(B)/tsan/lib/%.o: lib/%.c $(LIB_HDRS)
