@@ -49,18 +49,21 @@ enum zcr_shm_type {
 #define ZCR_SHM_F_SYNC	1ULL		/* flags: ACK with MATCHED */
 
 /*
- * A shared copy. While the receiver holds an RTS cell open (pulling it),
- * it may offer the sender, who waits for that pull anyway, the first part
- * of the copy: it writes where (cookie: its own address) and how much
- * (pad[0], the communicator id it has read already) into the live cell,
- * then sets status to OFFERED and pulls the rest itself. A sender that
- * looks in time takes the offer (TAKEN), writes that part into the
- * receiver with process_vm_writev(2) and says DONE (or FAILED); if the
- * offer is still OFFERED when the receiver's own part is done, the
- * receiver withdraws it and copies that part too. Either way the receiver
- * consumes the cell only when every byte is in, as before; a sender that
- * never looks (0.2.0) changes nothing. Both processes copy at once: on
- * two processors a large message moves in about half the time.
+ * A shared copy (both offers carry flag bit 2, offer.c). While the
+ * receiver holds an RTS cell open (pulling it), it may offer the sender,
+ * who waits for that pull anyway, the first part of the copy: it writes
+ * where (cookie: its own address) and how much (pad[0], the communicator
+ * id it has read already) into the live cell, then sets status to
+ * OFFERED and pulls the rest itself. A sender that looks in time takes
+ * the offer (TAKEN), writes that part into the receiver with
+ * process_vm_writev(2), says DONE (or FAILED) and rings the receiver's
+ * doorbell; if the offer is still OFFERED when the receiver's own part
+ * is done, the receiver withdraws it and copies that part too. A taken
+ * part is waited for (without blocking progress) until DONE, FAILED or
+ * the sender's exit: nothing may write into the destination once the
+ * receive completed. The receiver consumes the cell only when every byte
+ * is in, as before. Both processes copy at once: on two processors a
+ * large message moves in about half the time.
  */
 enum zcr_shm_help {
 	ZCR_SHM_HELP_NONE = 0,		/* as the sender wrote it */
@@ -218,6 +221,7 @@ int __zcr_shm_push(pid_t pid, uint64_t dst, const void *src, size_t len);
 struct zcr_shm_adopt {
 	struct zcr_shm_ring in, out;
 	bool frag;			/* the peer takes multi-cell eager */
+	bool help;			/* and parts of our pulls' copies */
 	pid_t peer;
 	int pidfd;
 	int ctl_fd;

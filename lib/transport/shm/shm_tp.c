@@ -89,6 +89,12 @@ struct shm_ep {
 	struct zcr_shm_cell *live;	/* and the cell itself, shared */
 	bool sleeping;
 	bool frag_ok;			/* the peer takes multi-cell eager */
+	bool help_ok;			/* and parts of our pulls */
+	/* The open cell's first part is the sender's to write (TAKEN). */
+	bool help_wait;
+	int help_ret;			/* how our own part went */
+	char *help_dst;
+	uint64_t help_part;
 	uint64_t defer_head;		/* in.head + 1 of the cell deferred */
 	uint64_t defer_until;		/* ns: then it is read anyway */
 	uint64_t acked;			/* out's head as last seen */
@@ -167,18 +173,30 @@ static void kick_peer(struct shm_ep *se)
 }
 
 /*
- * The cell of our oldest announced send not yet consumed, if the peer
- * offers us part of its copy (shm.h): its ring index is head.
+ * Our announced send whose cell is at ring index head (the one the peer
+ * reads now), if the peer offers us part of its copy (shm.h); *cell is
+ * set to that cell. Any other cell with an offer in it is ignored.
  */
-static struct zcr_shm_cell *offered(struct shm_ep *se, uint64_t head)
+static struct zcr_req *offered(struct shm_ep *se, uint64_t head,
+			       struct zcr_shm_cell **cell)
 {
-	struct zcr_shm_cell *c;
+	struct zcr_list *pos;
 
 	if (head == se->out.tail || se->out.tail - head > se->out.ncell)
 		return NULL;
-	c = __zcr_shm_ring_cell(&se->out, head);
-	return __atomic_load_n(&c->status, __ATOMIC_ACQUIRE) ==
-	       ZCR_SHM_HELP_OFFERED ? c : NULL;
+	*cell = __zcr_shm_ring_cell(&se->out, head);
+	if (__atomic_load_n(&(*cell)->status, __ATOMIC_ACQUIRE) !=
+	    ZCR_SHM_HELP_OFFERED)
+		return NULL;
+	for (pos = se->ep->sendq.next; pos != &se->ep->sendq;
+	     pos = pos->next) {
+		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
+
+		if (r->kind != ZCR_REQ_ACK && r->sent && r->len > 0 &&
+		    get_idx(r) == head)
+			return r;
+	}
+	return NULL;
 }
 
 /*
@@ -188,6 +206,7 @@ static struct zcr_shm_cell *offered(struct shm_ep *se, uint64_t head)
 static void help_pull(struct shm_ep *se, struct zcr_req *r,
 		      struct zcr_shm_cell *c)
 {
+	struct pollfd p = { .fd = se->pidfd, .events = POLLIN };
 	int32_t st = ZCR_SHM_HELP_OFFERED;
 	uint64_t dst, part;
 	int ret;
@@ -198,11 +217,18 @@ static void help_pull(struct shm_ep *se, struct zcr_req *r,
 		return;			/* withdrawn meanwhile */
 	dst = __atomic_load_n(&c->cookie, __ATOMIC_RELAXED);
 	part = __atomic_load_n(&c->pad[0], __ATOMIC_RELAXED);
-	/* Never more than the message: the rest of our memory is ours. */
-	ret = part && part < r->len ?
-	      __zcr_shm_push(se->peer, dst, r->sbuf, part) : -EINVAL;
+	/*
+	 * Never more than the message: the rest of our memory is ours. The
+	 * write goes to a pid: not to a dead receiver's, which the system
+	 * may have given to another process.
+	 */
+	ret = !part || part >= r->len ? -EINVAL :
+	      poll(&p, 1, 0) != 0 ? -ESRCH :
+	      __zcr_shm_push(se->peer, dst, r->sbuf, part);
+	/* Sequentially consistent: the receiver may be about to sleep. */
 	__atomic_store_n(&c->status, ret ? ZCR_SHM_HELP_FAILED :
-			 ZCR_SHM_HELP_DONE, __ATOMIC_RELEASE);
+			 ZCR_SHM_HELP_DONE, __ATOMIC_SEQ_CST);
+	kick_peer(se);
 	if (!ret)
 		se->ep->ctx->st.bytes_pushed += part;
 }
@@ -211,7 +237,7 @@ static void help_pull(struct shm_ep *se, struct zcr_req *r,
  * Announce what fits into the peer's ring, in order, and complete what
  * the peer has consumed. Returns the number of sends completed.
  */
-static int push_sends(struct zcr_ep *ep)
+static int push_sends(struct zcr_ep *ep, bool help)
 {
 	struct zcr_ctx *ctx = ep->ctx;
 	struct shm_ep *se = S(ep);
@@ -245,7 +271,8 @@ static int push_sends(struct zcr_ep *ep)
 		}
 		if (r->sent) {
 			/* Announced: done once the peer consumed its cell. */
-			if (head == get_idx(r) && (c = offered(se, head)))
+			if (help && head == get_idx(r) &&
+			    offered(se, head, &c) == r)
 				help_pull(se, r, c);
 			if (head <= get_idx(r))
 				continue;
@@ -287,7 +314,7 @@ static int push_sends(struct zcr_ep *ep)
 static int shm_send(struct zcr_ep *ep, struct zcr_req *r)
 {
 	zcr_list_add_tail(&r->link, &ep->sendq);
-	push_sends(ep);
+	push_sends(ep, false);	/* helping is for progress, not for isend */
 	return 0;
 }
 
@@ -313,7 +340,7 @@ static bool take_matched(struct zcr_ep *ep, const struct zcr_shm_cell *h)
 	 * the peer pulled it; the peer may have matched it in the same
 	 * breath, before we looked: look now.
 	 */
-	push_sends(ep);
+	push_sends(ep, false);
 	__zcr_ep_acked_locked(ep, h->seq);
 	return ep->state == ZCR_EP_OPEN;
 }
@@ -359,54 +386,46 @@ static bool open_cell(struct zcr_ep *ep, const struct zcr_shm_cell *c,
 }
 
 /*
- * The sender took part of the copy (status TAKEN): wait until it is done
- * (DONE or FAILED), the sender dies, or the progress timeout passes.
- * Returns the last status seen, or -ESRCH / -ETIMEDOUT.
+ * The sender took the first part of the open cell's copy: -EINPROGRESS
+ * while it writes; then 0 or -errno once every byte is in (a part it
+ * failed to write, or anything else it left in the cell, we pull
+ * ourselves). No timeout: until the sender says it is done or exits, it
+ * may write into the destination, so the receive may not complete.
  */
-static int wait_help(struct zcr_ep *ep, struct zcr_shm_cell *c)
+static int help_settle(struct zcr_ep *ep)
 {
 	struct shm_ep *se = S(ep);
-	uint64_t start = 0, now;
-	unsigned int spins;
-	int32_t st;
+	int32_t st = __atomic_load_n(&se->live->status, __ATOMIC_SEQ_CST);
 
-	for (spins = 1;; spins++) {
-		st = __atomic_load_n(&c->status, __ATOMIC_ACQUIRE);
-		if (st != ZCR_SHM_HELP_TAKEN)
-			return st;
-		if (spins % SHM_SPINS_PER_YIELD) {
-			cpu_relax();
-			continue;
-		}
-		sched_yield();
-		now = zcr_now_ns();
-		if (!start)
-			start = now;
-		if (spins % (64 * SHM_SPINS_PER_YIELD) == 0) {
-			struct pollfd p = { .fd = se->pidfd, .events = POLLIN };
-
-			if (poll(&p, 1, 0) > 0)
-				return -ESRCH;
-		}
-		if (now - start > ep->ctx->progress_timeout_ns)
-			return -ETIMEDOUT;
+	if (st == ZCR_SHM_HELP_TAKEN)
+		return -EINPROGRESS;
+	se->help_wait = false;
+	if (se->help_ret)
+		return se->help_ret;
+	if (st == ZCR_SHM_HELP_DONE) {
+		ep->ctx->st.shared_pulls++;
+		return 0;
 	}
+	return __zcr_shm_pull(se->peer, se->help_dst, se->cur.addr,
+			      se->help_part);
 }
 
 /*
  * Pull n bytes of the open RTS cell into dst, the first part shared with
- * the sender (shm.h, enum zcr_shm_help). 0 or -errno.
+ * the sender (shm.h, enum zcr_shm_help). 0, -errno, or -EINPROGRESS
+ * while the sender writes its part (help_settle() says when it is in).
  */
 static int shared_pull(struct zcr_ep *ep, char *dst, uint64_t n)
 {
 	struct shm_ep *se = S(ep);
 	struct zcr_shm_cell *c = se->live;
 	uint64_t src = se->cur.addr, part;
+	uintptr_t pg = ep->ctx->page;
 	int32_t st = ZCR_SHM_HELP_OFFERED;
-	int ret, got;
+	int ret;
 
 	/* Split near the middle, at a page boundary of dst. */
-	part = (((uintptr_t)dst + n / 2) & ~(uintptr_t)4095) - (uintptr_t)dst;
+	part = (((uintptr_t)dst + n / 2) & ~(pg - 1)) - (uintptr_t)dst;
 	if (!part || part >= n)
 		return __zcr_shm_pull(se->peer, dst, src, n);
 	__atomic_store_n(&c->cookie, (uint64_t)(uintptr_t)dst,
@@ -419,49 +438,49 @@ static int shared_pull(struct zcr_ep *ep, char *dst, uint64_t n)
 					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return ret ? ret : __zcr_shm_pull(se->peer, dst, src, part);
 	/*
-	 * Taken: the sender writes into dst. Even if our part failed, wait
-	 * for it, so that nothing writes into the buffer after we return.
+	 * Taken (or the peer wrote something else): even if our part
+	 * failed, wait until the sender is done with dst.
 	 */
-	got = st == ZCR_SHM_HELP_TAKEN ? wait_help(ep, c) : st;
-	if (got < 0)
-		return got;
-	if (ret)
-		return ret;
-	if (got == ZCR_SHM_HELP_DONE) {
-		ep->ctx->st.shared_pulls++;
-		return 0;
-	}
-	/* FAILED, or nonsense from the peer: copy the part ourselves. */
-	return __zcr_shm_pull(se->peer, dst, src, part);
+	se->help_wait = true;
+	se->help_ret = ret;
+	se->help_dst = dst;
+	se->help_part = part;
+	return help_settle(ep);
 }
 
-/* Move the open cell's payload where match said; returns 1 or 0. */
+/*
+ * Move the open cell's payload where match said: 1 when it is in, 0 when
+ * not yet (the sender writes a part) or the endpoint failed.
+ */
 static int land(struct zcr_ep *ep)
 {
 	struct shm_ep *se = S(ep);
 	struct zcr_shm_cell *h = &se->cur;
 	uint64_t n = ep->rx.room < h->len ? ep->rx.room : h->len, k = 1;
-	int ret;
+	int ret = 0;
 
 	if (h->type == ZCR_SHM_EAGER) {
 		k = zcr_shm_cells_for(&se->in, h->len);	/* checked: open */
 		if (n)
 			__zcr_shm_ring_get(&se->in, ep->rx.dst, n);
+	} else if (se->help_wait) {
+		ret = help_settle(ep);
 	} else if (n) {
-		ret = n >= se->sc->split_min && se->sc->split_min &&
+		ret = se->help_ok && se->sc->split_min &&
+		      n >= se->sc->split_min &&
 		      h->status == ZCR_SHM_HELP_NONE ?
 		      shared_pull(ep, ep->rx.dst, n) :
 		      __zcr_shm_pull(se->peer, ep->rx.dst, h->addr, n);
-		if (ret) {
-			__zcr_ep_fail_locked(ep, ret, "shm: cannot read the "
-					     "message in the peer (%s)",
-					     ret == -ESRCH ? "peer exited" :
-					     ret == -EFAULT ? "bad address" :
-					     ret == -ETIMEDOUT ? "peer took "
-					     "part of the copy and did not "
-					     "finish it" : "ptrace policy");
-			return 0;
-		}
+	}
+	if (ret == -EINPROGRESS)
+		return 0;
+	if (ret) {
+		__zcr_ep_fail_locked(ep, ret, "shm: cannot read the message in "
+				     "the peer (%s)",
+				     ret == -ESRCH ? "peer exited" :
+				     ret == -EFAULT ? "bad address" :
+				     "ptrace policy");
+		return 0;
 	}
 	se->cell_open = false;
 	__zcr_shm_ring_consume_n(&se->in, k);
@@ -496,6 +515,9 @@ static bool own_send_pending(struct zcr_ep *ep)
 			if (r->kind != ZCR_REQ_ACK && r->sent)
 				return true;
 		}
+		/* Synchronous sends wait here for their MATCHED. */
+		if (!zcr_list_empty(&se->ep->ackq))
+			return true;
 	}
 	return false;
 }
@@ -559,9 +581,9 @@ static int rx_ep(struct zcr_ep *ep)
 					se->cur.seq : 0) < 0)
 				break;	/* stalled: stays in the ring */
 		}
-		if (ep->rx.state != ZCR_RX_LANDING)
+		if (ep->rx.state != ZCR_RX_LANDING || !land(ep))
 			break;
-		n += land(ep);
+		n++;
 	}
 	return n;
 }
@@ -595,7 +617,7 @@ static int shm_progress(struct zcr_ctx *ctx, void *priv)
 		struct zcr_ep *ep = se->ep;
 
 		if (ep->state == ZCR_EP_OPEN && !zcr_list_empty(&ep->sendq))
-			n += push_sends(ep);
+			n += push_sends(ep, true);
 	}
 	return n;
 }
@@ -612,13 +634,21 @@ static bool has_work(struct shm_ep *se)
 	struct zcr_ep *ep = se->ep;
 	uint64_t head;
 
-	if (ep->rx.state != ZCR_RX_STALLED &&
-	    atomic_load(&se->in.ctl->tail) != se->in.head)
+	struct zcr_shm_cell *c;
+
+	if (se->help_wait) {
+		/* The sender writes a part of the open cell: its word. */
+		if (__atomic_load_n(&se->live->status, __ATOMIC_SEQ_CST) !=
+		    ZCR_SHM_HELP_TAKEN)
+			return true;
+	} else if (ep->rx.state != ZCR_RX_STALLED &&
+		   atomic_load(&se->in.ctl->tail) != se->in.head) {
 		return true;
+	}
 	if (zcr_list_empty(&ep->sendq))
 		return false;
 	head = atomic_load(&se->out.ctl->head);
-	return head != se->acked || offered(se, head);
+	return head != se->acked || offered(se, head, &c);
 }
 
 /*
@@ -749,13 +779,32 @@ static void shm_poll_done(struct zcr_ctx *ctx, void *priv,
 	}
 }
 
+/*
+ * The endpoint goes while the sender writes a part of the open cell's
+ * copy: the receive completes (with an error) once we return, so let the
+ * sender finish first, until it says so, exits, or the progress timeout
+ * passes (a stopped sender: then it could still write later).
+ */
+static void help_drain(struct zcr_ep *ep, struct shm_ep *se)
+{
+	uint64_t end = zcr_now_ns() + ep->ctx->progress_timeout_ns;
+	struct pollfd p = { .fd = se->pidfd, .events = POLLIN };
+
+	while (__atomic_load_n(&se->live->status, __ATOMIC_SEQ_CST) ==
+	       ZCR_SHM_HELP_TAKEN && zcr_now_ns() < end &&
+	       poll(&p, 1, 1) == 0)
+		;
+	se->help_wait = false;
+}
+
 static void shm_ep_close(struct zcr_ep *ep, void *ep_priv)
 {
 	struct shm_ep *se = ep_priv;
 
-	(void)ep;
 	if (!se)
 		return;
+	if (se->help_wait)
+		help_drain(ep, se);
 	__zcr_shm_ring_destroy(&se->in);
 	__zcr_shm_ring_destroy(&se->out);
 	if (se->pidfd >= 0)
@@ -813,6 +862,7 @@ static int shm_adopt(struct zcr_ep *ep, const struct zcr_transport_ops *prev,
 	se->pidfd = a->pidfd;
 	se->ctl_fd = a->ctl_fd;
 	se->frag_ok = a->frag;
+	se->help_ok = a->help;
 	se->acked = atomic_load(&se->out.ctl->head);
 	memset(a, 0, sizeof(*a));
 	a->in.memfd = a->in.evfd = a->out.memfd = a->out.evfd = -1;
