@@ -256,7 +256,14 @@ static int push_sends(struct zcr_ep *ep, bool help)
 			      k <= ZCR_SHM_FRAG_CELLS && k <= se->out.ncell);
 
 		if (r->kind == ZCR_REQ_ACK) {
-			/* A receive matched message r->seq of the peer. */
+			/*
+			 * A receive matched message r->seq of the peer. Not
+			 * while that message's cell is still open here (its
+			 * sender writes a part of it): the sender awaits the
+			 * acknowledgement only once our head passed the cell.
+			 */
+			if (se->cell_open && se->cur.seq == r->seq)
+				break;
 			c = __zcr_shm_ring_reserve(&se->out);
 			if (!c)
 				break;
