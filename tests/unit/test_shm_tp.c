@@ -1069,7 +1069,7 @@ static bool fuzz_cell(struct zcr_shm_cell *c, uint64_t *x)
 ZT_TEST(random_cells_fail_cleanly)
 {
 	struct zcr_ctx_attr a = { .quiet = 1, .progress_timeout_ms = 200 };
-	const size_t big = 200u << 10, room = 256u << 10;
+	const size_t big = 320u << 10, room = 384u << 10;
 	char *sb = malloc(big), *rb = malloc(room);
 	const char *seed = getenv("ZT_FUZZ_SEED"), *n = getenv("ZT_FUZZ_ROUNDS");
 	uint64_t x = seed ? strtoull(seed, NULL, 0) : 0x9e3779b97f4a7c15ULL;
