@@ -15,8 +15,10 @@
  * machine that changed is noticed and corrected. A
  * calibration at context creation (copy and remap of 64 KiB and of one
  * 2 MiB unit, best of three) seeds every class as one sample: a prior,
- * replaced by what real landings cost. Forced policies (copy, remap) are
- * timed too, so switching to auto later starts from measured costs.
+ * replaced by what real landings cost; a class takes ZCR_LAND_WARM - 1
+ * real landings of each kind before it trusts the cheaper one. Forced
+ * remap landings are timed too; under the copy policy messages are staged
+ * in plain memory (the copy backend), so those copies are not timed here.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -82,8 +82,14 @@ extern const struct zcr_remap_ops __zcr_remap_copy;
 #define ZCR_LAND_CLASSES	40
 #define ZCR_LAND_COPY		0
 #define ZCR_LAND_REMAP		1
-#define ZCR_LAND_WARM		2	/* samples (prior included) before
-					 * the cheaper one is trusted */
+/*
+ * Samples of each kind (the prior included) before the cheaper one is
+ * trusted: three real ones, so that one slow first landing (a fault, a
+ * preemption) cannot decide a class on its own. With one, a first copy
+ * of 1.2 ms against ~150 us made a class remap at 3x the cost for ~80
+ * landings, until exploring corrected it.
+ */
+#define ZCR_LAND_WARM		4
 /*
  * One landing in ZCR_LAND_EXPLORE tries the other kind, or fewer when it
  * costs more than the cheaper one: one in ZCR_LAND_EXPLORE times the
