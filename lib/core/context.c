@@ -335,6 +335,21 @@ void zcr_ctx_destroy(struct zcr_ctx *ctx)
 		__zcr_wake(ctx);
 		pthread_join(ctx->thread, NULL);
 	}
+	/*
+	 * Connections first: a transport may have to wait until a peer is
+	 * done writing into a receive's buffer (shm.md, "Shared copies")
+	 * before that buffer is freed below.
+	 */
+	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
+		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
+
+		if (ep->state == ZCR_EP_CLOSED)
+			continue;
+		if (ep->state == ZCR_EP_HANDSHAKE)
+			ctx->nhandshake--;
+		ep->tp->ep_close(ep, ep->tp_priv);
+		ep->state = ZCR_EP_CLOSED;
+	}
 	/* Pending requests are abandoned, so they are ours to free. */
 	__zcr_match_fini(ctx);
 	zcr_list_for_each_safe(pos, tmp, &ctx->eps)

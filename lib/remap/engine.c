@@ -15,8 +15,9 @@
  * machine that changed is noticed and corrected. A
  * calibration at context creation (copy and remap of 64 KiB and of one
  * 2 MiB unit, best of three) seeds every class as one sample: a prior,
- * replaced by what real landings cost; a class takes ZCR_LAND_WARM - 1
- * real landings of each kind before it trusts the cheaper one. Forced
+ * replaced by what real landings cost; a class takes ZCR_LAND_WARM
+ * samples of each kind (the prior counts) before it trusts the cheaper
+ * one, fewer of a kind already measured 8x dearer. Forced
  * remap landings are timed too; under the copy policy messages are staged
  * in plain memory (the copy backend), so those copies are not timed here.
  */
@@ -32,6 +33,7 @@
 #define CAL_SMALL	(64UL << 10)
 #define CAL_RUNS	3
 #define LAND_CLAMP	2.0	/* a sample counts at most 2x the average */
+#define LAND_WARM_SKIP	8.0	/* warm-up ends for a kind 8x dearer */
 
 /* Every backend, in the order auto tries them; copy is always last. */
 static const struct zcr_remap_ops *const registry[] = {
@@ -107,6 +109,18 @@ uint64_t __zcr_land_explore_period(const struct zcr_land_class *c)
 	return (uint64_t)(ZCR_LAND_EXPLORE * r);
 }
 
+/*
+ * Still warming kind k up? Until it has ZCR_LAND_WARM samples, unless two
+ * of them already put it LAND_WARM_SKIP times above the other kind: more
+ * samples of a kind that much dearer would cost more than they tell.
+ */
+static bool warming(const struct zcr_land_class *c, int k)
+{
+	return c->n[k] < ZCR_LAND_WARM &&
+	       (c->n[k] < 2 ||
+		c->cost[k] < LAND_WARM_SKIP * c->cost[!k]);
+}
+
 int __zcr_land_choose(struct zcr_land_class *c)
 {
 	int k, best;
@@ -114,13 +128,12 @@ int __zcr_land_choose(struct zcr_land_class *c)
 	c->tick++;
 	best = c->cost[ZCR_LAND_REMAP] < c->cost[ZCR_LAND_COPY] ?
 	       ZCR_LAND_REMAP : ZCR_LAND_COPY;
-	if (c->n[ZCR_LAND_COPY] < ZCR_LAND_WARM ||
-	    c->n[ZCR_LAND_REMAP] < ZCR_LAND_WARM) {
+	if (warming(c, ZCR_LAND_COPY) || warming(c, ZCR_LAND_REMAP)) {
 		/* Warming up: the kind with fewer samples, else the cheaper. */
-		if (c->n[ZCR_LAND_COPY] != c->n[ZCR_LAND_REMAP])
-			k = c->n[ZCR_LAND_COPY] < c->n[ZCR_LAND_REMAP] ?
-			    ZCR_LAND_COPY : ZCR_LAND_REMAP;
-		else
+		k = c->n[ZCR_LAND_COPY] < c->n[ZCR_LAND_REMAP] ?
+		    ZCR_LAND_COPY : ZCR_LAND_REMAP;
+		if (c->n[ZCR_LAND_COPY] == c->n[ZCR_LAND_REMAP] ||
+		    !warming(c, k))
 			k = best;
 	} else if (++c->since >= __zcr_land_explore_period(c)) {
 		c->since = 0;

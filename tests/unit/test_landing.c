@@ -150,6 +150,21 @@ ZT_TEST(policy_one_outlier_does_not_flip)
 	ZT_ASSERT(c.cost[ZCR_LAND_COPY] < c.cost[ZCR_LAND_REMAP]);
 }
 
+/*
+ * Warming a much dearer kind up costs little: with copies at 100 and
+ * remaps at 10000 (and priors saying they are equal), two remaps, then
+ * only the exploring ones.
+ */
+ZT_TEST(policy_warms_a_much_dearer_kind_briefly)
+{
+	struct zcr_land_class c = { 0 };
+
+	__zcr_land_record(&c, ZCR_LAND_COPY, 100);
+	__zcr_land_record(&c, ZCR_LAND_REMAP, 100);
+	ZT_EXPECT_EQ(drive(&c, 100, 10000, 200), 1);
+	ZT_EXPECT_EQ(__zcr_land_choose(&c), ZCR_LAND_COPY);
+}
+
 /* A context with the uffd-move backend, or skip. */
 static struct zcr_ctx *uffd_ctx(int policy)
 {

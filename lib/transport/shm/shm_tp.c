@@ -265,7 +265,7 @@ static int push_sends(struct zcr_ep *ep, bool help)
 			 * acknowledgement only once our head passed the cell.
 			 */
 			if (se->cell_open && se->cur.seq == r->seq)
-				break;
+				continue;	/* MATCHED cells need no order */
 			c = __zcr_shm_ring_reserve(&se->out);
 			if (!c)
 				break;
@@ -800,9 +800,13 @@ static void help_drain(struct zcr_ep *ep, struct shm_ep *se)
 	struct pollfd p = { .fd = se->pidfd, .events = POLLIN };
 
 	while (__atomic_load_n(&se->live->status, __ATOMIC_SEQ_CST) ==
-	       ZCR_SHM_HELP_TAKEN && zcr_now_ns() < end &&
-	       poll(&p, 1, 1) == 0)
-		;
+	       ZCR_SHM_HELP_TAKEN && zcr_now_ns() < end) {
+		int r = poll(&p, 1, 1);
+
+		/* A signal is no reason to stop waiting; an exit is. */
+		if (r > 0 || (r < 0 && errno != EINTR))
+			break;
+	}
 	se->help_wait = false;
 }
 
