@@ -95,8 +95,7 @@ struct shm_ep {
 	/* The open cell's first part is the sender's to write (TAKEN). */
 	bool help_wait;
 	int help_ret;			/* how our own part went */
-	char *help_dst;
-	uint64_t help_part;
+	uint64_t help_part;		/* its length, at ep->rx.dst */
 	uint64_t defer_head;		/* in.head + 1 of the cell deferred */
 	uint64_t defer_until;		/* ns: then it is read anyway */
 	uint64_t acked;			/* out's head as last seen */
@@ -174,31 +173,35 @@ static void kick_peer(struct shm_ep *se)
 	}
 }
 
-/*
- * Our announced send whose cell is at ring index head (the one the peer
- * reads now), if the peer offers us part of its copy (shm.h); *cell is
- * set to that cell. Any other cell with an offer in it is ignored.
- */
-static struct zcr_req *offered(struct shm_ep *se, uint64_t head,
-			       struct zcr_shm_cell **cell)
+/* The cell at ring index head (the one the peer reads now) if it holds
+ * an offer of part of its copy (shm.h), else NULL. */
+static struct zcr_shm_cell *offer_at(struct shm_ep *se, uint64_t head)
 {
-	struct zcr_list *pos;
+	struct zcr_shm_cell *c;
 
 	if (head == se->out.tail || se->out.tail - head > se->out.ncell)
 		return NULL;
-	*cell = __zcr_shm_ring_cell(&se->out, head);
-	if (__atomic_load_n(&(*cell)->status, __ATOMIC_ACQUIRE) !=
-	    ZCR_SHM_HELP_OFFERED)
-		return NULL;
+	c = __zcr_shm_ring_cell(&se->out, head);
+	return __atomic_load_n(&c->status, __ATOMIC_ACQUIRE) ==
+	       ZCR_SHM_HELP_OFFERED ? c : NULL;
+}
+
+/* An offer at head in the cell of one of our announced sends? (An offer
+ * in any other cell is ignored.) */
+static bool offered(struct shm_ep *se, uint64_t head)
+{
+	struct zcr_list *pos;
+
+	if (!offer_at(se, head))
+		return false;
 	for (pos = se->ep->sendq.next; pos != &se->ep->sendq;
 	     pos = pos->next) {
 		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
 
-		if (r->kind != ZCR_REQ_ACK && r->sent && r->len > 0 &&
-		    get_idx(r) == head)
-			return r;
+		if (r->kind != ZCR_REQ_ACK && r->sent && get_idx(r) == head)
+			return true;
 	}
-	return NULL;
+	return false;
 }
 
 /*
@@ -281,7 +284,7 @@ static int push_sends(struct zcr_ep *ep, bool help)
 		if (r->sent) {
 			/* Announced: done once the peer consumed its cell. */
 			if (help && head == get_idx(r) &&
-			    offered(se, head, &c) == r)
+			    (c = offer_at(se, head)))
 				help_pull(se, r, c);
 			if (head <= get_idx(r))
 				continue;
@@ -415,7 +418,7 @@ static int help_settle(struct zcr_ep *ep)
 		ep->ctx->st.shared_pulls++;
 		return 0;
 	}
-	return __zcr_shm_pull(se->peer, se->help_dst, se->cur.addr,
+	return __zcr_shm_pull(se->peer, ep->rx.dst, se->cur.addr,
 			      se->help_part);
 }
 
@@ -452,7 +455,6 @@ static int shared_pull(struct zcr_ep *ep, char *dst, uint64_t n)
 	 */
 	se->help_wait = true;
 	se->help_ret = ret;
-	se->help_dst = dst;
 	se->help_part = part;
 	return help_settle(ep);
 }
@@ -643,8 +645,6 @@ static bool has_work(struct shm_ep *se)
 	struct zcr_ep *ep = se->ep;
 	uint64_t head;
 
-	struct zcr_shm_cell *c;
-
 	if (se->help_wait) {
 		/* The sender writes a part of the open cell: its word. */
 		if (__atomic_load_n(&se->live->status, __ATOMIC_SEQ_CST) !=
@@ -657,7 +657,7 @@ static bool has_work(struct shm_ep *se)
 	if (zcr_list_empty(&ep->sendq))
 		return false;
 	head = atomic_load(&se->out.ctl->head);
-	return head != se->acked || offered(se, head, &c);
+	return head != se->acked || offered(se, head);
 }
 
 /*
