@@ -105,6 +105,42 @@ ZT_TEST(ring_bad_geometry)
 	ZT_EXPECT_EQ(count_memfds(), 0);
 }
 
+/*
+ * The sender's share of a shared pull (shm.h): half way to the share
+ * that ends both parts together at the speeds seen; a step more when the
+ * sender was done first; never outside [ZCR_SHM_SHARE_MIN, _MAX]; no
+ * division by a zero time.
+ */
+ZT_TEST(share_follows_the_speeds)
+{
+	const uint64_t M = 1 << 20;
+
+	/* Equal speeds: stays. */
+	ZT_EXPECT_EQ(__zcr_shm_share_next(32, 8 * M, 1000000, 8 * M, 1000000),
+		     32);
+	/* The sender copies 3x as fast: half way from 32 to 48. */
+	ZT_EXPECT_EQ(__zcr_shm_share_next(32, 8 * M, 3000000, 8 * M, 1000000),
+		     40);
+	/* And there it stays once both end together. */
+	ZT_EXPECT_EQ(__zcr_shm_share_next(48, 4 * M, 3000000, 12 * M,
+					  3000000), 48);
+	/* 3x as slow: towards 16. */
+	ZT_EXPECT_EQ(__zcr_shm_share_next(32, 8 * M, 1000000, 8 * M, 3000000),
+		     24);
+	/* Done before us: a step more, up to the ceiling. */
+	ZT_EXPECT_EQ(__zcr_shm_share_next(32, 8 * M, 1000000, 8 * M, 0),
+		     32 + ZCR_SHM_SHARE_STEP);
+	ZT_EXPECT_EQ(__zcr_shm_share_next(ZCR_SHM_SHARE_MAX, 8 * M, 1000000,
+					  8 * M, 0), ZCR_SHM_SHARE_MAX);
+	/* Much slower, or instant ourselves: down to the floor. */
+	ZT_EXPECT_EQ(__zcr_shm_share_next(ZCR_SHM_SHARE_MIN, 8 * M, 1000000,
+					  M, 900000000), ZCR_SHM_SHARE_MIN);
+	ZT_EXPECT_EQ(__zcr_shm_share_next(32, 8 * M, 0, 8 * M, 1000000),
+		     16);
+	ZT_EXPECT_EQ(__zcr_shm_share_next(16, 8 * M, 0, 8 * M, 1000000),
+		     ZCR_SHM_SHARE_MIN);
+}
+
 /* A ring of our own, attached by ourselves: one process, both ends. */
 ZT_TEST(ring_self_fill_drain)
 {

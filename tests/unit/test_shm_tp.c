@@ -848,6 +848,8 @@ struct taker {
 	int32_t word;		/* what it says after it waited */
 	int took;
 	pthread_t t;
+	unsigned int wait_us;	/* how long it waits: 0 = 300 ms */
+	uint64_t part;		/* the part it was offered */
 };
 
 static void *take_offer(void *arg)
@@ -866,8 +868,9 @@ static void *take_offer(void *arg)
 					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return NULL;
 	k->took = 1;
-	/* Longer than the receiver's progress timeout. */
-	usleep(300000);
+	k->part = c->pad[0];
+	/* By default longer than the receiver's progress timeout. */
+	usleep(k->wait_us ? k->wait_us : 300000);
 	if (k->word == ZCR_SHM_HELP_DONE)
 		memcpy((void *)(uintptr_t)c->cookie, k->sbuf, c->pad[0]);
 	__atomic_store_n(&c->status, k->word, __ATOMIC_SEQ_CST);
@@ -885,7 +888,7 @@ static void *take_offer(void *arg)
  * sender, pumped meanwhile, must not see the acknowledgement before our
  * head passed its cell: that is out of protocol). Every message intact,
  * every connection up. Each needs the thread to see the offer
- * before the receiver withdraws it: up to five tries.
+ * before the receiver withdraws it: up to 20 tries.
  */
 ZT_TEST(receiver_waits_for_a_taken_part)
 {
@@ -910,8 +913,8 @@ ZT_TEST(receiver_waits_for_a_taken_part)
 		uint64_t shared = pair_stats(p.c[0]).shared_pulls;
 		int took = 0, early = 0;
 
-		for (tries = 0; tries < 5 && !took; tries++) {
-			struct taker k = { sb, NULL, words[w], 0, 0 };
+		for (tries = 0; tries < 20 && !took; tries++) {
+			struct taker k = { sb, NULL, words[w], 0, 0, 0, 0 };
 			double t0;
 
 			pattern_fill(sb, len, 40 + tries + 10 * w);
@@ -938,7 +941,7 @@ ZT_TEST(receiver_waits_for_a_taken_part)
 			PAIR_PUMP_UNTIL(&p, zcr_test(s_, &st) != 0);
 			ZT_EXPECT_EQ(st.error, 0);
 		}
-		ZT_ASSERT_MSG(took, "the thread never took an offer in 5 "
+		ZT_ASSERT_MSG(took, "the thread never took an offer in 20 "
 			      "tries");
 		ZT_EXPECT_EQ(early, 0);
 		ZT_EXPECT_EQ(zcr_ep_error(e10, &why), 0);
@@ -946,6 +949,62 @@ ZT_TEST(receiver_waits_for_a_taken_part)
 		ZT_EXPECT_EQ(pair_stats(p.c[0]).shared_pulls,
 			     shared + (words[w] == ZCR_SHM_HELP_DONE));
 	}
+	pair_close(&p);
+	free(sb);
+	free(rb);
+	expect_no_leftovers();
+}
+
+/*
+ * The receiver sizes the sender's part from how the last shared pull
+ * went (shm.h, __zcr_shm_share_next()): a sender that takes 50 ms for a
+ * part the receiver copies in a few ms at most is offered less each
+ * time, down to ZCR_SHM_SHARE_MIN/ZCR_SHM_SHARE_ONE of the message.
+ * Every message intact. Each needs the thread to see the offer before the
+ * receiver withdraws it: up to 40 tries.
+ */
+ZT_TEST(a_slow_sender_is_offered_less)
+{
+	const uint64_t len = HELP_LEN * 16;
+	char *sb = malloc(len), *rb = malloc(len);
+	uint64_t parts[4] = { 0 };
+	unsigned int got = 0, tries;
+	struct zcr_status st;
+	struct zcr_req *s_, *r;
+	struct pair p;
+
+	pair_shm(&p, 2, NULL);
+	for (tries = 0; tries < 40 && got < 4; tries++) {
+		struct taker k = { sb, NULL, ZCR_SHM_HELP_DONE, 0, 0, 50000,
+				   0 };
+
+		pattern_fill(sb, len, 60 + tries);
+		memset(rb, 0, len);
+		ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb, len, 7, &s_), 0);
+		k.c = find_rts(sb, len);
+		ZT_ASSERT(k.c);
+		ZT_ASSERT(pthread_create(&k.t, NULL, take_offer, &k) == 0);
+		ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, len, 1, 7, &r), 0);
+		while (zcr_test(r, &st) == 0)
+			pair_pump(&p);
+		pthread_join(k.t, NULL);
+		ZT_EXPECT_EQ(st.error, 0);
+		ZT_EXPECT_EQ(pattern_bad(rb, len, 60 + tries), 0);
+		PAIR_PUMP_UNTIL(&p, zcr_test(s_, &st) != 0);
+		ZT_EXPECT_EQ(st.error, 0);
+		if (k.took)
+			parts[got++] = k.part;
+	}
+	ZT_ASSERT_MSG(got == 4, "the thread took %u offers in 40 tries", got);
+	/* Half at first (at a page boundary of rb). */
+	ZT_ASSERT_MSG(parts[0] <= len / 2 && parts[0] > len / 2 - 4096 &&
+		      parts[1] < parts[0] && parts[2] < parts[1] &&
+		      parts[3] <= len / ZCR_SHM_SHARE_ONE * ZCR_SHM_SHARE_MIN,
+		      "offered %llu, %llu, %llu, %llu of %llu",
+		      (unsigned long long)parts[0],
+		      (unsigned long long)parts[1],
+		      (unsigned long long)parts[2],
+		      (unsigned long long)parts[3], (unsigned long long)len);
 	pair_close(&p);
 	free(sb);
 	free(rb);

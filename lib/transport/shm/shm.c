@@ -385,3 +385,24 @@ int __zcr_shm_push(pid_t pid, uint64_t dst, const void *src, size_t len)
 {
 	return move(pid, (void *)src, dst, len, true);
 }
+
+unsigned int __zcr_shm_share_next(unsigned int share, uint64_t own_bytes,
+				  uint64_t own_ns, uint64_t its_bytes,
+				  uint64_t its_ns)
+{
+	double next = (double)share + ZCR_SHM_SHARE_STEP;
+
+	if (its_ns && own_bytes && its_bytes) {
+		/* Bytes per ns of each; the share that ends both at once. */
+		double own = (double)own_bytes / (double)(own_ns ? own_ns : 1);
+		double its = (double)its_bytes / (double)its_ns;
+
+		next = ((double)share +
+			ZCR_SHM_SHARE_ONE * its / (its + own)) / 2;
+	}
+	if (next < ZCR_SHM_SHARE_MIN)
+		return ZCR_SHM_SHARE_MIN;
+	if (next > ZCR_SHM_SHARE_MAX)
+		return ZCR_SHM_SHARE_MAX;
+	return (unsigned int)(next + 0.5);
+}

@@ -64,6 +64,15 @@ enum zcr_shm_type {
  * receive completed. The receiver consumes the cell only when every byte
  * is in, as before. Both processes copy at once: on two processors a
  * large message moves in about half the time.
+ *
+ * Half and half is right only when both copy at the same speed. They
+ * need not: each walks the other's page tables (the receiver the
+ * sender's source, the sender the receiver's destination), and one
+ * process's buffer may be 4 KiB pages where the other's are huge (2.4x
+ * slower on the machine of Documentation/benchmarks.md). The receiver
+ * therefore sizes the sender's part from how the last shared pull of the
+ * connection went: __zcr_shm_share_next(). The wire is unchanged: pad[0]
+ * says how much, as before.
  */
 enum zcr_shm_help {
 	ZCR_SHM_HELP_NONE = 0,		/* as the sender wrote it */
@@ -73,6 +82,24 @@ enum zcr_shm_help {
 	ZCR_SHM_HELP_FAILED = 4,	/* sender: could not write it */
 	ZCR_SHM_HELP_WITHDRAWN = 5,	/* receiver: copied it itself */
 };
+
+/* The sender's share of a shared pull, in 1/ZCR_SHM_SHARE_ONE. */
+#define ZCR_SHM_SHARE_ONE	64
+#define ZCR_SHM_SHARE_MIN	8	/* never under 1/8 ... */
+#define ZCR_SHM_SHARE_MAX	56	/* ... or over 7/8: keep measuring */
+#define ZCR_SHM_SHARE_STEP	4	/* more when it was first done */
+
+/*
+ * The sender's share of the next shared pull, from the last one (share):
+ * we copied own_bytes in own_ns; the sender its_bytes, and its word came
+ * its_ns after the offer, or before our part was in (its_ns 0: faster by
+ * an unknown margin, so it gets ZCR_SHM_SHARE_STEP more). Otherwise half
+ * way towards the share that makes both end together at the speeds
+ * seen. Clamped to [ZCR_SHM_SHARE_MIN, ZCR_SHM_SHARE_MAX].
+ */
+unsigned int __zcr_shm_share_next(unsigned int share, uint64_t own_bytes,
+				  uint64_t own_ns, uint64_t its_bytes,
+				  uint64_t its_ns);
 
 struct zcr_shm_cell {
 	uint32_t type;

@@ -96,6 +96,9 @@ struct shm_ep {
 	bool help_wait;
 	int help_ret;			/* how our own part went */
 	uint64_t help_part;		/* its length, at ep->rx.dst */
+	unsigned int help_share;	/* the sender's, of the next one */
+	uint64_t help_t0;		/* ns: offered (0: nothing to learn) */
+	uint64_t help_own, help_own_ns;	/* our own part: bytes, ns */
 	uint64_t defer_head;		/* in.head + 1 of the cell deferred */
 	uint64_t defer_until;		/* ns: then it is read anyway */
 	uint64_t acked;			/* out's head as last seen */
@@ -404,6 +407,15 @@ static bool open_cell(struct zcr_ep *ep, const struct zcr_shm_cell *c,
  * ourselves). No timeout: until the sender says it is done or exits, it
  * may write into the destination, so the receive may not complete.
  */
+static void learn_share(struct shm_ep *se, uint64_t its_ns)
+{
+	se->help_share = __zcr_shm_share_next(se->help_share,
+					      se->help_own,
+					      se->help_own_ns, se->help_part,
+					      its_ns);
+	se->help_t0 = 0;
+}
+
 static int help_settle(struct zcr_ep *ep)
 {
 	struct shm_ep *se = S(ep);
@@ -415,6 +427,8 @@ static int help_settle(struct zcr_ep *ep)
 	if (se->help_ret)
 		return se->help_ret;
 	if (st == ZCR_SHM_HELP_DONE) {
+		if (se->help_t0)	/* it ended after our part: learn */
+			learn_share(se, zcr_now_ns() - se->help_t0);
 		ep->ctx->st.shared_pulls++;
 		return 0;
 	}
@@ -434,16 +448,19 @@ static int shared_pull(struct zcr_ep *ep, char *dst, uint64_t n)
 	uint64_t src = se->cur.addr, part;
 	uintptr_t pg = ep->ctx->page;
 	int32_t st = ZCR_SHM_HELP_OFFERED;
+	uint64_t t0;
 	int ret;
 
-	/* Split near the middle, at a page boundary of dst. */
-	part = (((uintptr_t)dst + n / 2) & ~(pg - 1)) - (uintptr_t)dst;
+	/* The sender's share (shm.h), at a page boundary of dst. */
+	part = (((uintptr_t)dst + n / ZCR_SHM_SHARE_ONE * se->help_share) &
+		~(pg - 1)) - (uintptr_t)dst;
 	if (!part || part >= n)
 		return __zcr_shm_pull(se->peer, dst, src, n);
 	__atomic_store_n(&c->cookie, (uint64_t)(uintptr_t)dst,
 			 __ATOMIC_RELAXED);
 	__atomic_store_n(&c->pad[0], part, __ATOMIC_RELAXED);
 	__atomic_store_n(&c->status, ZCR_SHM_HELP_OFFERED, __ATOMIC_RELEASE);
+	t0 = zcr_now_ns();
 	ret = __zcr_shm_pull(se->peer, dst + part, src + part, n - part);
 	if (__atomic_compare_exchange_n(&c->status, &st,
 					ZCR_SHM_HELP_WITHDRAWN, false,
@@ -456,6 +473,11 @@ static int shared_pull(struct zcr_ep *ep, char *dst, uint64_t n)
 	se->help_wait = true;
 	se->help_ret = ret;
 	se->help_part = part;
+	se->help_own = n - part;
+	se->help_own_ns = zcr_now_ns() - t0;
+	se->help_t0 = ret ? 0 : t0;
+	if (se->help_t0 && st == ZCR_SHM_HELP_DONE)
+		learn_share(se, 0);	/* done before we were */
 	return help_settle(ep);
 }
 
@@ -876,6 +898,7 @@ static int shm_adopt(struct zcr_ep *ep, const struct zcr_transport_ops *prev,
 	se->ctl_fd = a->ctl_fd;
 	se->frag_ok = a->frag;
 	se->help_ok = a->help;
+	se->help_share = ZCR_SHM_SHARE_ONE / 2;
 	se->acked = atomic_load(&se->out.ctl->head);
 	memset(a, 0, sizeof(*a));
 	a->in.memfd = a->in.evfd = a->out.memfd = a->out.evfd = -1;
