@@ -513,6 +513,10 @@ int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 	n = work_locked(ctx);
 	if (n || !timeout_ms)
 		return n;
+	/* The caller's deadline: a transport's look before sleeping ends
+	 * there too (poll's timeout below is what remains of it). */
+	if (timeout_ms > 0)
+		next = zcr_now_ns() + (uint64_t)timeout_ms * 1000000;
 	for (i = 0; i < ctx->ntr; i++)
 		max += ctx->tr[i].ops->poll_max(ctx, ctx->tr[i].priv);
 	ps = pollset_get_locked(ctx, max);

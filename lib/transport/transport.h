@@ -55,8 +55,11 @@ struct zcr_req;
  * @poll_max:	upper bound of the pollfd entries @poll_fill needs now
  * @poll_fill:	fill up to @max entries of @pfd with what the transport
  *		waits for (descriptors and events); lower *@deadline to the
- *		monotonic ns time it must run again at the latest. Returns
- *		the number of entries used
+ *		monotonic ns time it must run again at the latest (on entry
+ *		it holds the caller's own deadline, UINT64_MAX for none: a
+ *		transport that looks before it sleeps stops looking there);
+ *		0: work is waiting, poll not. Returns the number of entries
+ *		used
  * @poll_done:	after poll(2): the @n entries @poll_fill gave, with revents
  * @progress:	do what can be done without blocking: accept, handshake,
  *		read (calling match upward for each header and each payload

@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "transport/shm/shm.h"
@@ -957,9 +958,9 @@ ZT_TEST(receiver_waits_for_a_taken_part)
 
 /*
  * The receiver sizes the sender's part from how the last shared pull
- * went (shm.h, __zcr_shm_share_next()): a sender that takes 50 ms for a
- * part the receiver copies in a few ms at most is offered less each
- * time, down to ZCR_SHM_SHARE_MIN/ZCR_SHM_SHARE_ONE of the message.
+ * went (shm.h, __zcr_shm_share_next()): a sender that takes 100 ms for a
+ * part the receiver copies in a few ms is offered less each time, down
+ * to ZCR_SHM_SHARE_MIN/ZCR_SHM_SHARE_ONE of the message.
  * Every message intact. Each needs the thread to see the offer before the
  * receiver withdraws it: up to 40 tries.
  */
@@ -967,15 +968,15 @@ ZT_TEST(a_slow_sender_is_offered_less)
 {
 	const uint64_t len = HELP_LEN * 16;
 	char *sb = malloc(len), *rb = malloc(len);
-	uint64_t parts[4] = { 0 };
+	uint64_t parts[5] = { 0 };
 	unsigned int got = 0, tries;
 	struct zcr_status st;
 	struct zcr_req *s_, *r;
 	struct pair p;
 
 	pair_shm(&p, 2, NULL);
-	for (tries = 0; tries < 40 && got < 4; tries++) {
-		struct taker k = { sb, NULL, ZCR_SHM_HELP_DONE, 0, 0, 50000,
+	for (tries = 0; tries < 40 && got < 5; tries++) {
+		struct taker k = { sb, NULL, ZCR_SHM_HELP_DONE, 0, 0, 100000,
 				   0 };
 
 		pattern_fill(sb, len, 60 + tries);
@@ -995,19 +996,113 @@ ZT_TEST(a_slow_sender_is_offered_less)
 		if (k.took)
 			parts[got++] = k.part;
 	}
-	ZT_ASSERT_MSG(got == 4, "the thread took %u offers in 40 tries", got);
+	ZT_ASSERT_MSG(got == 5, "the thread took %u offers in 40 tries", got);
 	/* Half at first (at a page boundary of rb). */
 	ZT_ASSERT_MSG(parts[0] <= len / 2 && parts[0] > len / 2 - 4096 &&
 		      parts[1] < parts[0] && parts[2] < parts[1] &&
-		      parts[3] <= len / ZCR_SHM_SHARE_ONE * ZCR_SHM_SHARE_MIN,
-		      "offered %llu, %llu, %llu, %llu of %llu",
+		      parts[4] <= len / ZCR_SHM_SHARE_ONE * ZCR_SHM_SHARE_MIN,
+		      "offered %llu, %llu, %llu, %llu, %llu of %llu",
 		      (unsigned long long)parts[0],
 		      (unsigned long long)parts[1],
 		      (unsigned long long)parts[2],
-		      (unsigned long long)parts[3], (unsigned long long)len);
+		      (unsigned long long)parts[3],
+		      (unsigned long long)parts[4], (unsigned long long)len);
 	pair_close(&p);
 	free(sb);
 	free(rb);
+	expect_no_leftovers();
+}
+
+/* A thread that sends a small message every period_us. */
+struct ticker {
+	struct zcr_ep *ep;
+	int n;
+	unsigned int period_us;
+	pthread_t t;
+};
+
+static void *tick(void *arg)
+{
+	struct ticker *k = arg;
+	char b[64] = { 0 };
+	int i;
+
+	for (i = 0; i < k->n; i++) {
+		usleep(k->period_us);
+		if (zcr_send(k->ep, b, sizeof(b), 9))
+			break;
+	}
+	return NULL;
+}
+
+/*
+ * Receive n ticks of a thread sending every period_us: how many of the
+ * last half of the receives slept (voluntary context switches of this
+ * thread: a sleep in poll(2) is one, sched_yield() while spinning is
+ * not), or -1 if a receive after the first quarter took 1.5 periods or
+ * more (the machine too busy to keep the thread's period).
+ */
+static long sleeps_in_waits(struct pair *p, int n, unsigned int period_us)
+{
+	struct ticker k = { p->to0[1], n, period_us, 0 };
+	double t, late = 0;
+	struct rusage ru;
+	long v0 = 0;
+	char b[64];
+	int i;
+
+	ZT_ASSERT(pthread_create(&k.t, NULL, tick, &k) == 0);
+	for (i = 0; i < n; i++) {
+		if (i == n / 2) {
+			getrusage(RUSAGE_THREAD, &ru);
+			v0 = ru.ru_nvcsw;
+		}
+		t = pair_now();
+		ZT_EXPECT_EQ(zcr_recv(p->c[0], b, sizeof(b), 1, 9, NULL), 0);
+		t = pair_now() - t;
+		if (i >= n / 4 && t > late)
+			late = t;
+	}
+	getrusage(RUSAGE_THREAD, &ru);
+	pthread_join(k.t, NULL);
+	return late >= 1.5e-6 * period_us ? -1 : ru.ru_nvcsw - v0;
+}
+
+/*
+ * Waits for a peer that are regularly short are spun through rather
+ * than slept (shm_tp.c, spin_for()): with ZCRECV_SHM_SPIN_MAX_US=20000
+ * and a peer every 10 ms, at most a few of 20 receives sleep (with 0,
+ * spinning only ZCRECV_SHM_SPIN_US, all 20 do). A caller's timeout still
+ * holds: zcr_progress(ctx, 1) returns after about 1 ms (at most a few
+ * more when other processes take the processor), not after the 15 ms
+ * the learned spin would take. Timed: a round whose ticks came late does
+ * not count; one of three must.
+ */
+ZT_TEST(short_waits_are_spun_and_timeouts_hold)
+{
+	struct pair p;
+	long slept = -1;
+	double t;
+	int tries;
+
+	SKIP_IF_TIMING_MEANINGLESS();
+	if (!getenv("ZCRECV_SHM_SPIN_MAX_US"))
+		setenv("ZCRECV_SHM_SPIN_MAX_US", "20000", 1);
+	pair_shm(&p, 2, NULL);
+	for (tries = 0; tries < 3 && slept < 0; tries++)
+		slept = sleeps_in_waits(&p, 40, 10000);
+	if (slept < 0) {
+		pair_close(&p);
+		ZT_SKIP("too busy: a thread's 10 ms ticks came late 3 times");
+	}
+	ZT_ASSERT_MSG(slept <= 5, "%ld of 20 waits of 10 ms slept", slept);
+	/* Only the first: a wait that ended with no work unlearns. */
+	t = pair_now();
+	ZT_ASSERT(zcr_progress(p.c[0], 1) >= 0);
+	t = pair_now() - t;
+	ZT_ASSERT_MSG(t < 0.008, "zcr_progress(ctx, 1) took %.1f ms",
+		      t * 1e3);
+	pair_close(&p);
 	expect_no_leftovers();
 }
 

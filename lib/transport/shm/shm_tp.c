@@ -59,6 +59,15 @@
  */
 #define SHM_SPLIT_MIN		(128 << 10)
 
+/*
+ * Waits for a peer that lasted up to this long on average are spun
+ * through (twice the average, up to this) rather than slept in poll(2):
+ * waking from poll costs 50-200 µs on some virtual machines, longer than
+ * the wait itself in a ping-pong of megabytes. ZCRECV_SHM_SPIN_MAX_US
+ * overrides it (0: spin ZCRECV_SHM_SPIN_US only).
+ */
+#define SHM_SPIN_MAX_US		5000
+
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -74,6 +83,9 @@ struct shm_ctx {
 	struct zcr_list eps;		/* struct shm_ep */
 	unsigned int n;
 	uint64_t spin_ns;		/* busy-wait before sleeping */
+	uint64_t spin_max_ns;		/* longest learned busy-wait */
+	uint64_t wait_peak_ns;		/* longest recent wait for a peer */
+	uint64_t wait_t0;		/* ns: this wait began (0: none) */
 	uint64_t frag_max;		/* eager over several cells up to */
 	uint64_t split_min;		/* share pulls of this many bytes */
 };
@@ -133,6 +145,9 @@ static int shm_init(struct zcr_ctx *ctx, void **priv)
 		return -ENOMEM;
 	zcr_list_init(&sc->eps);
 	sc->spin_ns = (v && *v ? strtoull(v, NULL, 10) : 200) * 1000;
+	v = getenv("ZCRECV_SHM_SPIN_MAX_US");
+	sc->spin_max_ns = (v && *v ? strtoull(v, NULL, 10) :
+			   SHM_SPIN_MAX_US) * 1000;
 	v = getenv("ZCRECV_SHM_FRAG_MAX");
 	sc->frag_max = v && *v ? strtoull(v, NULL, 10) : SHM_FRAG_MAX;
 	v = getenv("ZCRECV_SHM_SPLIT_MIN");
@@ -710,6 +725,38 @@ static uint64_t pull_wait_ns(struct shm_ctx *sc)
 	return bytes < 20000000 ? bytes : 20000000;
 }
 
+/*
+ * A wait for a peer ended after ns. The peak of recent waits forgets an
+ * eighth of itself per wait: the long wait of each round of a ping-pong
+ * (the peer's whole turn) stays in it across the short ones between.
+ */
+static void wait_seen(struct shm_ctx *sc, uint64_t ns)
+{
+	uint64_t decayed = sc->wait_peak_ns - sc->wait_peak_ns / 8;
+
+	sc->wait_peak_ns = ns > decayed ? ns : decayed;
+	sc->wait_t0 = 0;
+}
+
+/*
+ * How long to look at the rings before sleeping: ZCRECV_SHM_SPIN_US, the
+ * time our announced sends should take to be pulled, or 1.5 times the
+ * peak of recent waits while that is short (SHM_SPIN_MAX_US).
+ */
+static uint64_t spin_for(struct shm_ctx *sc)
+{
+	uint64_t ns = sc->spin_ns + pull_wait_ns(sc), learned;
+
+	if (sc->wait_peak_ns && sc->wait_peak_ns <= sc->spin_max_ns) {
+		learned = sc->wait_peak_ns + sc->wait_peak_ns / 2;
+		if (learned > sc->spin_max_ns)
+			learned = sc->spin_max_ns;
+		if (learned > ns)
+			ns = learned;
+	}
+	return ns;
+}
+
 static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 				  struct pollfd *pfd, unsigned int max,
 				  uint64_t *deadline)
@@ -717,7 +764,7 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 	struct shm_ctx *sc = priv;
 	struct zcr_list *pos;
 	unsigned int k = 0;
-	uint64_t until = 0;
+	uint64_t until = 0, now;
 	unsigned int spins;
 	bool work = false;
 
@@ -725,11 +772,22 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 		return 0;
 	/*
 	 * A peer on this host usually answers within microseconds: look
-	 * again for a while before sleeping, yielding the processor each
-	 * time, as the peer may be waiting for it (more ranks than cores).
+	 * again for a while before sleeping (spin_for()), yielding the
+	 * processor now and then, as the peer may be waiting for it (more
+	 * ranks than cores); never past the caller's deadline. The progress
+	 * thread sleeps at once, and its waits teach nothing.
 	 */
-	if (sc->spin_ns && !__zcr_is_progress_thread(ctx))
-		until = zcr_now_ns() + sc->spin_ns + pull_wait_ns(sc);
+	if (sc->spin_ns && !__zcr_is_progress_thread(ctx)) {
+		now = zcr_now_ns();
+		/* The last wait ended without a peer's work (a timeout,
+		 * another transport): long, as far as spinning goes. */
+		if (sc->wait_t0)
+			wait_seen(sc, 2 * sc->spin_max_ns);
+		sc->wait_t0 = now;
+		until = now + spin_for(sc);
+		if (until > *deadline)
+			until = *deadline;
+	}
 	for (spins = 1;; spins++) {
 		for (pos = sc->eps.next; pos != &sc->eps && !work;
 		     pos = pos->next) {
@@ -752,6 +810,8 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 	}
 	if (work) {
 		/* Found while looking: no sleep to announce, no poll. */
+		if (sc->wait_t0)
+			wait_seen(sc, zcr_now_ns() - sc->wait_t0);
 		*deadline = 0;
 		return 0;
 	}
@@ -772,8 +832,11 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 		pfd[k].fd = se->ctl_fd;
 		pfd[k++].events = POLLIN;
 	}
-	if (work)
+	if (work) {
+		if (sc->wait_t0)
+			wait_seen(sc, zcr_now_ns() - sc->wait_t0);
 		*deadline = 0;
+	}
 	return k;
 }
 
@@ -784,7 +847,10 @@ static void shm_poll_done(struct zcr_ctx *ctx, void *priv,
 	struct zcr_list *pos, *tmp;
 	unsigned int k;
 
-	(void)ctx;
+	for (k = 0; k + 3 <= n; k += 3)
+		if (sc->wait_t0 && (pfd[k].revents & POLLIN) &&
+		    !__zcr_is_progress_thread(ctx))
+			wait_seen(sc, zcr_now_ns() - sc->wait_t0);
 	for (k = 0; k + 3 <= n; k += 3) {
 		zcr_list_for_each_safe(pos, tmp, &sc->eps) {
 			struct shm_ep *se = zcr_container_of(pos,
