@@ -8,8 +8,9 @@
  * zcr_mem_alloc()'s: filling a slot from another process (shm pulls, a
  * peer writing its part) walks the slot's page tables once per page, and
  * copying out of it takes a TLB miss per page, both ~512 times cheaper
- * per byte over huge pages (a 16 MiB pull into 4 KiB pages took 2-4x as
- * long on the machine of Documentation/benchmarks.md).
+ * per byte over huge pages (early arrivals of 2-16 MiB over shm took
+ * 7-31% less time end to end on the machine of
+ * Documentation/benchmarks.md).
  */
 #include <sys/mman.h>
 

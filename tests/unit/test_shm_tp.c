@@ -968,14 +968,14 @@ ZT_TEST(a_slow_sender_is_offered_less)
 {
 	const uint64_t len = HELP_LEN * 16;
 	char *sb = malloc(len), *rb = malloc(len);
-	uint64_t parts[5] = { 0 };
+	uint64_t parts[6] = { 0 };
 	unsigned int got = 0, tries;
 	struct zcr_status st;
 	struct zcr_req *s_, *r;
 	struct pair p;
 
 	pair_shm(&p, 2, NULL);
-	for (tries = 0; tries < 40 && got < 5; tries++) {
+	for (tries = 0; tries < 40 && got < 6; tries++) {
 		struct taker k = { sb, NULL, ZCR_SHM_HELP_DONE, 0, 0, 100000,
 				   0 };
 
@@ -996,17 +996,16 @@ ZT_TEST(a_slow_sender_is_offered_less)
 		if (k.took)
 			parts[got++] = k.part;
 	}
-	ZT_ASSERT_MSG(got == 5, "the thread took %u offers in 40 tries", got);
+	ZT_ASSERT_MSG(got == 6, "the thread took %u offers in 40 tries", got);
 	/* Half at first (at a page boundary of rb). */
 	ZT_ASSERT_MSG(parts[0] <= len / 2 && parts[0] > len / 2 - 4096 &&
 		      parts[1] < parts[0] && parts[2] < parts[1] &&
-		      parts[4] <= len / ZCR_SHM_SHARE_ONE * ZCR_SHM_SHARE_MIN,
-		      "offered %llu, %llu, %llu, %llu, %llu of %llu",
+		      parts[5] <= len / ZCR_SHM_SHARE_ONE * ZCR_SHM_SHARE_MIN,
+		      "offered %llu, %llu, %llu, then %llu of %llu",
 		      (unsigned long long)parts[0],
 		      (unsigned long long)parts[1],
 		      (unsigned long long)parts[2],
-		      (unsigned long long)parts[3],
-		      (unsigned long long)parts[4], (unsigned long long)len);
+		      (unsigned long long)parts[5], (unsigned long long)len);
 	pair_close(&p);
 	free(sb);
 	free(rb);
@@ -1070,37 +1069,40 @@ static long sleeps_in_waits(struct pair *p, int n, unsigned int period_us)
 
 /*
  * Waits for a peer that are regularly short are spun through rather
- * than slept (shm_tp.c, spin_for()): with ZCRECV_SHM_SPIN_MAX_US=20000
- * and a peer every 10 ms, at most a few of 20 receives sleep (with 0,
+ * than slept (shm_tp.c, spin_for()): with ZCRECV_SHM_SPIN_MAX_US=50000
+ * and a peer every 20 ms, at most a few of 20 receives sleep (with 0,
  * spinning only ZCRECV_SHM_SPIN_US, all 20 do). A caller's timeout still
- * holds: zcr_progress(ctx, 1) returns after about 1 ms (at most a few
- * more when other processes take the processor), not after the 15 ms
- * the learned spin would take. Timed: a round whose ticks came late does
- * not count; one of three must.
+ * holds: zcr_progress(ctx, 1) returns after about 1 ms (a few more when
+ * other processes take the processor), not after the 30 ms the learned
+ * spin would take. Timed: a round whose ticks came late does not count;
+ * one of three must.
  */
 ZT_TEST(short_waits_are_spun_and_timeouts_hold)
 {
+	const char *was = getenv("ZCRECV_SHM_SPIN_MAX_US");
 	struct pair p;
 	long slept = -1;
 	double t;
 	int tries;
 
 	SKIP_IF_TIMING_MEANINGLESS();
-	if (!getenv("ZCRECV_SHM_SPIN_MAX_US"))
-		setenv("ZCRECV_SHM_SPIN_MAX_US", "20000", 1);
+	if (getenv("ZCRECV_SHM_SPIN_US") || was)
+		ZT_SKIP("ZCRECV_SHM_SPIN_US or _SPIN_MAX_US set outside");
+	setenv("ZCRECV_SHM_SPIN_MAX_US", "50000", 1);
 	pair_shm(&p, 2, NULL);
+	unsetenv("ZCRECV_SHM_SPIN_MAX_US");	/* read at context creation */
 	for (tries = 0; tries < 3 && slept < 0; tries++)
-		slept = sleeps_in_waits(&p, 40, 10000);
+		slept = sleeps_in_waits(&p, 40, 20000);
 	if (slept < 0) {
 		pair_close(&p);
-		ZT_SKIP("too busy: a thread's 10 ms ticks came late 3 times");
+		ZT_SKIP("too busy: a thread's 20 ms ticks came late 3 times");
 	}
-	ZT_ASSERT_MSG(slept <= 5, "%ld of 20 waits of 10 ms slept", slept);
+	ZT_ASSERT_MSG(slept <= 5, "%ld of 20 waits of 20 ms slept", slept);
 	/* Only the first: a wait that ended with no work unlearns. */
 	t = pair_now();
 	ZT_ASSERT(zcr_progress(p.c[0], 1) >= 0);
 	t = pair_now() - t;
-	ZT_ASSERT_MSG(t < 0.008, "zcr_progress(ctx, 1) took %.1f ms",
+	ZT_ASSERT_MSG(t < 0.015, "zcr_progress(ctx, 1) took %.1f ms",
 		      t * 1e3);
 	pair_close(&p);
 	expect_no_leftovers();

@@ -68,8 +68,8 @@ enum zcr_shm_type {
  * Half and half is right only when both copy at the same speed. They
  * need not: each walks the other's page tables (the receiver the
  * sender's source, the sender the receiver's destination), and one
- * process's buffer may be 4 KiB pages where the other's are huge (2.4x
- * slower on the machine of Documentation/benchmarks.md). The receiver
+ * process's buffer may be 4 KiB pages where the other's are huge
+ * (2.4-3.2x slower on the machine of Documentation/benchmarks.md). The receiver
  * therefore sizes the sender's part from how the last shared pull of the
  * connection went: __zcr_shm_share_next(). The wire is unchanged: pad[0]
  * says how much, as before.

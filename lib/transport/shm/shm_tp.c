@@ -60,13 +60,14 @@
 #define SHM_SPLIT_MIN		(128 << 10)
 
 /*
- * Waits for a peer that lasted up to this long on average are spun
- * through (twice the average, up to this) rather than slept in poll(2):
- * waking from poll costs 50-200 µs on some virtual machines, longer than
- * the wait itself in a ping-pong of megabytes. ZCRECV_SHM_SPIN_MAX_US
- * overrides it (0: spin ZCRECV_SHM_SPIN_US only).
+ * While the recent peak of waits for a peer is at most this long, waits
+ * are spun through (1.5 times the peak, up to this) rather than slept in
+ * poll(2): waking from poll costs 50-200 µs on some virtual machines,
+ * longer than the wait itself in a ping-pong of megabytes.
+ * ZCRECV_SHM_SPIN_MAX_US overrides it (0: spin ZCRECV_SHM_SPIN_US only).
  */
 #define SHM_SPIN_MAX_US		5000
+#define SHM_SPIN_CEILING_US	1000000	/* what either variable may say */
 
 static inline void cpu_relax(void)
 {
@@ -85,7 +86,6 @@ struct shm_ctx {
 	uint64_t spin_ns;		/* busy-wait before sleeping */
 	uint64_t spin_max_ns;		/* longest learned busy-wait */
 	uint64_t wait_peak_ns;		/* longest recent wait for a peer */
-	uint64_t wait_t0;		/* ns: this wait began (0: none) */
 	uint64_t frag_max;		/* eager over several cells up to */
 	uint64_t split_min;		/* share pulls of this many bytes */
 };
@@ -110,6 +110,7 @@ struct shm_ep {
 	uint64_t help_part;		/* its length, at ep->rx.dst */
 	unsigned int help_share;	/* the sender's, of the next one */
 	uint64_t help_t0;		/* ns: offered (0: nothing to learn) */
+	uint64_t help_seen;		/* ns: last saw it TAKEN (0: asleep) */
 	uint64_t help_own, help_own_ns;	/* our own part: bytes, ns */
 	uint64_t defer_head;		/* in.head + 1 of the cell deferred */
 	uint64_t defer_until;		/* ns: then it is read anyway */
@@ -135,6 +136,16 @@ static uint64_t get_idx(const struct zcr_req *r)
 	return i;
 }
 
+/* A spin variable's µs (def when unset) in ns, at most 1 s. */
+static uint64_t spin_env(const char *v, unsigned long long def)
+{
+	unsigned long long us = v && *v ? strtoull(v, NULL, 10) : def;
+
+	if (us > SHM_SPIN_CEILING_US)
+		us = SHM_SPIN_CEILING_US;
+	return (uint64_t)us * 1000;
+}
+
 static int shm_init(struct zcr_ctx *ctx, void **priv)
 {
 	struct shm_ctx *sc = calloc(1, sizeof(*sc));
@@ -144,10 +155,9 @@ static int shm_init(struct zcr_ctx *ctx, void **priv)
 	if (!sc)
 		return -ENOMEM;
 	zcr_list_init(&sc->eps);
-	sc->spin_ns = (v && *v ? strtoull(v, NULL, 10) : 200) * 1000;
-	v = getenv("ZCRECV_SHM_SPIN_MAX_US");
-	sc->spin_max_ns = (v && *v ? strtoull(v, NULL, 10) :
-			   SHM_SPIN_MAX_US) * 1000;
+	sc->spin_ns = spin_env(v, 200);
+	sc->spin_max_ns = spin_env(getenv("ZCRECV_SHM_SPIN_MAX_US"),
+				   SHM_SPIN_MAX_US);
 	v = getenv("ZCRECV_SHM_FRAG_MAX");
 	sc->frag_max = v && *v ? strtoull(v, NULL, 10) : SHM_FRAG_MAX;
 	v = getenv("ZCRECV_SHM_SPLIT_MIN");
@@ -435,15 +445,26 @@ static int help_settle(struct zcr_ep *ep)
 {
 	struct shm_ep *se = S(ep);
 	int32_t st = __atomic_load_n(&se->live->status, __ATOMIC_SEQ_CST);
+	uint64_t now = zcr_now_ns();
 
-	if (st == ZCR_SHM_HELP_TAKEN)
+	if (st == ZCR_SHM_HELP_TAKEN) {
+		se->help_seen = now;
 		return -EINPROGRESS;
+	}
 	se->help_wait = false;
+	/*
+	 * It ended after our part, between our last look (spinning, or
+	 * its doorbell waking us) and now: learn if that tells its time
+	 * well enough (not after we slept past a timeout, or went back to
+	 * the application, before looking again).
+	 */
+	if (st == ZCR_SHM_HELP_DONE && !se->help_ret && se->help_t0 &&
+	    se->help_seen && now - se->help_seen <= (now - se->help_t0) / 4)
+		learn_share(se, now - se->help_t0);
+	se->help_t0 = 0;
 	if (se->help_ret)
 		return se->help_ret;
 	if (st == ZCR_SHM_HELP_DONE) {
-		if (se->help_t0)	/* it ended after our part: learn */
-			learn_share(se, zcr_now_ns() - se->help_t0);
 		ep->ctx->st.shared_pulls++;
 		return 0;
 	}
@@ -479,8 +500,14 @@ static int shared_pull(struct zcr_ep *ep, char *dst, uint64_t n)
 	ret = __zcr_shm_pull(se->peer, dst + part, src + part, n - part);
 	if (__atomic_compare_exchange_n(&c->status, &st,
 					ZCR_SHM_HELP_WITHDRAWN, false,
-					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		/* Not taken: a step back towards half, so that a share
+		 * grown large (our part, the window to take it, small)
+		 * cannot keep every later offer untaken. */
+		if (se->help_share > ZCR_SHM_SHARE_ONE / 2)
+			se->help_share -= ZCR_SHM_SHARE_STEP / 2;
 		return ret ? ret : __zcr_shm_pull(se->peer, dst, src, part);
+	}
 	/*
 	 * Taken (or the peer wrote something else): even if our part
 	 * failed, wait until the sender is done with dst.
@@ -489,7 +516,8 @@ static int shared_pull(struct zcr_ep *ep, char *dst, uint64_t n)
 	se->help_ret = ret;
 	se->help_part = part;
 	se->help_own = n - part;
-	se->help_own_ns = zcr_now_ns() - t0;
+	se->help_seen = zcr_now_ns();
+	se->help_own_ns = se->help_seen - t0;
 	se->help_t0 = ret ? 0 : t0;
 	if (se->help_t0 && st == ZCR_SHM_HELP_DONE)
 		learn_share(se, 0);	/* done before we were */
@@ -687,6 +715,7 @@ static bool has_work(struct shm_ep *se)
 		if (__atomic_load_n(&se->live->status, __ATOMIC_SEQ_CST) !=
 		    ZCR_SHM_HELP_TAKEN)
 			return true;
+		se->help_seen = zcr_now_ns();	/* still writing */
 	} else if (ep->rx.state != ZCR_RX_STALLED &&
 		   atomic_load(&se->in.ctl->tail) != se->in.head) {
 		return true;
@@ -735,19 +764,68 @@ static void wait_seen(struct shm_ctx *sc, uint64_t ns)
 	uint64_t decayed = sc->wait_peak_ns - sc->wait_peak_ns / 8;
 
 	sc->wait_peak_ns = ns > decayed ? ns : decayed;
-	sc->wait_t0 = 0;
+}
+
+/*
+ * This thread's wait under way, if any: per thread, so that two threads
+ * waiting on one context do not end each other's (the progress thread
+ * has none). A wait begins when a first look found nothing.
+ */
+static __thread struct {
+	const struct shm_ctx *sc;
+	uint64_t t0;			/* ns; 0: none */
+} cur_wait;
+
+/* A look begins: a wait of ours still open ended without a peer's work
+ * (a timeout, another transport): long, as far as spinning goes. */
+static void wait_look(struct shm_ctx *sc)
+{
+	if (cur_wait.sc == sc && cur_wait.t0)
+		wait_seen(sc, 2 * sc->spin_max_ns);
+	cur_wait.t0 = 0;
+}
+
+static void wait_begin(struct shm_ctx *sc, uint64_t t0)
+{
+	cur_wait.sc = sc;
+	cur_wait.t0 = t0;
+}
+
+/* A peer's work ended our wait (if we had one). */
+static void wait_end(struct shm_ctx *sc)
+{
+	if (cur_wait.sc == sc && cur_wait.t0)
+		wait_seen(sc, zcr_now_ns() - cur_wait.t0);
+	cur_wait.t0 = 0;
+}
+
+/* An open connection of ctx that shm does not look at while it spins. */
+static bool other_transports(struct zcr_ctx *ctx)
+{
+	struct zcr_list *pos;
+
+	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
+		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
+
+		if (ep->state != ZCR_EP_CLOSED &&
+		    ep->tp != &__zcr_transport_shm)
+			return true;
+	}
+	return false;
 }
 
 /*
  * How long to look at the rings before sleeping: ZCRECV_SHM_SPIN_US, the
  * time our announced sends should take to be pulled, or 1.5 times the
- * peak of recent waits while that is short (SHM_SPIN_MAX_US).
+ * peak of recent waits while that is short (SHM_SPIN_MAX_US) and no
+ * connection of another transport could need us meanwhile.
  */
-static uint64_t spin_for(struct shm_ctx *sc)
+static uint64_t spin_for(struct zcr_ctx *ctx, struct shm_ctx *sc)
 {
 	uint64_t ns = sc->spin_ns + pull_wait_ns(sc), learned;
 
-	if (sc->wait_peak_ns && sc->wait_peak_ns <= sc->spin_max_ns) {
+	if (sc->wait_peak_ns && sc->wait_peak_ns <= sc->spin_max_ns &&
+	    !other_transports(ctx)) {
 		learned = sc->wait_peak_ns + sc->wait_peak_ns / 2;
 		if (learned > sc->spin_max_ns)
 			learned = sc->spin_max_ns;
@@ -764,9 +842,9 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 	struct shm_ctx *sc = priv;
 	struct zcr_list *pos;
 	unsigned int k = 0;
-	uint64_t until = 0, now;
+	uint64_t until = 0, now = 0;
 	unsigned int spins;
-	bool work = false;
+	bool work = false, learn;
 
 	if (!sc->n)
 		return 0;
@@ -777,14 +855,11 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 	 * ranks than cores); never past the caller's deadline. The progress
 	 * thread sleeps at once, and its waits teach nothing.
 	 */
-	if (sc->spin_ns && !__zcr_is_progress_thread(ctx)) {
+	learn = sc->spin_ns && !__zcr_is_progress_thread(ctx);
+	if (learn) {
 		now = zcr_now_ns();
-		/* The last wait ended without a peer's work (a timeout,
-		 * another transport): long, as far as spinning goes. */
-		if (sc->wait_t0)
-			wait_seen(sc, 2 * sc->spin_max_ns);
-		sc->wait_t0 = now;
-		until = now + spin_for(sc);
+		wait_look(sc);
+		until = now + spin_for(ctx, sc);
 		if (until > *deadline)
 			until = *deadline;
 	}
@@ -797,6 +872,8 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 
 			work = se->ep->state == ZCR_EP_OPEN && has_work(se);
 		}
+		if (!work && spins == 1 && learn)
+			wait_begin(sc, now);
 		if (work || !until || zcr_now_ns() >= until)
 			break;
 		/*
@@ -810,8 +887,7 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 	}
 	if (work) {
 		/* Found while looking: no sleep to announce, no poll. */
-		if (sc->wait_t0)
-			wait_seen(sc, zcr_now_ns() - sc->wait_t0);
+		wait_end(sc);
 		*deadline = 0;
 		return 0;
 	}
@@ -825,6 +901,8 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 		se->sleeping = true;
 		if (has_work(se))
 			work = true;
+		else if (se->help_wait)
+			se->help_seen = 0;	/* until its doorbell rings */
 		pfd[k].fd = se->in.evfd;
 		pfd[k++].events = POLLIN;
 		pfd[k].fd = se->pidfd;
@@ -833,8 +911,7 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 		pfd[k++].events = POLLIN;
 	}
 	if (work) {
-		if (sc->wait_t0)
-			wait_seen(sc, zcr_now_ns() - sc->wait_t0);
+		wait_end(sc);
 		*deadline = 0;
 	}
 	return k;
@@ -847,10 +924,10 @@ static void shm_poll_done(struct zcr_ctx *ctx, void *priv,
 	struct zcr_list *pos, *tmp;
 	unsigned int k;
 
+	(void)ctx;
 	for (k = 0; k + 3 <= n; k += 3)
-		if (sc->wait_t0 && (pfd[k].revents & POLLIN) &&
-		    !__zcr_is_progress_thread(ctx))
-			wait_seen(sc, zcr_now_ns() - sc->wait_t0);
+		if (pfd[k].revents & POLLIN)	/* a doorbell rang */
+			wait_end(sc);
 	for (k = 0; k + 3 <= n; k += 3) {
 		zcr_list_for_each_safe(pos, tmp, &sc->eps) {
 			struct shm_ep *se = zcr_container_of(pos,
@@ -861,6 +938,8 @@ static void shm_poll_done(struct zcr_ctx *ctx, void *priv,
 			if (se->pidfd != pfd[k + 1].fd ||
 			    se->ep->state != ZCR_EP_OPEN)
 				continue;
+			if ((pfd[k].revents & POLLIN) && se->help_wait)
+				se->help_seen = zcr_now_ns();
 			if (pfd[k + 1].revents) {
 				__zcr_ep_fail_locked(se->ep, -ECONNRESET,
 						     "shm: peer process exited");

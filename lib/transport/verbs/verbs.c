@@ -1500,8 +1500,11 @@ static unsigned int verbs_poll_fill(struct zcr_ctx *ctx, void *priv,
 	 * we are the progress thread (ctx.h). Completions found are kept
 	 * for progress.
 	 */
-	if (vc->spin_ns && vc->n && !__zcr_is_progress_thread(ctx))
+	if (vc->spin_ns && vc->n && !__zcr_is_progress_thread(ctx)) {
 		until = zcr_now_ns() + vc->spin_ns;
+		if (until > *deadline)	/* the caller's, transport.h */
+			until = *deadline;
+	}
 	while (until) {
 		for (pos = vc->eps.next; pos != &vc->eps && !work;
 		     pos = pos->next) {
