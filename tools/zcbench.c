@@ -2,7 +2,7 @@
 /*
  * zcbench - copy-vs-remap ping-pong over libzcrecv's TCP transport.
  *
- * Two processes (rank 0 drives, rank 1 echoes) exchange messages of each
+ * Two processes (rank 0 drives, rank 1 answers) exchange messages of each
  * size from --min to --max (powers of two), for each remap mode (copy,
  * remap, auto: the context's policy) and each arrival (early: the receiver
  * waits until the message has been staged before it posts the receive;
@@ -21,7 +21,9 @@
  *   zcbench --plot-only CSV --png PNG [--nptcp-file FILE]
  *
  * Options: --min BYTES --max BYTES --modes copy,remap,auto
- * --arrival early,posted --iters N (most timed iterations per trial, three
+ * --arrival early,posted --reply own|echo (rank 1 answers from a buffer of
+ * its own, as NetPIPE does, or with the ping's) --iters N (most timed
+ * iterations per trial, three
  * trials per point; fewer for big sizes) --csv FILE|- (- prints it
  * between "zcbench-csv-begin" and "zcbench-csv-end" lines) --png FILE
  * --nptcp --emulated (marks figures as measured under emulation). Exit status 1 if any iteration fails to
@@ -79,7 +81,18 @@ struct ctrl {
 	uint64_t size;
 	uint32_t iters;
 	uint32_t early;
+	uint32_t echo;		/* rank 1 answers with the ping itself */
+	uint32_t pad;
 };
+
+/*
+ * How rank 1 answers (--reply): from a buffer of its own, filled with the
+ * answer's payload after it sent the previous one, as NetPIPE's receiver
+ * sends from its send buffer (own, the default); or with the ping's own
+ * buffer (echo): each landing then writes lines the peer has just read,
+ * dearer on some machines (Documentation/benchmarks.md).
+ */
+static bool echo_replies;
 
 struct peer_stats {
 	uint64_t early, hits, misses, pages, copied, bad;
@@ -193,7 +206,8 @@ static const char *transport_of(struct zcr_ctx *ctx, struct zcr_ep *ep)
 	return *msg ? msg : "tcp";
 }
 
-/* Rank 1: echo each ping back, verify it, report statistics per point. */
+/* Rank 1: answer each ping (--reply), verify it, report statistics per
+ * point. */
 static void print_landing(struct zcr_ctx *ctx, int rank);
 
 static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
@@ -202,7 +216,7 @@ static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 	struct peer_stats ps;
 	struct zcr_req *r;
 	struct ctrl c;
-	void *b[2];
+	void *b[2], *reply = NULL;
 	unsigned int it, total;
 	uint64_t e;
 
@@ -218,6 +232,10 @@ static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 		CHECK(zcr_mem_alloc(ctx, c.size, &b[1]));
 		memset(b[0], 0, c.size);
 		memset(b[1], 0, c.size);
+		if (!c.echo) {
+			CHECK(zcr_mem_alloc(ctx, c.size, &reply));
+			fill(reply, c.size, 0);
+		}
 		memset(&ps, 0, sizeof(ps));
 		total = c.iters + WARMUP;
 		r = NULL;
@@ -248,9 +266,12 @@ static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 			if (it + 1 == WARMUP)
 				CHECK(zcr_ctx_stats(ctx, &s0));
 			e = early_count(ctx);
-			CHECK(zcr_send(ep, cur, c.size, TAG_DATA));
+			CHECK(zcr_send(ep, c.echo ? cur : reply, c.size,
+				       TAG_DATA));
 			if (!verify(cur, c.size, it))
 				ps.bad++;
+			if (!c.echo && it + 1 < total)
+				fill(reply, c.size, it + 1);
 		}
 		CHECK(zcr_ctx_stats(ctx, &s1));
 		ps.early = s1.early - s0.early;
@@ -261,6 +282,9 @@ static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 		CHECK(zcr_send(ep, &ps, sizeof(ps), TAG_STATS));
 		zcr_mem_free(ctx, b[0]);
 		zcr_mem_free(ctx, b[1]);
+		if (reply)
+			zcr_mem_free(ctx, reply);
+		reply = NULL;
 	}
 }
 
@@ -281,7 +305,7 @@ static void run_point(struct zcr_ctx *ctx, struct zcr_ep *ep, int policy,
 	struct peer_stats ps;
 	struct point *pt = &points[npoints++];
 	struct ctrl c = { .cmd = 1, .policy = (uint32_t)policy, .size = size,
-			  .early = early };
+			  .early = early, .echo = echo_replies };
 	struct zcr_req *r;
 	void *sb, *rb[2];
 	unsigned int it, total, per, k;
@@ -711,6 +735,10 @@ static void usage(FILE *f)
 "  --max BYTES        largest message (default 16777216); sizes double\n"
 "  --modes LIST       comma separated: copy,remap,auto (default all)\n"
 "  --arrival LIST     comma separated: early,posted (default both)\n"
+"  --reply own|echo   rank 1 answers from its own buffer, refilled\n"
+"                     after each answer as NetPIPE's receiver sends\n"
+"                     from its own (own, the default), or with the\n"
+"                     ping's own buffer (echo)\n"
 "  --iters N          most timed iterations per trial, 3 trials per\n"
 "                     point; the fastest trial's mean is reported\n"
 "                     (default 50)\n"
@@ -751,6 +779,7 @@ int main(int argc, char **argv)
 		{ "npopenmpi", 0, NULL, 'O' }, { "npompi-file", 1, NULL, 'F' },
 		{ "npopenmpi-layer", 1, NULL, 'Y' },
 		{ "perftest", 0, NULL, 'R' }, { "ref", 1, NULL, 'r' },
+		{ "reply", 1, NULL, 'e' },
 		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	uint64_t min = 4096, max = 16 << 20, size;
@@ -798,6 +827,13 @@ int main(int argc, char **argv)
 			transport = optarg;
 			break;
 		case 'R': perftest = 1; break;
+		case 'e':
+			if (strcmp(optarg, "own") && strcmp(optarg, "echo")) {
+				fprintf(stderr, "zcbench: --reply own|echo\n");
+				return 2;
+			}
+			echo_replies = !strcmp(optarg, "echo");
+			break;
 		case 'r': {
 			char *eq = strchr(optarg, '=');
 
