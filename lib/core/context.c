@@ -497,8 +497,9 @@ static int work_locked(struct zcr_ctx *ctx)
 
 /*
  * Do what can be done without waiting; if nothing was and timeout_ms is
- * not 0, poll what every transport waits for (the lock is dropped for poll
- * only) and do it again.
+ * not 0, poll what every transport waits for (the lock is dropped for poll,
+ * and now and then while a transport looks before sleeping) and do it
+ * again.
  */
 int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 {

@@ -57,7 +57,9 @@ struct zcr_req;
  *		waits for (descriptors and events); lower *@deadline to the
  *		monotonic ns time it must run again at the latest (on entry
  *		it holds the caller's own deadline, UINT64_MAX for none: a
- *		transport that looks before it sleeps stops looking there);
+ *		transport that looks before it sleeps stops looking there,
+ *		and may unlock ctx->lock meanwhile if it keeps nothing it
+ *		found under it);
  *		0: work is waiting, poll not. Returns the number of entries
  *		used
  * @poll_done:	after poll(2): the @n entries @poll_fill gave, with revents

@@ -86,6 +86,7 @@ struct shm_ctx {
 	uint64_t spin_ns;		/* busy-wait before sleeping */
 	uint64_t spin_max_ns;		/* longest learned busy-wait */
 	uint64_t wait_peak_ns;		/* longest recent wait for a peer */
+	uint64_t passes;		/* of shm_progress(), by any thread */
 	uint64_t frag_max;		/* eager over several cells up to */
 	uint64_t split_min;		/* share pulls of this many bytes */
 };
@@ -671,6 +672,7 @@ static int shm_progress(struct zcr_ctx *ctx, void *priv)
 	int n = 0;
 
 	(void)ctx;
+	sc->passes++;
 	zcr_list_for_each_safe(pos, tmp, &sc->eps) {
 		struct shm_ep *se = zcr_container_of(pos, struct shm_ep, link);
 		struct zcr_ep *ep = se->ep;
@@ -878,12 +880,26 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 			break;
 		/*
 		 * sched_yield() is a system call (a few µs in some guests):
-		 * between two, look a few times with only a pause.
+		 * between two, look a few times with only a pause. Around
+		 * it the context is unlocked, so that the application's
+		 * other threads are not held up by our look (nothing found
+		 * under the lock is kept across: the next look starts over).
 		 */
-		if (spins % SHM_SPINS_PER_YIELD)
+		if (spins % SHM_SPINS_PER_YIELD) {
 			cpu_relax();
-		else
+		} else {
+			uint64_t passes = sc->passes;
+
+			pthread_mutex_unlock(&ctx->lock);
 			sched_yield();
+			pthread_mutex_lock(&ctx->lock);
+			/* Another thread made progress meanwhile (perhaps
+			 * finishing what our caller waits for): back to it. */
+			if (sc->passes != passes) {
+				work = true;
+				break;
+			}
+		}
 	}
 	if (work) {
 		/* Found while looking: no sleep to announce, no poll. */
