@@ -221,7 +221,12 @@ static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 	uint64_t e;
 
 	for (;;) {
-		CHECK(zcr_recv(ctx, &c, sizeof(c), 0, TAG_CTRL, NULL));
+		struct zcr_status cs;
+
+		CHECK(zcr_recv(ctx, &c, sizeof(c), 0, TAG_CTRL, &cs));
+		if (cs.len != sizeof(c))
+			die("control message of another zcbench version",
+			    -EPROTO);
 		if (c.cmd != 1) {
 			/* Rank 0 waits for us before it prints its own. */
 			print_landing(ctx, 1);

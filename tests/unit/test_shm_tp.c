@@ -1168,6 +1168,52 @@ ZT_TEST(a_waiting_thread_lets_others_in)
 	expect_no_leftovers();
 }
 
+static void *idle_wait(void *arg)
+{
+	struct zcr_ctx *c = arg;
+	struct zcr_req *r;
+	char b[64];
+
+	if (zcr_irecv(c, b, sizeof(b), 1, 13, &r))
+		return NULL;
+	(void)zcr_wait_timeout(r, NULL, 300);
+	zcr_cancel(r);
+	zcr_wait(r, NULL);
+	return NULL;
+}
+
+/*
+ * Three threads waiting on one idle context each look for 200 µs and
+ * then sleep: none keeps the others looking (a look ends early only when
+ * another thread did work). The process's processor time over 300 ms of
+ * idle waits stays a small part of it.
+ */
+ZT_TEST(idle_waiters_sleep)
+{
+	struct rusage r0, r1;
+	pthread_t t[3];
+	struct pair p;
+	double cpu;
+	int i;
+
+	SKIP_IF_TIMING_MEANINGLESS();
+	pair_shm(&p, 2, NULL);
+	getrusage(RUSAGE_SELF, &r0);
+	for (i = 0; i < 3; i++)
+		ZT_ASSERT(pthread_create(&t[i], NULL, idle_wait, p.c[0]) == 0);
+	for (i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	getrusage(RUSAGE_SELF, &r1);
+	cpu = (r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) +
+	      (r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
+	      (r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) * 1e-6 +
+	      (r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) * 1e-6;
+	ZT_ASSERT_MSG(cpu < 0.08, "3 idle waiters of 300 ms used %.2f s of "
+		      "processor time", cpu);
+	pair_close(&p);
+	expect_no_leftovers();
+}
+
 /*
  * A peer that writes a cell out of protocol (an eager message claiming
  * more cells than a message may take, an unknown flag, a synchronous

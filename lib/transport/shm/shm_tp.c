@@ -86,7 +86,7 @@ struct shm_ctx {
 	uint64_t spin_ns;		/* busy-wait before sleeping */
 	uint64_t spin_max_ns;		/* longest learned busy-wait */
 	uint64_t wait_peak_ns;		/* longest recent wait for a peer */
-	uint64_t passes;		/* of shm_progress(), by any thread */
+	uint64_t passes;		/* of shm_progress() that did work */
 	uint64_t frag_max;		/* eager over several cells up to */
 	uint64_t split_min;		/* share pulls of this many bytes */
 };
@@ -672,7 +672,6 @@ static int shm_progress(struct zcr_ctx *ctx, void *priv)
 	int n = 0;
 
 	(void)ctx;
-	sc->passes++;
 	zcr_list_for_each_safe(pos, tmp, &sc->eps) {
 		struct shm_ep *se = zcr_container_of(pos, struct shm_ep, link);
 		struct zcr_ep *ep = se->ep;
@@ -697,6 +696,8 @@ static int shm_progress(struct zcr_ctx *ctx, void *priv)
 		if (ep->state == ZCR_EP_OPEN && !zcr_list_empty(&ep->sendq))
 			n += push_sends(ep, true);
 	}
+	if (n > 0)
+		sc->passes++;
 	return n;
 }
 
@@ -893,9 +894,14 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 			pthread_mutex_unlock(&ctx->lock);
 			sched_yield();
 			pthread_mutex_lock(&ctx->lock);
-			/* Another thread made progress meanwhile (perhaps
-			 * finishing what our caller waits for): back to it. */
-			if (sc->passes != passes) {
+			/*
+			 * Another thread did work meanwhile (perhaps what our
+			 * caller waits for): back to it. Not a peer ending
+			 * our wait: nothing to learn from it. No connection
+			 * left: nothing to look at.
+			 */
+			if (sc->passes != passes || !sc->n) {
+				cur_wait.t0 = 0;
 				work = true;
 				break;
 			}
