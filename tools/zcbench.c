@@ -67,7 +67,8 @@
 #define TAG_STATS	1002
 #define WARMUP		2
 /*
- * Each point is timed in TRIALS runs of iters ping-pongs; the latency is
+ * Each point is timed in TRIALS runs of iters ping-pongs, each after WARMUP
+ * untimed ones; the modes of one size take turns run by run. The latency is
  * the fastest run's mean, as NetPIPE reports its points (the reference
  * lines), so the two are read the same way. The mean over every timed
  * ping-pong is kept beside it (mean_us).
@@ -106,6 +107,7 @@ struct point {
 	double lat_us, mbps, hit_ratio, pages_per_msg, copied_per_msg;
 	double mean_us;
 	uint64_t bad;
+	int order;	/* of the CSV: mode, then arrival */
 };
 
 /* Reference lines of the plot: CSV files of bytes,MB/s. */
@@ -302,27 +304,31 @@ static unsigned int iters_for(uint64_t size, unsigned int max_iters)
 	return n < 3 ? 3 : (unsigned int)n;
 }
 
-/* Rank 0: one point (mode, arrival, size). */
-static void run_point(struct zcr_ctx *ctx, struct zcr_ep *ep, int policy,
-		      bool early, uint64_t size, unsigned int max_iters)
+/* What the trials of one point add up to. */
+struct acc {
+	double best, sum;
+	unsigned int iters;
+	uint64_t early, hits, pages, copied, bad;
+};
+
+/*
+ * Rank 0: one trial of a point (mode, arrival, size): per timed
+ * ping-pongs after WARMUP untimed ones, added to a.
+ */
+static void run_trial(struct zcr_ctx *ctx, struct zcr_ep *ep, int policy,
+		      bool early, uint64_t size, unsigned int per,
+		      struct acc *a)
 {
 	struct zcr_stats s0, s1;
 	struct peer_stats ps;
-	struct point *pt = &points[npoints++];
 	struct ctrl c = { .cmd = 1, .policy = (uint32_t)policy, .size = size,
-			  .early = early, .echo = echo_replies };
+			  .iters = per, .early = early,
+			  .echo = echo_replies };
 	struct zcr_req *r;
 	void *sb, *rb[2];
-	unsigned int it, total, per, k;
-	double t = 0, t0, best = 0, *ts;
-	uint64_t bad = 0;
+	unsigned int it, total = per + WARMUP;
+	double t = 0, t0;
 
-	per = iters_for(size, max_iters);
-	c.iters = per * TRIALS;
-	total = c.iters + WARMUP;
-	ts = calloc(c.iters, sizeof(*ts));
-	if (!ts)
-		die("calloc", -ENOMEM);
 	CHECK(zcr_ctx_set_policy(ctx, policy));
 	sb = malloc(size);
 	if (!sb)
@@ -355,44 +361,41 @@ static void run_point(struct zcr_ctx *ctx, struct zcr_ep *ep, int policy,
 		}
 		t0 = zct_now_us() - t0;
 		if (it >= WARMUP)
-			ts[it - WARMUP] = t0;
+			t += t0;
 		if (!verify(cur, size, it))
-			bad++;
+			a->bad++;
 	}
-	for (it = 0; it < c.iters; it += per) {
-		double m = 0;
-
-		for (k = 0; k < per; k++)
-			m += ts[it + k];
-		m /= per;
-		t += m * per;
-		if (!best || m < best)
-			best = m;
-	}
-	free(ts);
 	CHECK(zcr_ctx_stats(ctx, &s1));
 	CHECK(zcr_recv(ctx, &ps, sizeof(ps), 1, TAG_STATS, NULL));
-	pt->mode = zcr_policy_name(policy);
-	pt->arrival = early ? "early" : "posted";
-	pt->size = size;
-	pt->iters = c.iters;
-	pt->lat_us = best / 2;
-	pt->mean_us = t / c.iters / 2;
-	pt->mbps = (double)size / pt->lat_us;
-	if (early) {
-		uint64_t e = s1.early - s0.early + ps.early;
-
-		pt->hit_ratio = e ? (double)(s1.hits - s0.hits + ps.hits) / e :
-				    0;
-	}
-	pt->pages_per_msg = (double)(s1.pages_remapped - s0.pages_remapped +
-				     ps.pages) / (2.0 * c.iters);
-	pt->copied_per_msg = (double)(s1.bytes_copied - s0.bytes_copied +
-				      ps.copied) / (2.0 * c.iters);
-	pt->bad = bad + ps.bad;
+	if (!a->best || t / per < a->best)
+		a->best = t / per;
+	a->sum += t;
+	a->iters += per;
+	a->early += s1.early - s0.early + ps.early;
+	a->hits += s1.hits - s0.hits + ps.hits;
+	a->pages += s1.pages_remapped - s0.pages_remapped + ps.pages;
+	a->copied += s1.bytes_copied - s0.bytes_copied + ps.copied;
+	a->bad += ps.bad;
 	free(sb);
 	zcr_mem_free(ctx, rb[0]);
 	zcr_mem_free(ctx, rb[1]);
+}
+
+/* The point that trials added up to in a. */
+static void end_point(struct point *pt, int policy, bool early,
+		      uint64_t size, const struct acc *a)
+{
+	pt->mode = zcr_policy_name(policy);
+	pt->arrival = early ? "early" : "posted";
+	pt->size = size;
+	pt->iters = a->iters;
+	pt->lat_us = a->best / 2;
+	pt->mean_us = a->sum / a->iters / 2;
+	pt->mbps = (double)size / pt->lat_us;
+	pt->hit_ratio = early && a->early ? (double)a->hits / a->early : 0;
+	pt->pages_per_msg = (double)a->pages / (2.0 * a->iters);
+	pt->copied_per_msg = (double)a->copied / (2.0 * a->iters);
+	pt->bad = a->bad;
 }
 
 static void print_row(FILE *f, const struct point *p, bool csv)
@@ -415,10 +418,21 @@ static const char csv_head[] =
 	"mode,arrival,size,iters,latency_us,bandwidth_MBps,hit_ratio,"
 	"pages_remapped_per_msg,verified,bytes_copied_per_msg,mean_us\n";
 
+static int point_cmp(const void *x, const void *y)
+{
+	const struct point *p = x, *q = y;
+
+	if (p->order != q->order)
+		return p->order < q->order ? -1 : 1;
+	return p->size < q->size ? -1 : p->size > q->size;
+}
+
+/* Grouped by mode and arrival (each a line of the plot), by size within. */
 static void write_csv(FILE *f)
 {
 	int i;
 
+	qsort(points, npoints, sizeof(points[0]), point_cmp);
 	fputs(csv_head, f);
 	for (i = 0; i < npoints; i++)
 		print_row(f, &points[i], true);
@@ -959,23 +973,41 @@ int main(int argc, char **argv)
 	printf("%-6s %-7s %9s %6s %11s %10s %7s %10s %10s  %s\n", "mode",
 	       "arrival", "size", "iters", "latency_us", "MB/s", "hits",
 	       "pages/msg", "copied/msg", "verified");
-	for (m = 0; m < 3; m++) {
-		static const int order[] = { ZCRECV_POLICY_COPY,
-					     ZCRECV_POLICY_REMAP,
-					     ZCRECV_POLICY_AUTO };
-
-		if (!(modes & (1 << order[m])))
+	/*
+	 * Per arrival and size, the modes take turns trial by trial, so that
+	 * what the machine does meanwhile (other load, frequency, the other
+	 * rank's state) falls on all of them alike: their ratios are what
+	 * the table is for.
+	 */
+	for (a = 0; a < 2; a++) {
+		if (!(arrivals & (1 << a)))
 			continue;
-		for (a = 0; a < 2; a++) {
-			if (!(arrivals & (1 << a)))
-				continue;
-			for (size = min; size <= max; size *= 2) {
-				run_point(ctx, ep, order[m], a == 0, size,
-					  max_iters);
-				print_row(stdout, &points[npoints - 1], false);
-				fflush(stdout);
-				bad += points[npoints - 1].bad;
+		for (size = min; size <= max; size *= 2) {
+			static const int order[] = { ZCRECV_POLICY_COPY,
+						     ZCRECV_POLICY_REMAP,
+						     ZCRECV_POLICY_AUTO };
+			struct acc acc[3];
+			unsigned int per = iters_for(size, max_iters), t;
+
+			memset(acc, 0, sizeof(acc));
+			for (t = 0; t < TRIALS; t++)
+				for (m = 0; m < 3; m++)
+					if (modes & (1 << order[m]))
+						run_trial(ctx, ep, order[m],
+							  a == 0, size, per,
+							  &acc[m]);
+			for (m = 0; m < 3; m++) {
+				struct point *pt = &points[npoints];
+
+				if (!(modes & (1 << order[m])))
+					continue;
+				end_point(pt, order[m], a == 0, size, &acc[m]);
+				pt->order = m * 2 + a;
+				npoints++;
+				print_row(stdout, pt, false);
+				bad += pt->bad;
 			}
+			fflush(stdout);
 		}
 	}
 	{
