@@ -496,6 +496,22 @@ static int work_locked(struct zcr_ctx *ctx)
 }
 
 /*
+ * Each transport's entries after a poll (revents 0 where it did not run or
+ * ended without events): every poll_fill() is followed by its poll_done().
+ */
+static void polled_locked(struct zcr_ctx *ctx, const struct pollfd *pfd,
+			  const unsigned int *cnt)
+{
+	unsigned int nfd = 1;
+	int i;
+
+	for (i = 0; i < ctx->ntr; nfd += cnt[i++])
+		if (ctx->tr[i].ops->poll_done)
+			ctx->tr[i].ops->poll_done(ctx, ctx->tr[i].priv,
+						  pfd + nfd, cnt[i]);
+}
+
+/*
  * Do what can be done without waiting; if nothing was and timeout_ms is
  * not 0, poll what every transport waits for (the lock is dropped for poll,
  * and now and then while a transport looks before sleeping) and do it
@@ -541,6 +557,9 @@ int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 	}
 	if (!next) {
 		/* Work is waiting (a transport saw it while filling): do it. */
+		for (i = 0; i < (int)nfd; i++)
+			pfd[i].revents = 0;
+		polled_locked(ctx, pfd, cnt);
 		pollset_put_locked(ctx, ps);
 		return work_locked(ctx);
 	}
@@ -551,20 +570,26 @@ int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 		if (timeout_ms < 0 || v < (uint64_t)timeout_ms)
 			timeout_ms = (int)v;
 	}
+	ctx->pollers++;
 	pthread_mutex_unlock(&ctx->lock);
 	ret = poll(pfd, (nfds_t)nfd, timeout_ms);
 	if (ret < 0)
 		ret = -errno;
-	if (ret > 0 && (pfd[0].revents & POLLIN)) {
-		if (read(ctx->wake_fd, &v, sizeof(v)) < 0) {
-			/* Another poller took it. */
-		}
-	}
 	pthread_mutex_lock(&ctx->lock);
-	for (i = 0, nfd = 1; ret > 0 && i < ctx->ntr; nfd += cnt[i++])
-		if (ctx->tr[i].ops->poll_done)
-			ctx->tr[i].ops->poll_done(ctx, ctx->tr[i].priv,
-						  pfd + nfd, cnt[i]);
+	ctx->pollers--;
+	if (ret <= 0)
+		for (i = 0; i < (int)nfd; i++)
+			pfd[i].revents = 0;
+	/*
+	 * The wake-up stays readable until the last poller is out: read at
+	 * once, it could end before another sleeper saw it (poll looks
+	 * again when woken, and goes back to sleep on a counter at 0).
+	 */
+	if ((pfd[0].revents & POLLIN) && !ctx->pollers &&
+	    read(ctx->wake_fd, &v, sizeof(v)) < 0) {
+		/* Read by another thread meanwhile. */
+	}
+	polled_locked(ctx, pfd, cnt);
 	pollset_put_locked(ctx, ps);
 	if (ret < 0 && ret != -EINTR)
 		return ret;

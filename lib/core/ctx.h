@@ -42,6 +42,12 @@ struct zcr_req {
 	struct zcr_ctx *ctx;
 	int kind;
 	bool done;
+	/*
+	 * A thread waits for it in zcr_wait() (waiter): completed by another
+	 * thread, it must wake that one, which may sleep in poll(2).
+	 */
+	bool waited;
+	pthread_t waiter;
 	struct zcr_status st;
 	/* receive */
 	char *buf;
@@ -156,6 +162,7 @@ struct zcr_ctx {
 	bool thread_on, thread_stop;
 	bool thread_busy;		/* in a progress call, maybe in poll */
 	unsigned int waiters;
+	unsigned int pollers;		/* threads in poll(2), lock dropped */
 	uint64_t park_until;		/* ns: the last waiter left + grace */
 	pthread_cond_t park;
 	struct zcr_stats st;

@@ -18,6 +18,9 @@ void __zcr_req_complete_locked(struct zcr_req *r, int error)
 	r->st.error = error;
 	r->done = true;
 	pthread_cond_broadcast(&r->ctx->cond);
+	/* Its waiter may sleep in poll(2) with nothing else to wake it. */
+	if (r->waited && !pthread_equal(r->waiter, pthread_self()))
+		__zcr_wake(r->ctx);
 }
 
 /* A new request of ctx, or NULL. */
@@ -318,6 +321,10 @@ static int wait_for(struct zcr_req *r, struct zcr_status *st,
 	 * second spinner).
 	 */
 	ctx->waiters++;
+	if (!r->done) {
+		r->waited = true;
+		r->waiter = pthread_self();
+	}
 	while (!r->done) {
 		/* Progress at least once, even with no time left (0 ms). */
 		if (end != UINT64_MAX) {
@@ -343,6 +350,7 @@ static int wait_for(struct zcr_req *r, struct zcr_status *st,
 		ctx->park_until = zcr_now_ns() + ZCR_PARK_GRACE_NS;
 	wake = !ctx->waiters && ctx->thread_busy;
 	done = r->done;
+	r->waited = false;
 	pthread_mutex_unlock(&ctx->lock);
 	if (wake)
 		__zcr_wake(ctx);

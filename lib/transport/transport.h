@@ -62,7 +62,9 @@ struct zcr_req;
  *		found under it);
  *		0: work is waiting, poll not. Returns the number of entries
  *		used
- * @poll_done:	after poll(2): the @n entries @poll_fill gave, with revents
+ * @poll_done:	after every @poll_fill, once poll(2) returned or was not
+ *		needed: the @n entries @poll_fill gave, with revents (0 when
+ *		poll timed out, failed or did not run)
  * @progress:	do what can be done without blocking: accept, handshake,
  *		read (calling match upward for each header and each payload
  *		completed), write queued sends. Returns the number of events

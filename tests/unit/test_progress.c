@@ -4,7 +4,8 @@
  * wake for every connection however many there are (more than the 1024
  * pollfds it once had room for), must not spin on a paused connection
  * the peer reset nor on a listening socket it cannot accept from (EMFILE),
- * and must close connections whose handshake never completes.
+ * and must close connections whose handshake never completes; a thread
+ * asleep in poll is woken when another thread completes its request.
  * Run: build/tests/unit/test_progress [name].
  */
 #include <pthread.h>
@@ -228,6 +229,56 @@ ZT_TEST(handshake_timeout_env)
 	/* Not the default of 10 s. */
 	ZT_ASSERT(t > 0.1 && t < 2);
 	zcr_ctx_destroy(c);
+}
+
+struct waiter {
+	struct zcr_req *r;
+	int ret;
+	double done;
+	pthread_t t;
+};
+
+static void *wait_req(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->ret = zcr_wait(w->r, NULL);
+	w->done = pair_now();
+	return NULL;
+}
+
+/*
+ * One thread waits in zcr_wait() for a receive, asleep in poll(2) on the
+ * connection; another thread cancels that receive. Nothing arrives on any
+ * descriptor the sleeper polls, so unless the completion wakes it, it
+ * sleeps out its 100 ms. Timed: the best of three tries well under that.
+ */
+ZT_TEST(a_request_completed_by_another_thread_wakes_its_waiter)
+{
+	struct waiter w = { 0 };
+	double t, best = 1;
+	char b[64];
+	struct pair p;
+	int tries;
+
+#ifdef __SANITIZE_THREAD__
+	ZT_SKIP("timed; ThreadSanitizer slows every step down");
+#endif
+	pair_open(&p, 2, NULL);
+	for (tries = 0; tries < 3 && best >= 0.03; tries++) {
+		ZT_EXPECT_EQ(zcr_irecv(p.c[0], b, sizeof(b), 1, 40, &w.r), 0);
+		ZT_ASSERT(pthread_create(&w.t, NULL, wait_req, &w) == 0);
+		usleep(30000);		/* past any look: asleep in poll */
+		t = pair_now();
+		ZT_EXPECT_EQ(zcr_cancel(w.r), 0);
+		pthread_join(w.t, NULL);
+		ZT_EXPECT_EQ(w.ret, -ECANCELED);
+		if (w.done - t < best)
+			best = w.done - t;
+	}
+	ZT_ASSERT_MSG(best < 0.03, "a receive cancelled by another thread "
+		      "woke its waiter after %.1f ms", best * 1e3);
+	pair_close(&p);
 }
 
 /*

@@ -87,6 +87,12 @@ struct shm_ctx {
 	uint64_t spin_max_ns;		/* longest learned busy-wait */
 	uint64_t wait_peak_ns;		/* longest recent wait for a peer */
 	uint64_t passes;		/* of shm_progress() that did work */
+	/*
+	 * Threads between announcing sleep (poll_fill) and poll_done: while
+	 * any, the announcements stay (another thread's pass may not end
+	 * them under a sleeper, whom the peer would then not wake).
+	 */
+	unsigned int sleepers;
 	uint64_t frag_max;		/* eager over several cells up to */
 	uint64_t split_min;		/* share pulls of this many bytes */
 };
@@ -678,7 +684,7 @@ static int shm_progress(struct zcr_ctx *ctx, void *priv)
 
 		if (ep->state != ZCR_EP_OPEN)
 			continue;
-		if (se->sleeping) {
+		if (se->sleeping && !sc->sleepers) {
 			__zcr_shm_ring_sleep_end(&se->in);
 			se->sleeping = false;
 		}
@@ -936,6 +942,8 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 		wait_end(sc);
 		*deadline = 0;
 	}
+	if (k)
+		sc->sleepers++;
 	return k;
 }
 
@@ -947,6 +955,8 @@ static void shm_poll_done(struct zcr_ctx *ctx, void *priv,
 	unsigned int k;
 
 	(void)ctx;
+	if (n)
+		sc->sleepers--;
 	for (k = 0; k + 3 <= n; k += 3)
 		if (pfd[k].revents & POLLIN)	/* a doorbell rang */
 			wait_end(sc);
