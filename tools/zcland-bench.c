@@ -11,7 +11,10 @@
  * --min to --max), user buffer (aligned: zcr_mem_alloc, 2 MiB aligned;
  * page: 4 KiB past a 2 MiB boundary of zcr_mem_alloc memory; malloc: plain
  * malloc()), source (warm: the staged bytes were just written; cold: the
- * caches were flushed after staging) and other thread (none; parked: the
+ * caches were flushed after staging, by writing four times the last-level
+ * cache elsewhere, which also evicts the page tables and kernel data an
+ * exchange walks; flushed: only the staged message's and the user
+ * buffer's cache lines were flushed, with clflush) and other thread (none; parked: the
  * context's progress thread, asleep in poll; busy: a thread of this process
  * spinning in poll(2) with a zero timeout on the other CPU; peer: another
  * process spinning, as the waiting peer of a ping-pong does).
@@ -42,7 +45,8 @@
 #define MAX_ITERS	64
 
 static const char *const align_names[] = { "aligned", "page", "malloc" };
-static const char *const src_names[] = { "warm", "cold" };
+static const char *const src_names[] = { "warm", "cold", "flushed" };
+enum { SRC_WARM, SRC_COLD, SRC_FLUSHED };
 static const char *const thr_names[] = { "none", "parked", "busy", "peer" };
 #define NTHR	4
 
@@ -67,7 +71,7 @@ static void usage(FILE *f)
 		"  --min BYTES       smallest message (4096)\n"
 		"  --max BYTES       largest message (67108864)\n"
 		"  --align LIST      aligned,page,malloc (aligned,page)\n"
-		"  --src LIST        warm,cold (warm,cold)\n"
+		"  --src LIST        warm,cold,flushed (warm,cold)\n"
 		"  --thread LIST     none,parked,busy,peer (none,busy)\n"
 		"  --iters N         most timed landings per point and mode (15)\n"
 		"  -f, --format F    table or csv (table)\n"
@@ -119,9 +123,31 @@ static bool check(const char *dst, size_t n, size_t psz, uint64_t it)
 	return ok;
 }
 
+/*
+ * Out of every cache: the n staged bytes at src and the user's n at dst
+ * (the data only; what an exchange walks stays where it is).
+ */
+static void flush_lines(const char *src, size_t n, const char *dst)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	size_t i;
+
+	for (i = 0; i < n; i += 64) {
+		__builtin_ia32_clflush(src + i);
+		__builtin_ia32_clflush(dst + i);
+	}
+	__builtin_ia32_mfence();
+#else
+	memset(evict_buf, 1, evict_len);
+	(void)src;
+	(void)n;
+	(void)dst;
+#endif
+}
+
 /* Land one staged message of n bytes into dst under policy; time it. */
 static double land(struct zcr_ctx *ctx, char *dst, size_t n, int policy,
-		   bool cold, uint64_t it, double *touch, uint64_t *pages,
+		   int src, uint64_t it, double *touch, uint64_t *pages,
 		   bool *bad)
 {
 	const struct zcr_remap_ops *ops;
@@ -142,8 +168,10 @@ static double land(struct zcr_ctx *ctx, char *dst, size_t n, int policy,
 		exit(2);
 	}
 	stage(s->base + off, n, ctx->page, it);
-	if (cold)
+	if (src == SRC_COLD)
 		memset(evict_buf, (int)it, evict_len);
+	else if (src == SRC_FLUSHED)
+		flush_lines(s->base + off, n, dst);
 	pthread_mutex_lock(&ctx->lock);
 	p0 = ctx->st.pages_remapped;
 	t = zct_now_us();
@@ -205,9 +233,9 @@ static void run_point(struct zcr_ctx *ctx, struct row *r,
 	}
 	memset(dst, 0, r->size);
 	/* One landing of each mode first: slots exist, pages are faulted. */
-	land(ctx, dst, r->size, ZCRECV_POLICY_COPY, false, 1, &ct[0], &pg,
+	land(ctx, dst, r->size, ZCRECV_POLICY_COPY, SRC_WARM, 1, &ct[0], &pg,
 	     &bad);
-	land(ctx, dst, r->size, ZCRECV_POLICY_REMAP, false, 2, &mt[0], &pg,
+	land(ctx, dst, r->size, ZCRECV_POLICY_REMAP, SRC_WARM, 2, &mt[0], &pg,
 	     &bad);
 	for (i = 0; i < n; i++) {
 		c[i] = land(ctx, dst, r->size, ZCRECV_POLICY_COPY, r->src,
@@ -306,7 +334,7 @@ int main(int argc, char **argv)
 		case 's': min = strtoull(optarg, NULL, 0); break;
 		case 'S': max = strtoull(optarg, NULL, 0); break;
 		case 'a': aligns = zct_parse_list(optarg, align_names, 3); break;
-		case 'c': srcs = zct_parse_list(optarg, src_names, 2); break;
+		case 'c': srcs = zct_parse_list(optarg, src_names, 3); break;
 		case 't': thrs = zct_parse_list(optarg, thr_names, NTHR); break;
 		case 'i': iters = (unsigned int)atoi(optarg); break;
 		case 'f':
@@ -380,7 +408,7 @@ int main(int argc, char **argv)
 		for (a = 0; a < 3; a++) {
 			if (!(aligns & (1 << a)))
 				continue;
-			for (s = 0; s < 2; s++) {
+			for (s = 0; s < 3; s++) {
 				if (!(srcs & (1 << s)))
 					continue;
 				for (size = min; size <= max; size *= 2) {
