@@ -1,0 +1,48 @@
+#!/bin/bash
+# check-bench.sh - the benchmarks run and verify what they move: a short
+# zcbench over TCP and over shm (every mode and arrival; each payload's
+# checksum checked by both ranks) and a short zcland-bench (every landing
+# checked page by page). Their timings are not looked at, only that every
+# iteration verified and each tool's table has its rows.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root" || exit 1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+bad() { echo "bench check: $*"; fail=1; }
+
+# rows FILE N: the CSV has N data rows and every one says ok.
+rows() {
+	local got
+	got=$(tail -n +2 "$1" | grep -c .)
+	[ "$got" -eq "$2" ] || bad "$1: $got rows, not $2"
+	! tail -n +2 "$1" | grep -qv ',ok,\|,ok$' ||
+		bad "$1: a row that did not verify: $(grep -v ',ok' "$1" | tail -n 1)"
+}
+
+for tp in tcp shm; do
+	if ! timeout 120 build/tools/zcbench --transport $tp --min 4096 \
+		--max 262144 --iters 3 --csv "$tmp/zcbench-$tp.csv" \
+		> "$tmp/zcbench-$tp.out" 2>&1; then
+		bad "zcbench --transport $tp failed: $(tail -n 3 "$tmp/zcbench-$tp.out")"
+		continue
+	fi
+	grep -q "^zcbench: transport $tp" "$tmp/zcbench-$tp.out" ||
+		bad "zcbench --transport $tp: $(grep '^zcbench: transport' "$tmp/zcbench-$tp.out")"
+	grep -q '^zcbench: 0 iteration(s) failed to verify' "$tmp/zcbench-$tp.out" ||
+		bad "zcbench --transport $tp: iterations failed to verify"
+	# 3 modes x 2 arrivals x 7 sizes
+	rows "$tmp/zcbench-$tp.csv" 42
+done
+
+if ! timeout 120 build/tools/zcland-bench --min 4096 --max 4194304 \
+	--align aligned,page,malloc --src warm,flushed --thread none,busy \
+	--iters 3 --csv "$tmp/zcland.csv" > "$tmp/zcland.out" 2>&1; then
+	bad "zcland-bench failed: $(tail -n 3 "$tmp/zcland.out")"
+else
+	# 3 buffers x 2 sources x 2 threads x 11 sizes
+	rows "$tmp/zcland.csv" 132
+fi
+[ "$fail" -eq 0 ] && echo "bench check: zcbench (tcp, shm) and zcland-bench verified every message"
+exit "$fail"
