@@ -130,12 +130,15 @@ static bool check(const char *dst, size_t n, size_t psz, uint64_t it)
 static void flush_lines(const char *src, size_t n, const char *dst)
 {
 #if defined(__x86_64__) || defined(__i386__)
-	size_t i;
+	const char *p;
 
-	for (i = 0; i < n; i += 64) {
-		__builtin_ia32_clflush(src + i);
-		__builtin_ia32_clflush(dst + i);
-	}
+	/* From the line each starts in: malloc'd buffers need not be. */
+	for (p = (const char *)((uintptr_t)src & ~(uintptr_t)63);
+	     p < src + n; p += 64)
+		__builtin_ia32_clflush(p);
+	for (p = (const char *)((uintptr_t)dst & ~(uintptr_t)63);
+	     p < dst + n; p += 64)
+		__builtin_ia32_clflush(p);
 	__builtin_ia32_mfence();
 #else
 	memset(evict_buf, 1, evict_len);

@@ -496,13 +496,78 @@ static int work_locked(struct zcr_ctx *ctx)
 }
 
 /*
+ * A thread's own wake-up eventfd, for the request it waits for in
+ * zcr_wait(). Closed when the thread exits (the key's destructor). A child
+ * of fork() inherits the forking thread's: it makes its own (fork_gen).
+ */
+static pthread_key_t thread_wake_key;
+static pthread_once_t thread_wake_once = PTHREAD_ONCE_INIT;
+static bool thread_wake_keyed;
+static unsigned int fork_gen;
+static __thread int thread_wake = -1;
+static __thread unsigned int thread_wake_gen;
+
+static void thread_wake_close(void *v)
+{
+	close((int)(intptr_t)v - 1);
+}
+
+static void thread_wake_forked(void)
+{
+	fork_gen++;
+}
+
+static void thread_wake_setup(void)
+{
+	thread_wake_keyed = !pthread_key_create(&thread_wake_key,
+						thread_wake_close);
+	(void)pthread_atfork(NULL, NULL, thread_wake_forked);
+}
+
+/* No destructor of ours left behind in threads if the library goes. */
+__attribute__((destructor)) static void thread_wake_unload(void)
+{
+	if (thread_wake_keyed)
+		pthread_key_delete(thread_wake_key);
+	thread_wake_keyed = false;
+}
+
+static int thread_wake_fd_if_any(void)
+{
+	return thread_wake >= 0 && thread_wake_gen == fork_gen ?
+	       thread_wake : -1;
+}
+
+int __zcr_thread_wake_fd(void)
+{
+	int fd = thread_wake_fd_if_any();
+
+	if (fd >= 0)
+		return fd;
+	pthread_once(&thread_wake_once, thread_wake_setup);
+	if (!thread_wake_keyed)
+		return -1;	/* it could not be closed at the thread's exit */
+	if (thread_wake >= 0)
+		close(thread_wake);	/* the parent's, before fork() */
+	thread_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	thread_wake_gen = fork_gen;
+	if (thread_wake >= 0 &&
+	    pthread_setspecific(thread_wake_key,
+				(void *)(intptr_t)(thread_wake + 1))) {
+		close(thread_wake);	/* it would outlive the thread */
+		thread_wake = -1;
+	}
+	return thread_wake;
+}
+
+/*
  * Each transport's entries after a poll (revents 0 where it did not run or
  * ended without events): every poll_fill() is followed by its poll_done().
  */
 static void polled_locked(struct zcr_ctx *ctx, const struct pollfd *pfd,
 			  const unsigned int *cnt)
 {
-	unsigned int nfd = 1;
+	unsigned int nfd = 0;
 	int i;
 
 	for (i = 0; i < ctx->ntr; nfd += cnt[i++])
@@ -519,7 +584,8 @@ static void polled_locked(struct zcr_ctx *ctx, const struct pollfd *pfd,
  */
 int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 {
-	unsigned int cnt[ZCR_MAX_TRANSPORTS], max = 1;
+	unsigned int cnt[ZCR_MAX_TRANSPORTS], max = 2, base;
+	int own = thread_wake_fd_if_any();
 	uint64_t v, now, next = UINT64_MAX;
 	struct zcr_pollset *ps;
 	struct zcr_list *pos;
@@ -540,9 +606,17 @@ int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 	if (!ps)
 		return -ENOMEM;
 	pfd = ps->fds;
-	/* The wake-up eventfd, then each transport's entries. */
+	/*
+	 * The context's wake-up eventfd, this thread's own (zcr_wait()),
+	 * then each transport's entries.
+	 */
 	pfd[nfd].fd = ctx->wake_fd;
 	pfd[nfd++].events = POLLIN;
+	if (own >= 0) {
+		pfd[nfd].fd = own;
+		pfd[nfd++].events = POLLIN;
+	}
+	base = nfd;
 	for (i = 0; i < ctx->ntr; i++) {
 		cnt[i] = ctx->tr[i].ops->poll_fill(ctx, ctx->tr[i].priv,
 						   pfd + nfd, max - nfd,
@@ -559,7 +633,7 @@ int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 		/* Work is waiting (a transport saw it while filling): do it. */
 		for (i = 0; i < (int)nfd; i++)
 			pfd[i].revents = 0;
-		polled_locked(ctx, pfd, cnt);
+		polled_locked(ctx, pfd + base, cnt);
 		pollset_put_locked(ctx, ps);
 		return work_locked(ctx);
 	}
@@ -570,26 +644,28 @@ int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 		if (timeout_ms < 0 || v < (uint64_t)timeout_ms)
 			timeout_ms = (int)v;
 	}
-	ctx->pollers++;
 	pthread_mutex_unlock(&ctx->lock);
 	ret = poll(pfd, (nfds_t)nfd, timeout_ms);
 	if (ret < 0)
 		ret = -errno;
-	pthread_mutex_lock(&ctx->lock);
-	ctx->pollers--;
 	if (ret <= 0)
 		for (i = 0; i < (int)nfd; i++)
 			pfd[i].revents = 0;
 	/*
-	 * The wake-up stays readable until the last poller is out: read at
-	 * once, it could end before another sleeper saw it (poll looks
-	 * again when woken, and goes back to sleep on a counter at 0).
+	 * Read at once: a wake-up left readable would return every poller's
+	 * next poll at once. Another sleeper may miss it; the wake-ups that
+	 * must reach one thread go to its own eventfd.
 	 */
-	if ((pfd[0].revents & POLLIN) && !ctx->pollers &&
+	if ((pfd[0].revents & POLLIN) &&
 	    read(ctx->wake_fd, &v, sizeof(v)) < 0) {
-		/* Read by another thread meanwhile. */
+		/* Another poller took it. */
 	}
-	polled_locked(ctx, pfd, cnt);
+	if (own >= 0 && (pfd[1].revents & POLLIN) &&
+	    read(own, &v, sizeof(v)) < 0) {
+		/* Nothing pending after all. */
+	}
+	pthread_mutex_lock(&ctx->lock);
+	polled_locked(ctx, pfd + base, cnt);
 	pollset_put_locked(ctx, ps);
 	if (ret < 0 && ret != -EINTR)
 		return ret;

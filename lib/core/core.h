@@ -23,6 +23,12 @@ struct zcr_pollset {
 
 int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms);
 void __zcr_wake(struct zcr_ctx *ctx);
+/*
+ * This thread's own wake-up eventfd (created on first use; -1 if it
+ * cannot be): zcr_wait() polls it, and another thread completing the
+ * request it waits for writes it.
+ */
+int __zcr_thread_wake_fd(void);
 /* Free a job's wire-up state (lib/core/job.c); NULL is ignored. */
 void __zcr_job_free(struct zcr_job *job);
 

@@ -48,6 +48,7 @@ struct zcr_req {
 	 */
 	bool waited;
 	pthread_t waiter;
+	int waiter_fd;			/* its __zcr_thread_wake_fd() */
 	struct zcr_status st;
 	/* receive */
 	char *buf;
@@ -162,7 +163,6 @@ struct zcr_ctx {
 	bool thread_on, thread_stop;
 	bool thread_busy;		/* in a progress call, maybe in poll */
 	unsigned int waiters;
-	unsigned int pollers;		/* threads in poll(2), lock dropped */
 	uint64_t park_until;		/* ns: the last waiter left + grace */
 	pthread_cond_t park;
 	struct zcr_stats st;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/core.h"
 
@@ -18,9 +19,18 @@ void __zcr_req_complete_locked(struct zcr_req *r, int error)
 	r->st.error = error;
 	r->done = true;
 	pthread_cond_broadcast(&r->ctx->cond);
-	/* Its waiter may sleep in poll(2) with nothing else to wake it. */
-	if (r->waited && !pthread_equal(r->waiter, pthread_self()))
-		__zcr_wake(r->ctx);
+	/*
+	 * Its waiter may sleep in poll(2) with nothing else to wake it: its
+	 * own eventfd (the context's may be read by another poller first).
+	 */
+	if (r->waited && r->waiter_fd >= 0 &&
+	    !pthread_equal(r->waiter, pthread_self())) {
+		uint64_t one = 1;
+
+		if (write(r->waiter_fd, &one, sizeof(one)) < 0) {
+			/* Saturated: a wake-up is pending anyway. */
+		}
+	}
 }
 
 /* A new request of ctx, or NULL. */
@@ -324,6 +334,7 @@ static int wait_for(struct zcr_req *r, struct zcr_status *st,
 	if (!r->done) {
 		r->waited = true;
 		r->waiter = pthread_self();
+		r->waiter_fd = __zcr_thread_wake_fd();
 	}
 	while (!r->done) {
 		/* Progress at least once, even with no time left (0 ms). */

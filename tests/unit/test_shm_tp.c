@@ -1215,13 +1215,6 @@ ZT_TEST(idle_waiters_sleep)
 	expect_no_leftovers();
 }
 
-/*
- * A peer that writes a cell out of protocol (an eager message claiming
- * more cells than a message may take, an unknown flag, a synchronous
- * flag or a MATCHED cell on a connection that never agreed to them)
- * loses its connection with a clear error, nothing is delivered, and
- * nothing of the transport is left.
- */
 struct sleeper {
 	struct zcr_ctx *c;
 	int tag, ret;
@@ -1237,6 +1230,75 @@ static void *sleep_recv(void *arg)
 	s->ret = zcr_recv(s->c, b, sizeof(b), 1, s->tag, NULL);
 	s->done = pair_now();
 	return NULL;
+}
+
+struct idle2 {
+	struct zcr_ctx *c;
+	int tag;
+	pthread_t t;
+};
+
+/* Wait 300 ms for a message that does not come. */
+static void *idle_wait2(void *arg)
+{
+	struct idle2 *w = arg;
+	struct zcr_req *r;
+	char b[64];
+
+	if (zcr_irecv(w->c, b, sizeof(b), 1, w->tag, &r))
+		return NULL;
+	(void)zcr_wait_timeout(r, NULL, 300);
+	zcr_cancel(r);
+	zcr_wait(r, NULL);
+	return NULL;
+}
+
+/*
+ * Two threads asleep on the rings (no look first: ZCRECV_SHM_SPIN_US=0),
+ * and the peer sends messages neither waits for: each rings the
+ * doorbell (both announced sleep), both wake, and both must sleep again.
+ * Were the doorbell left readable while another thread still sleeps,
+ * they would find it readable at once, in turns, until their wait ends.
+ */
+ZT_TEST(doorbells_for_neither_let_both_sleep)
+{
+	char b[64] = { 0 };
+	struct idle2 w[2];
+	struct rusage u0, u1;
+	struct pair p;
+	double cpu;
+	int i;
+
+	SKIP_IF_TIMING_MEANINGLESS();
+	if (getenv("ZCRECV_SHM_SPIN_US"))
+		ZT_SKIP("ZCRECV_SHM_SPIN_US set outside");
+	setenv("ZCRECV_SHM_SPIN_US", "0", 1);
+	pair_shm(&p, 2, NULL);
+	unsetenv("ZCRECV_SHM_SPIN_US");	/* read at context creation */
+	getrusage(RUSAGE_SELF, &u0);
+	for (i = 0; i < 2; i++) {
+		w[i].c = p.c[0];
+		w[i].tag = 60 + i;
+		ZT_ASSERT(pthread_create(&w[i].t, NULL, idle_wait2, &w[i]) ==
+			  0);
+	}
+	for (i = 0; i < 10; i++) {
+		usleep(20000);
+		ZT_EXPECT_EQ(zcr_send(p.to0[1], b, sizeof(b), 62), 0);
+	}
+	for (i = 0; i < 2; i++)
+		pthread_join(w[i].t, NULL);
+	getrusage(RUSAGE_SELF, &u1);
+	cpu = (double)(u1.ru_utime.tv_sec - u0.ru_utime.tv_sec +
+		       u1.ru_stime.tv_sec - u0.ru_stime.tv_sec) +
+	      (double)(u1.ru_utime.tv_usec - u0.ru_utime.tv_usec +
+		       u1.ru_stime.tv_usec - u0.ru_stime.tv_usec) * 1e-6;
+	ZT_ASSERT_MSG(cpu < 0.1, "two sleepers of 300 ms rung ten times used "
+		      "%.2f s of processor time", cpu);
+	for (i = 0; i < 10; i++)
+		ZT_EXPECT_EQ(zcr_recv(p.c[0], b, sizeof(b), 1, 62, NULL), 0);
+	pair_close(&p);
+	expect_no_leftovers();
 }
 
 /*
@@ -1277,6 +1339,13 @@ ZT_TEST(passes_beside_a_sleeper_keep_its_doorbell)
 	expect_no_leftovers();
 }
 
+/*
+ * A peer that writes a cell out of protocol (an eager message claiming
+ * more cells than a message may take, an unknown flag, a synchronous
+ * flag or a MATCHED cell on a connection that never agreed to them)
+ * loses its connection with a clear error, nothing is delivered, and
+ * nothing of the transport is left.
+ */
 ZT_TEST(hostile_cells_close_the_connection)
 {
 	struct zcr_ctx_attr a = { .quiet = 1 };

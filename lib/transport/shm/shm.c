@@ -330,9 +330,14 @@ bool __zcr_shm_ring_sleep_begin(struct zcr_shm_ring *r)
 
 void __zcr_shm_ring_sleep_end(struct zcr_shm_ring *r)
 {
+	atomic_store(&r->ctl->sleeping, 0);
+	__zcr_shm_ring_drain(r);
+}
+
+void __zcr_shm_ring_drain(struct zcr_shm_ring *r)
+{
 	uint64_t v;
 
-	atomic_store(&r->ctl->sleeping, 0);
 	if (read(r->evfd, &v, sizeof(v)) < 0) {
 		/* Nothing was pending. */
 	}

@@ -218,6 +218,8 @@ void __zcr_shm_ring_consume_n(struct zcr_shm_ring *r, uint64_t k);
 bool __zcr_shm_ring_sleep_begin(struct zcr_shm_ring *r);
 /* Consumer, after waking up (or not sleeping after all). */
 void __zcr_shm_ring_sleep_end(struct zcr_shm_ring *r);
+/* Consumer: read the doorbell (the flag stays as it is). */
+void __zcr_shm_ring_drain(struct zcr_shm_ring *r);
 
 /*
  * Let process pid use ptrace-mode access on us (process_vm_readv of our

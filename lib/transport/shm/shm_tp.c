@@ -968,10 +968,20 @@ static void shm_poll_done(struct zcr_ctx *ctx, void *priv,
 			char b;
 
 			if (se->pidfd != pfd[k + 1].fd ||
+			    se->in.evfd != pfd[k].fd ||
 			    se->ep->state != ZCR_EP_OPEN)
 				continue;
 			if ((pfd[k].revents & POLLIN) && se->help_wait)
 				se->help_seen = zcr_now_ns();
+			/*
+			 * Take the ring in: left readable (the announcement
+			 * stays while another thread sleeps), it would end
+			 * every poll at once. The pass that follows does what
+			 * it rang for, and a request of another sleeper that
+			 * it completes wakes that one (its own eventfd).
+			 */
+			if (pfd[k].revents & POLLIN)
+				__zcr_shm_ring_drain(&se->in);
 			if (pfd[k + 1].revents) {
 				__zcr_ep_fail_locked(se->ep, -ECONNRESET,
 						     "shm: peer process exited");
