@@ -281,36 +281,6 @@ ZT_TEST(a_request_completed_by_another_thread_wakes_its_waiter)
 	pair_close(&p);
 }
 
-struct idle {
-	struct zcr_ctx *c;
-	int tag;
-	pthread_t t;
-};
-
-/* Wait 300 ms for a message that does not come. */
-static void *idle_wait(void *arg)
-{
-	struct idle *w = arg;
-	struct zcr_req *r;
-	char b[64];
-
-	if (zcr_irecv(w->c, b, sizeof(b), 1, w->tag, &r))
-		return NULL;
-	(void)zcr_wait_timeout(r, NULL, 300);
-	zcr_cancel(r);
-	zcr_wait(r, NULL);
-	return NULL;
-}
-
-static double cpu_seconds(void)
-{
-	struct rusage u;
-
-	getrusage(RUSAGE_SELF, &u);
-	return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-	       (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
-}
-
 /*
  * Two threads wait on one context, asleep in poll(2); a wake-up of the
  * context that completes neither request (here a zcr_ep_connect() from
@@ -320,7 +290,7 @@ static double cpu_seconds(void)
  */
 ZT_TEST(waiters_woken_for_neither_sleep_again)
 {
-	struct idle w[2];
+	struct pair_idle w[2];
 	struct zcr_ep *ep;
 	struct pair p;
 	char addr[32];
@@ -332,11 +302,11 @@ ZT_TEST(waiters_woken_for_neither_sleep_again)
 #endif
 	setenv("ZCRECV_SHM", "0", 1);
 	pair_open(&p, 2, NULL);
-	cpu = cpu_seconds();
+	cpu = pair_cpu();
 	for (i = 0; i < 2; i++) {
 		w[i].c = p.c[0];
 		w[i].tag = 50 + i;
-		ZT_ASSERT(pthread_create(&w[i].t, NULL, idle_wait, &w[i]) == 0);
+		ZT_ASSERT(pthread_create(&w[i].t, NULL, pair_idle_wait, &w[i]) == 0);
 	}
 	lfd = raw_listen(addr, sizeof(addr));
 	usleep(30000);
@@ -345,7 +315,7 @@ ZT_TEST(waiters_woken_for_neither_sleep_again)
 	for (i = 0; i < 2; i++)
 		pthread_join(w[i].t, NULL);
 	close(lfd);
-	cpu = cpu_seconds() - cpu;
+	cpu = pair_cpu() - cpu;
 	ZT_ASSERT_MSG(cpu < 0.1, "two waiters of 300 ms used %.2f s of "
 		      "processor time", cpu);
 	pair_close(&p);

@@ -1169,20 +1169,6 @@ ZT_TEST(a_waiting_thread_lets_others_in)
 	expect_no_leftovers();
 }
 
-static void *idle_wait(void *arg)
-{
-	struct zcr_ctx *c = arg;
-	struct zcr_req *r;
-	char b[64];
-
-	if (zcr_irecv(c, b, sizeof(b), 1, 13, &r))
-		return NULL;
-	(void)zcr_wait_timeout(r, NULL, 300);
-	zcr_cancel(r);
-	zcr_wait(r, NULL);
-	return NULL;
-}
-
 /*
  * Three threads waiting on one idle context each look for 200 µs and
  * then sleep: none keeps the others looking (a look ends early only when
@@ -1191,24 +1177,23 @@ static void *idle_wait(void *arg)
  */
 ZT_TEST(idle_waiters_sleep)
 {
-	struct rusage r0, r1;
-	pthread_t t[3];
+	struct pair_idle w[3];
 	struct pair p;
 	double cpu;
 	int i;
 
 	SKIP_IF_TIMING_MEANINGLESS();
 	pair_shm(&p, 2, NULL);
-	getrusage(RUSAGE_SELF, &r0);
+	cpu = pair_cpu();
+	for (i = 0; i < 3; i++) {
+		w[i].c = p.c[0];
+		w[i].tag = 13;
+		ZT_ASSERT(pthread_create(&w[i].t, NULL, pair_idle_wait,
+					 &w[i]) == 0);
+	}
 	for (i = 0; i < 3; i++)
-		ZT_ASSERT(pthread_create(&t[i], NULL, idle_wait, p.c[0]) == 0);
-	for (i = 0; i < 3; i++)
-		pthread_join(t[i], NULL);
-	getrusage(RUSAGE_SELF, &r1);
-	cpu = (r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) +
-	      (r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
-	      (r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) * 1e-6 +
-	      (r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) * 1e-6;
+		pthread_join(w[i].t, NULL);
+	cpu = pair_cpu() - cpu;
 	ZT_ASSERT_MSG(cpu < 0.08, "3 idle waiters of 300 ms used %.2f s of "
 		      "processor time", cpu);
 	pair_close(&p);
@@ -1232,27 +1217,6 @@ static void *sleep_recv(void *arg)
 	return NULL;
 }
 
-struct idle2 {
-	struct zcr_ctx *c;
-	int tag;
-	pthread_t t;
-};
-
-/* Wait 300 ms for a message that does not come. */
-static void *idle_wait2(void *arg)
-{
-	struct idle2 *w = arg;
-	struct zcr_req *r;
-	char b[64];
-
-	if (zcr_irecv(w->c, b, sizeof(b), 1, w->tag, &r))
-		return NULL;
-	(void)zcr_wait_timeout(r, NULL, 300);
-	zcr_cancel(r);
-	zcr_wait(r, NULL);
-	return NULL;
-}
-
 /*
  * Two threads asleep on the rings (no look first: ZCRECV_SHM_SPIN_US=0),
  * and the peer sends messages neither waits for: each rings the
@@ -1263,8 +1227,7 @@ static void *idle_wait2(void *arg)
 ZT_TEST(doorbells_for_neither_let_both_sleep)
 {
 	char b[64] = { 0 };
-	struct idle2 w[2];
-	struct rusage u0, u1;
+	struct pair_idle w[2];
 	struct pair p;
 	double cpu;
 	int i;
@@ -1275,12 +1238,12 @@ ZT_TEST(doorbells_for_neither_let_both_sleep)
 	setenv("ZCRECV_SHM_SPIN_US", "0", 1);
 	pair_shm(&p, 2, NULL);
 	unsetenv("ZCRECV_SHM_SPIN_US");	/* read at context creation */
-	getrusage(RUSAGE_SELF, &u0);
+	cpu = pair_cpu();
 	for (i = 0; i < 2; i++) {
 		w[i].c = p.c[0];
 		w[i].tag = 60 + i;
-		ZT_ASSERT(pthread_create(&w[i].t, NULL, idle_wait2, &w[i]) ==
-			  0);
+		ZT_ASSERT(pthread_create(&w[i].t, NULL, pair_idle_wait,
+					 &w[i]) == 0);
 	}
 	for (i = 0; i < 10; i++) {
 		usleep(20000);
@@ -1288,11 +1251,7 @@ ZT_TEST(doorbells_for_neither_let_both_sleep)
 	}
 	for (i = 0; i < 2; i++)
 		pthread_join(w[i].t, NULL);
-	getrusage(RUSAGE_SELF, &u1);
-	cpu = (double)(u1.ru_utime.tv_sec - u0.ru_utime.tv_sec +
-		       u1.ru_stime.tv_sec - u0.ru_stime.tv_sec) +
-	      (double)(u1.ru_utime.tv_usec - u0.ru_utime.tv_usec +
-		       u1.ru_stime.tv_usec - u0.ru_stime.tv_usec) * 1e-6;
+	cpu = pair_cpu() - cpu;
 	ZT_ASSERT_MSG(cpu < 0.1, "two sleepers of 300 ms rung ten times used "
 		      "%.2f s of processor time", cpu);
 	for (i = 0; i < 10; i++)

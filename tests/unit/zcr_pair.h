@@ -12,10 +12,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -109,6 +111,37 @@ static inline void pair_close(struct pair *p)
 
 	for (i = 0; i < p->n; i++)
 		zcr_ctx_destroy(p->c[i]);
+}
+
+/* A thread of c waiting 300 ms for a message from rank 1 that never comes. */
+struct pair_idle {
+	struct zcr_ctx *c;
+	int tag;
+	pthread_t t;
+};
+
+static inline void *pair_idle_wait(void *arg)
+{
+	struct pair_idle *w = arg;
+	struct zcr_req *r;
+	char b[64];
+
+	if (zcr_irecv(w->c, b, sizeof(b), 1, w->tag, &r))
+		return NULL;
+	(void)zcr_wait_timeout(r, NULL, 300);
+	zcr_cancel(r);
+	zcr_wait(r, NULL);
+	return NULL;
+}
+
+/* Processor time of the process so far, in seconds. */
+static inline double pair_cpu(void)
+{
+	struct rusage u;
+
+	getrusage(RUSAGE_SELF, &u);
+	return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+	       (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
 }
 
 /* A byte pattern that differs per message (seed) and per position. */
