@@ -497,24 +497,30 @@ static int work_locked(struct zcr_ctx *ctx)
 
 /*
  * A thread's own wake-up eventfd, for the request it waits for in
- * zcr_wait(). Closed when the thread exits (the key's destructor). A child
- * of fork() inherits the forking thread's: it makes its own (fork_gen).
+ * zcr_wait(). Closed when the thread exits (the key's destructor; not
+ * once the library is unloaded: then it stays open). A child of fork()
+ * closes the forking thread's, the parent's, and makes its own if needed.
  */
 static pthread_key_t thread_wake_key;
 static pthread_once_t thread_wake_once = PTHREAD_ONCE_INIT;
 static bool thread_wake_keyed;
-static unsigned int fork_gen;
 static __thread int thread_wake = -1;
-static __thread unsigned int thread_wake_gen;
 
 static void thread_wake_close(void *v)
 {
 	close((int)(intptr_t)v - 1);
+	thread_wake = -1;	/* a later key destructor may call us */
 }
 
+/* The child's only thread is the one that forked: its fd is the parent's. */
 static void thread_wake_forked(void)
 {
-	fork_gen++;
+	if (thread_wake < 0)
+		return;
+	close(thread_wake);
+	thread_wake = -1;
+	if (thread_wake_keyed)
+		pthread_setspecific(thread_wake_key, NULL);
 }
 
 static void thread_wake_setup(void)
@@ -534,8 +540,7 @@ __attribute__((destructor)) static void thread_wake_unload(void)
 
 static int thread_wake_fd_if_any(void)
 {
-	return thread_wake >= 0 && thread_wake_gen == fork_gen ?
-	       thread_wake : -1;
+	return thread_wake;
 }
 
 int __zcr_thread_wake_fd(void)
@@ -547,10 +552,7 @@ int __zcr_thread_wake_fd(void)
 	pthread_once(&thread_wake_once, thread_wake_setup);
 	if (!thread_wake_keyed)
 		return -1;	/* it could not be closed at the thread's exit */
-	if (thread_wake >= 0)
-		close(thread_wake);	/* the parent's, before fork() */
 	thread_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	thread_wake_gen = fork_gen;
 	if (thread_wake >= 0 &&
 	    pthread_setspecific(thread_wake_key,
 				(void *)(intptr_t)(thread_wake + 1))) {
@@ -580,26 +582,31 @@ static void polled_locked(struct zcr_ctx *ctx, const struct pollfd *pfd,
  * Do what can be done without waiting; if nothing was and timeout_ms is
  * not 0, poll what every transport waits for (the lock is dropped for poll,
  * and now and then while a transport looks before sleeping) and do it
- * again.
+ * again. poll sleeps ZCR_POLL_SLICE_MS at most at a time, then the set is
+ * built again: a connection another thread added is in it by then even if
+ * that thread's wake-up was taken by another poller.
  */
 int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 {
-	unsigned int cnt[ZCR_MAX_TRANSPORTS], max = 2, base;
+	unsigned int cnt[ZCR_MAX_TRANSPORTS], max, base, nfd;
+	uint64_t v, now, next, end = UINT64_MAX, slice;
 	int own = thread_wake_fd_if_any();
-	uint64_t v, now, next = UINT64_MAX;
 	struct zcr_pollset *ps;
 	struct zcr_list *pos;
 	struct pollfd *pfd;
 	int i, n, ret;
-	unsigned int nfd = 0;
 
 	n = work_locked(ctx);
 	if (n || !timeout_ms)
 		return n;
+	if (timeout_ms > 0)
+		end = zcr_now_ns() + (uint64_t)timeout_ms * 1000000;
+again:
 	/* The caller's deadline: a transport's look before sleeping ends
 	 * there too (poll's timeout below is what remains of it). */
-	if (timeout_ms > 0)
-		next = zcr_now_ns() + (uint64_t)timeout_ms * 1000000;
+	next = end;
+	max = 2;
+	nfd = 0;
 	for (i = 0; i < ctx->ntr; i++)
 		max += ctx->tr[i].ops->poll_max(ctx, ctx->tr[i].priv);
 	ps = pollset_get_locked(ctx, max);
@@ -638,14 +645,15 @@ int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 		return work_locked(ctx);
 	}
 	/* Wake up for the first deadline, rounded up: not to spin before it. */
-	if (next != UINT64_MAX) {
-		now = zcr_now_ns();
-		v = next > now ? (next - now + 999999) / 1000000 : 0;
-		if (timeout_ms < 0 || v < (uint64_t)timeout_ms)
-			timeout_ms = (int)v;
-	}
+	now = zcr_now_ns();
+	slice = now + (uint64_t)ZCR_POLL_SLICE_MS * 1000000;
+	if (slice < next)
+		next = slice;
+	else
+		slice = 0;	/* another deadline comes first */
+	v = next > now ? (next - now + 999999) / 1000000 : 0;
 	pthread_mutex_unlock(&ctx->lock);
-	ret = poll(pfd, (nfds_t)nfd, timeout_ms);
+	ret = poll(pfd, (nfds_t)nfd, (int)v);
 	if (ret < 0)
 		ret = -errno;
 	if (ret <= 0)
@@ -653,8 +661,9 @@ int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 			pfd[i].revents = 0;
 	/*
 	 * Read at once: a wake-up left readable would return every poller's
-	 * next poll at once. Another sleeper may miss it; the wake-ups that
-	 * must reach one thread go to its own eventfd.
+	 * next poll at once. Another sleeper may miss it: what must reach
+	 * one thread goes to its own eventfd, and a changed poll set reaches
+	 * the others at their next slice.
 	 */
 	if ((pfd[0].revents & POLLIN) &&
 	    read(ctx->wake_fd, &v, sizeof(v)) < 0) {
@@ -669,7 +678,11 @@ int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 	pollset_put_locked(ctx, ps);
 	if (ret < 0 && ret != -EINTR)
 		return ret;
-	return work_locked(ctx);
+	n = work_locked(ctx);
+	/* The slice ran out, nothing happened, the caller's time did not. */
+	if (!n && !ret && slice)
+		goto again;
+	return n;
 }
 
 int zcr_progress(struct zcr_ctx *ctx, int timeout_ms)

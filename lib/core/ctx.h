@@ -49,6 +49,7 @@ struct zcr_req {
 	bool waited;
 	pthread_t waiter;
 	int waiter_fd;			/* its __zcr_thread_wake_fd() */
+	bool woken;			/* waiter_fd written for it */
 	struct zcr_status st;
 	/* receive */
 	char *buf;
@@ -169,6 +170,8 @@ struct zcr_ctx {
 };
 
 #define ZCR_PARK_GRACE_NS	(2 * 1000000ULL)
+/* poll(2) sleeps this long at most before the poll set is built again. */
+#define ZCR_POLL_SLICE_MS	100
 
 /*
  * Is the caller the context's progress thread? It makes progress in the

@@ -23,12 +23,14 @@ void __zcr_req_complete_locked(struct zcr_req *r, int error)
 	 * Its waiter may sleep in poll(2) with nothing else to wake it: its
 	 * own eventfd (the context's may be read by another poller first).
 	 */
-	if (r->waited && r->waiter_fd >= 0 &&
-	    !pthread_equal(r->waiter, pthread_self())) {
+	if (r->waited && !pthread_equal(r->waiter, pthread_self())) {
 		uint64_t one = 1;
 
-		if (write(r->waiter_fd, &one, sizeof(one)) < 0) {
-			/* Saturated: a wake-up is pending anyway. */
+		if (r->waiter_fd < 0) {
+			/* None (no eventfd to be had): the context's. */
+			__zcr_wake(r->ctx);
+		} else if (write(r->waiter_fd, &one, sizeof(one)) == 8) {
+			r->woken = true;
 		}
 	}
 }
@@ -362,6 +364,15 @@ static int wait_for(struct zcr_req *r, struct zcr_status *st,
 	wake = !ctx->waiters && ctx->thread_busy;
 	done = r->done;
 	r->waited = false;
+	if (r->woken) {
+		uint64_t v;
+
+		/* Not to end the next wait of this thread for nothing. */
+		if (read(r->waiter_fd, &v, sizeof(v)) < 0) {
+			/* Already read by our poll. */
+		}
+		r->woken = false;
+	}
 	pthread_mutex_unlock(&ctx->lock);
 	if (wake)
 		__zcr_wake(ctx);

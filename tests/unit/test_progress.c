@@ -312,8 +312,10 @@ ZT_TEST(waiters_woken_for_neither_sleep_again)
 	usleep(30000);
 	/* A peer that never answers: a wake-up, and nothing for either. */
 	ZT_EXPECT_EQ(zcr_ep_connect(p.c[0], addr, &ep), 0);
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < 2; i++) {
 		pthread_join(w[i].t, NULL);
+		ZT_EXPECT_EQ(w[i].ret, -ETIMEDOUT);
+	}
 	close(lfd);
 	cpu = pair_cpu() - cpu;
 	ZT_ASSERT_MSG(cpu < 0.1, "two waiters of 300 ms used %.2f s of "

@@ -1191,8 +1191,10 @@ ZT_TEST(idle_waiters_sleep)
 		ZT_ASSERT(pthread_create(&w[i].t, NULL, pair_idle_wait,
 					 &w[i]) == 0);
 	}
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < 3; i++) {
 		pthread_join(w[i].t, NULL);
+		ZT_EXPECT_EQ(w[i].ret, -ETIMEDOUT);
+	}
 	cpu = pair_cpu() - cpu;
 	ZT_ASSERT_MSG(cpu < 0.08, "3 idle waiters of 300 ms used %.2f s of "
 		      "processor time", cpu);
@@ -1249,8 +1251,10 @@ ZT_TEST(doorbells_for_neither_let_both_sleep)
 		usleep(20000);
 		ZT_EXPECT_EQ(zcr_send(p.to0[1], b, sizeof(b), 62), 0);
 	}
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < 2; i++) {
 		pthread_join(w[i].t, NULL);
+		ZT_EXPECT_EQ(w[i].ret, -ETIMEDOUT);
+	}
 	cpu = pair_cpu() - cpu;
 	ZT_ASSERT_MSG(cpu < 0.1, "two sleepers of 300 ms rung ten times used "
 		      "%.2f s of processor time", cpu);

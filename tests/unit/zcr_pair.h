@@ -117,6 +117,7 @@ static inline void pair_close(struct pair *p)
 struct pair_idle {
 	struct zcr_ctx *c;
 	int tag;
+	int ret;	/* zcr_wait_timeout()'s: -ETIMEDOUT is the idea */
 	pthread_t t;
 };
 
@@ -126,9 +127,10 @@ static inline void *pair_idle_wait(void *arg)
 	struct zcr_req *r;
 	char b[64];
 
-	if (zcr_irecv(w->c, b, sizeof(b), 1, w->tag, &r))
+	w->ret = zcr_irecv(w->c, b, sizeof(b), 1, w->tag, &r);
+	if (w->ret)
 		return NULL;
-	(void)zcr_wait_timeout(r, NULL, 300);
+	w->ret = zcr_wait_timeout(r, NULL, 300);
 	zcr_cancel(r);
 	zcr_wait(r, NULL);
 	return NULL;
