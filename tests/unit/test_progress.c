@@ -9,8 +9,10 @@
  * Run: build/tests/unit/test_progress [name].
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/resource.h>
 
+#include "core/ctx.h"
 #include "zcr_pair.h"
 
 /* Call zcr_progress(c, 100) for secs seconds; returns how many calls. */
@@ -320,6 +322,70 @@ ZT_TEST(waiters_woken_for_neither_sleep_again)
 	cpu = pair_cpu() - cpu;
 	ZT_ASSERT_MSG(cpu < 0.1, "two waiters of 300 ms used %.2f s of "
 		      "processor time", cpu);
+	pair_close(&p);
+}
+
+struct looper {
+	struct zcr_ctx *c;
+	_Atomic int stop;
+	pthread_t t;
+};
+
+/* zcr_progress(c, -1) over and over: the only thread driving c. */
+static void *progress_forever(void *arg)
+{
+	struct looper *l = arg;
+
+	while (!atomic_load(&l->stop))
+		if (zcr_progress(l->c, -1) < 0)
+			break;
+	return NULL;
+}
+
+/*
+ * A thread blocked in zcr_progress(ctx, -1) while another thread dials a
+ * new connection on ctx, whose wake-up someone else takes before the
+ * sleeper saw it (here the test reads the eventfd itself, as a second
+ * poller would): the sleeper must still take the new connection into its
+ * poll set, at the latest when its 100 ms slice ends, and complete the
+ * handshake. Before the slices it slept on its old set for ever.
+ */
+ZT_TEST(a_sleeper_takes_in_a_connection_it_was_not_woken_for)
+{
+	struct looper l = { 0 };
+	struct zcr_ctx_attr a = { .rank = 5, .quiet = 1 };
+	struct zcr_ctx *far;
+	struct zcr_ep *ep;
+	struct pair p;
+	char addr[32];
+	uint64_t v;
+	double t;
+	int port;
+
+	pair_open(&p, 1, NULL);
+	ZT_ASSERT(zcr_ctx_create(&a, &far) == 0);
+	port = zcr_ctx_listen(far, "127.0.0.1:0");
+	ZT_ASSERT(port > 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	l.c = p.c[0];
+	ZT_ASSERT(pthread_create(&l.t, NULL, progress_forever, &l) == 0);
+	usleep(30000);			/* asleep in poll */
+	ZT_EXPECT_EQ(zcr_ep_connect(p.c[0], addr, &ep), 0);
+	if (read(p.c[0]->wake_fd, &v, sizeof(v)) < 0) {
+		/* The sleeper was quicker: then it is not the case at hand. */
+	}
+	t = pair_now();
+	while (zcr_ep_rank(ep) != 5 && pair_now() - t < 3) {
+		ZT_ASSERT(zcr_progress(far, 0) >= 0);
+		usleep(1000);
+	}
+	printf("# handshake done after %.0f ms\n", (pair_now() - t) * 1e3);
+	ZT_EXPECT_EQ(zcr_ep_rank(ep), 5);
+	atomic_store(&l.stop, 1);
+	v = 1;
+	ZT_ASSERT(write(p.c[0]->wake_fd, &v, sizeof(v)) == sizeof(v));
+	pthread_join(l.t, NULL);
+	zcr_ctx_destroy(far);
 	pair_close(&p);
 }
 
