@@ -14,10 +14,11 @@
  * caches were flushed after staging, by writing four times the last-level
  * cache elsewhere, which also evicts the page tables and kernel data an
  * exchange walks; flushed: only the staged message's and the user
- * buffer's cache lines were flushed, with clflush) and other thread (none; parked: the
- * context's progress thread, asleep in poll; busy: a thread of this process
- * spinning in poll(2) with a zero timeout on the other CPU; peer: another
- * process spinning, as the waiting peer of a ping-pong does).
+ * buffer's cache lines were flushed, with clflush) and other thread
+ * (none; parked: the context's progress thread, asleep in poll; busy: a
+ * thread of this process spinning in poll(2) with a zero timeout on the
+ * other CPU; peer: another process spinning, as the waiting peer of a
+ * ping-pong does).
  *
  * Columns: landing time (median over the iterations, µs) of copy and of
  * remap and their ratio (> 1: remap is faster), the time of the first read
@@ -271,7 +272,8 @@ static void print_row(FILE *f, const struct row *r, bool csv,
 			r->remap_touch_us, r->pages, r->bad ? "FAIL" : "ok");
 		return;
 	}
-	fprintf(f, "%-7s %-4s %-6s %9llu %5u %10.1f %10.1f %7.2fx %9.1f %9.1f %8.0f  %s\n",
+	fprintf(f, "%-7s %-7s %-6s %9llu %5u %10.1f %10.1f %7.2fx %9.1f "
+		"%9.1f %8.0f  %s\n",
 		align_names[r->align], src_names[r->src], thr_names[r->thr],
 		(unsigned long long)r->size, r->iters, r->copy_us, r->remap_us,
 		r->copy_us / r->remap_us, r->copy_touch_us, r->remap_touch_us,
@@ -281,6 +283,17 @@ static void print_row(FILE *f, const struct row *r, bool csv,
 static const char csv_head[] =
 	"backend,buffer,source,thread,size,iters,copy_us,remap_us,"
 	"copy_over_remap,copy_touch_us,remap_touch_us,pages_moved,verified\n";
+
+/* Has this run a row of buffer a, source s, thread t? (A line each.) */
+static bool measured(int a, int s, int t)
+{
+	int i;
+
+	for (i = 0; i < nrows; i++)
+		if (rows[i].align == a && rows[i].src == s && rows[i].thr == t)
+			return true;
+	return false;
+}
 
 static int plot(const char *csv, const char *png, const char *backend,
 		bool emulated)
@@ -300,15 +313,22 @@ static int plot(const char *csv, const char *png, const char *backend,
 		"with lines dt 2 title 'equal'", png, backend,
 		emulated ? " (EMULATED: compare ratios only)" : "");
 	for (int a = 0; a < 3; a++)
-		for (int s = 0; s < 2; s++)
-			for (int t = 0; t < 3; t++)
-				fprintf(g, ", '%s' using (strcol(2) eq '%s' && "
-					"strcol(3) eq '%s' && strcol(4) eq "
-					"'%s' ? $5 : 1/0):9 with linespoints "
-					"title '%s %s %s'", csv,
-					align_names[a], src_names[s],
-					thr_names[t], align_names[a],
-					src_names[s], thr_names[t]);
+		for (int s = 0; s < 3; s++)
+			for (int t = 0; t < 4; t++)
+				if (measured(a, s, t))
+					fprintf(g, ", '%s' using "
+						"(strcol(2) eq '%s' && "
+						"strcol(3) eq '%s' && "
+						"strcol(4) eq '%s' ? "
+						"$5 : 1/0):9 with "
+						"linespoints title "
+						"'%s %s %s'", csv,
+						align_names[a],
+						src_names[s],
+						thr_names[t],
+						align_names[a],
+						src_names[s],
+						thr_names[t]);
 	fprintf(g, "\n");
 	return pclose(g) ? -EIO : 0;
 }
@@ -370,7 +390,7 @@ int main(int argc, char **argv)
 	memset(evict_buf, 1, evict_len);
 
 	if (!csv_out)
-		printf("%-7s %-4s %-6s %9s %5s %10s %10s %8s %9s %9s %8s  %s\n",
+		printf("%-7s %-7s %-6s %9s %5s %10s %10s %8s %9s %9s %8s  %s\n",
 		       "buffer", "src", "thread", "size", "iters", "copy_us",
 		       "remap_us", "copy/rm", "touch_cp", "touch_rm", "pages",
 		       "verified");

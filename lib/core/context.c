@@ -551,7 +551,7 @@ int __zcr_thread_wake_fd(void)
 		return fd;
 	pthread_once(&thread_wake_once, thread_wake_setup);
 	if (!thread_wake_keyed)
-		return -1;	/* it could not be closed at the thread's exit */
+		return -1;	/* could not be closed at the thread's exit */
 	thread_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (thread_wake >= 0 &&
 	    pthread_setspecific(thread_wake_key,

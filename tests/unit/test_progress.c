@@ -268,7 +268,7 @@ ZT_TEST(a_request_completed_by_another_thread_wakes_its_waiter)
 #endif
 	pair_open(&p, 2, NULL);
 	for (tries = 0; tries < 3 && best >= 0.03; tries++) {
-		ZT_EXPECT_EQ(zcr_irecv(p.c[0], b, sizeof(b), 1, 40, &w.r), 0);
+		ZT_ASSERT(zcr_irecv(p.c[0], b, sizeof(b), 1, 40, &w.r) == 0);
 		ZT_ASSERT(pthread_create(&w.t, NULL, wait_req, &w) == 0);
 		usleep(30000);		/* past any look: asleep in poll */
 		t = pair_now();
@@ -308,7 +308,8 @@ ZT_TEST(waiters_woken_for_neither_sleep_again)
 	for (i = 0; i < 2; i++) {
 		w[i].c = p.c[0];
 		w[i].tag = 50 + i;
-		ZT_ASSERT(pthread_create(&w[i].t, NULL, pair_idle_wait, &w[i]) == 0);
+		ZT_ASSERT(pthread_create(&w[i].t, NULL, pair_idle_wait,
+					 &w[i]) == 0);
 	}
 	lfd = raw_listen(addr, sizeof(addr));
 	usleep(30000);
@@ -352,15 +353,16 @@ static void *progress_forever(void *arg)
  */
 ZT_TEST(a_sleeper_takes_in_a_connection_it_was_not_woken_for)
 {
-	struct looper l = { 0 };
 	struct zcr_ctx_attr a = { .rank = 5, .quiet = 1 };
+	struct looper l = { 0 };
 	struct zcr_ctx *far;
 	struct zcr_ep *ep;
 	struct pair p;
 	char addr[32];
+	bool taken = false;
+	int port, tries;
 	uint64_t v;
 	double t;
-	int port;
 
 	pair_open(&p, 1, NULL);
 	ZT_ASSERT(zcr_ctx_create(&a, &far) == 0);
@@ -369,24 +371,30 @@ ZT_TEST(a_sleeper_takes_in_a_connection_it_was_not_woken_for)
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
 	l.c = p.c[0];
 	ZT_ASSERT(pthread_create(&l.t, NULL, progress_forever, &l) == 0);
-	usleep(30000);			/* asleep in poll */
-	ZT_EXPECT_EQ(zcr_ep_connect(p.c[0], addr, &ep), 0);
-	if (read(p.c[0]->wake_fd, &v, sizeof(v)) < 0) {
-		/* The sleeper was quicker: then it is not the case at hand. */
+	/* Until our read, not the sleeper's, takes the wake-up. */
+	for (tries = 0; tries < 10 && !taken; tries++) {
+		usleep(30000);		/* asleep in poll */
+		ZT_EXPECT_EQ(zcr_ep_connect(p.c[0], addr, &ep), 0);
+		taken = read(p.c[0]->wake_fd, &v, sizeof(v)) == sizeof(v);
+		t = pair_now();
+		while (zcr_ep_rank(ep) != 5 && pair_now() - t < 3) {
+			ZT_ASSERT(zcr_progress(far, 0) >= 0);
+			usleep(1000);
+		}
+		t = pair_now() - t;
+		ZT_EXPECT_EQ(zcr_ep_rank(ep), 5);
 	}
-	t = pair_now();
-	while (zcr_ep_rank(ep) != 5 && pair_now() - t < 3) {
-		ZT_ASSERT(zcr_progress(far, 0) >= 0);
-		usleep(1000);
-	}
-	printf("# handshake done after %.0f ms\n", (pair_now() - t) * 1e3);
-	ZT_EXPECT_EQ(zcr_ep_rank(ep), 5);
 	atomic_store(&l.stop, 1);
 	v = 1;
 	ZT_ASSERT(write(p.c[0]->wake_fd, &v, sizeof(v)) == sizeof(v));
 	pthread_join(l.t, NULL);
 	zcr_ctx_destroy(far);
 	pair_close(&p);
+	if (!taken)
+		ZT_SKIP("the sleeper took every wake-up first (10 tries)");
+	printf("# handshake done %.0f ms after its wake-up was taken\n",
+	       t * 1e3);
+	ZT_ASSERT_MSG(t < 0.5, "the handshake took %.0f ms", t * 1e3);
 }
 
 /*

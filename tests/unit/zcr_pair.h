@@ -131,8 +131,10 @@ static inline void *pair_idle_wait(void *arg)
 	if (w->ret)
 		return NULL;
 	w->ret = zcr_wait_timeout(r, NULL, 300);
-	zcr_cancel(r);
-	zcr_wait(r, NULL);
+	if (w->ret == -ETIMEDOUT) {	/* else it is complete, and freed */
+		zcr_cancel(r);
+		zcr_wait(r, NULL);
+	}
 	return NULL;
 }
 
