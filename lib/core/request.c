@@ -29,7 +29,8 @@ void __zcr_req_complete_locked(struct zcr_req *r, int error)
 		if (r->waiter_fd < 0) {
 			/* None (no eventfd to be had): the context's. */
 			__zcr_wake(r->ctx);
-		} else if (write(r->waiter_fd, &one, sizeof(one)) == 8) {
+		} else if (write(r->waiter_fd, &one, sizeof(one)) ==
+			   (ssize_t)sizeof(one)) {
 			r->woken = true;
 		}
 	}

@@ -297,7 +297,7 @@ ZT_TEST(waiters_woken_for_neither_sleep_again)
 	struct pair p;
 	char addr[32];
 	double cpu;
-	int i, lfd;
+	int lfd;
 
 #ifdef __SANITIZE_THREAD__
 	ZT_SKIP("timed; ThreadSanitizer slows every step down");
@@ -305,20 +305,12 @@ ZT_TEST(waiters_woken_for_neither_sleep_again)
 	setenv("ZCRECV_SHM", "0", 1);
 	pair_open(&p, 2, NULL);
 	cpu = pair_cpu();
-	for (i = 0; i < 2; i++) {
-		w[i].c = p.c[0];
-		w[i].tag = 50 + i;
-		ZT_ASSERT(pthread_create(&w[i].t, NULL, pair_idle_wait,
-					 &w[i]) == 0);
-	}
+	pair_idle_start(w, 2, p.c[0], 50, 1);
 	lfd = raw_listen(addr, sizeof(addr));
 	usleep(30000);
 	/* A peer that never answers: a wake-up, and nothing for either. */
 	ZT_EXPECT_EQ(zcr_ep_connect(p.c[0], addr, &ep), 0);
-	for (i = 0; i < 2; i++) {
-		pthread_join(w[i].t, NULL);
-		ZT_EXPECT_EQ(w[i].ret, -ETIMEDOUT);
-	}
+	pair_idle_join(w, 2);
 	close(lfd);
 	cpu = pair_cpu() - cpu;
 	ZT_ASSERT_MSG(cpu < 0.1, "two waiters of 300 ms used %.2f s of "

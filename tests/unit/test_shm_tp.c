@@ -1180,21 +1180,12 @@ ZT_TEST(idle_waiters_sleep)
 	struct pair_idle w[3];
 	struct pair p;
 	double cpu;
-	int i;
 
 	SKIP_IF_TIMING_MEANINGLESS();
 	pair_shm(&p, 2, NULL);
 	cpu = pair_cpu();
-	for (i = 0; i < 3; i++) {
-		w[i].c = p.c[0];
-		w[i].tag = 13;
-		ZT_ASSERT(pthread_create(&w[i].t, NULL, pair_idle_wait,
-					 &w[i]) == 0);
-	}
-	for (i = 0; i < 3; i++) {
-		pthread_join(w[i].t, NULL);
-		ZT_EXPECT_EQ(w[i].ret, -ETIMEDOUT);
-	}
+	pair_idle_start(w, 3, p.c[0], 13, 0);
+	pair_idle_join(w, 3);
 	cpu = pair_cpu() - cpu;
 	ZT_ASSERT_MSG(cpu < 0.08, "3 idle waiters of 300 ms used %.2f s of "
 		      "processor time", cpu);
@@ -1241,20 +1232,12 @@ ZT_TEST(doorbells_for_neither_let_both_sleep)
 	pair_shm(&p, 2, NULL);
 	unsetenv("ZCRECV_SHM_SPIN_US");	/* read at context creation */
 	cpu = pair_cpu();
-	for (i = 0; i < 2; i++) {
-		w[i].c = p.c[0];
-		w[i].tag = 60 + i;
-		ZT_ASSERT(pthread_create(&w[i].t, NULL, pair_idle_wait,
-					 &w[i]) == 0);
-	}
+	pair_idle_start(w, 2, p.c[0], 60, 1);
 	for (i = 0; i < 10; i++) {
 		usleep(20000);
 		ZT_EXPECT_EQ(zcr_send(p.to0[1], b, sizeof(b), 62), 0);
 	}
-	for (i = 0; i < 2; i++) {
-		pthread_join(w[i].t, NULL);
-		ZT_EXPECT_EQ(w[i].ret, -ETIMEDOUT);
-	}
+	pair_idle_join(w, 2);
 	cpu = pair_cpu() - cpu;
 	ZT_ASSERT_MSG(cpu < 0.1, "two sleepers of 300 ms rung ten times used "
 		      "%.2f s of processor time", cpu);

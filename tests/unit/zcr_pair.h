@@ -138,6 +138,31 @@ static inline void *pair_idle_wait(void *arg)
 	return NULL;
 }
 
+/* n idle waiters on c, tags tag0, tag0 + step, ... */
+static inline void pair_idle_start(struct pair_idle *w, int n,
+				   struct zcr_ctx *c, int tag0, int step)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		w[i].c = c;
+		w[i].tag = tag0 + i * step;
+		ZT_ASSERT(pthread_create(&w[i].t, NULL, pair_idle_wait,
+					 &w[i]) == 0);
+	}
+}
+
+/* Join them; each wait must have timed out, as meant. */
+static inline void pair_idle_join(struct pair_idle *w, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		pthread_join(w[i].t, NULL);
+		ZT_EXPECT_EQ(w[i].ret, -ETIMEDOUT);
+	}
+}
+
 /* Processor time of the process so far, in seconds. */
 static inline double pair_cpu(void)
 {
