@@ -34,8 +34,12 @@
  * fails with EINVAL (what Linux 6.18 answers for an unregistered
  * destination), and stays registered: the registration lives in the VMA,
  * so a munmap drops it and a new mapping at the same address fails the
- * move once more and is registered then. Any failure leaves every byte
- * not yet delivered in the slot, and the engine copies those.
+ * move once more and is registered then. Registering another buffer's
+ * 2 MiB units may split a mapping this range shares; the move out of it
+ * then fails with EINVAL too (a source must lie in one VMA), and
+ * registering this range lets the kernel merge the parts again. Any
+ * failure leaves every byte not yet delivered in the slot, and the engine
+ * copies those.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -276,6 +280,15 @@ static long uffd_remap(struct zcr_ctx *ctx, void *priv, void *dstp,
 		return -ENOMEM;
 	old = sp + off;
 	a = uffd_move(u, old, dst, len);
+	if (a == -EINVAL && user_register(u, dst, len) == 0) {
+		/*
+		 * The user's range lies in two VMAs (a move's source must lie
+		 * in one): registering the 2 MiB units around another buffer
+		 * split its mapping there. Registering this range too gives
+		 * both parts the same flags, and the kernel merges them.
+		 */
+		a = uffd_move(u, old, dst, len);
+	}
 	if (a >= 0 && (size_t)a < len && errno == EEXIST) {
 		/*
 		 * Pages left in the spare outside the range its last exchange

@@ -140,6 +140,55 @@ ZT_TEST(early_malloc_buffer)
 	free(buf);
 }
 
+/*
+ * Two receive buffers inside one mapping, the second across the 2 MiB
+ * boundary where registering the first one's 2 MiB units split the
+ * mapping: landings into the second remap too (a move's source must lie
+ * in one VMA; it used to fall back to a copy there for ever).
+ */
+ZT_TEST(buffer_across_a_neighbours_registration)
+{
+	size_t len = 1 << 20, huge = 2 << 20;
+	struct zcr_stats s0, s1;
+	struct zcr_status st;
+	struct pair p;
+	char *map, *r, *a, *b, *sb;
+	int i;
+
+	map = mmap(NULL, 4 * huge, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ZT_ASSERT(map != MAP_FAILED);
+	r = (char *)(((uintptr_t)map + huge - 1) & ~(uintptr_t)(huge - 1));
+	/* a's 2 MiB units are [r + 2 MiB, r + 4 MiB); b is across r + 2 MiB */
+	a = r + huge + len / 2 + 16 * 4096;
+	b = r + huge - len / 2;
+	memset(map, 1, 4 * huge);
+	madvise(map, 4 * huge, MADV_NOHUGEPAGE);
+	pair_open(&p, 2, &remap_attr);
+	sb = malloc(len);
+	for (i = 0; i < 2; i++)
+		ZT_EXPECT_EQ(early_one(&p, sb, a, len, 60 + (uint32_t)i, &st),
+			     1);
+	s0 = pair_stats(p.c[0]);
+	for (i = 0; i < 4; i++) {
+		ZT_EXPECT_EQ(early_one(&p, sb, b, len, 70 + (uint32_t)i, &st),
+			     1);
+		ZT_EXPECT_EQ(pattern_bad(b, len, 70 + (uint32_t)i), 0);
+	}
+	ZT_EXPECT_EQ(pattern_bad(a, len, 61), 0);
+	s1 = pair_stats(p.c[0]);
+	print_stats("buffer_across_a_neighbours_registration", &s1);
+	free(sb);
+	pair_close(&p);
+	munmap(map, 4 * huge);
+	if (s0.pages_remapped == 0)
+		ZT_SKIP("no remap into plain memory here (backend %s)",
+			s1.backend_name);
+	/* the first landing into b teaches the predictor */
+	ZT_EXPECT_EQ(s1.remap_fallbacks, s0.remap_fallbacks);
+	ZT_ASSERT(s1.pages_remapped - s0.pages_remapped >= 3 * (len / 4096));
+}
+
 ZT_TEST(posted_first)
 {
 	size_t len = 1 << 20;
