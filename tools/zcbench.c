@@ -11,7 +11,8 @@
  * both sides verify every iteration. Receive buffers come from
  * zcr_mem_alloc, two per side used in turn (a period-2 pattern for the
  * predictor). Prints a table (half round-trip latency, bandwidth, hit
- * ratio, pages remapped per message), and optionally CSV and a PNG plot
+ * ratio, pages remapped per message, and the median of per-trial ratios
+ * against the faster of copy and remap), and optionally CSV and a PNG plot
  * (gnuplot). --nptcp runs NetPIPE's NPtcp over the same loopback as a
  * reference line.
  *
@@ -23,10 +24,10 @@
  * Options: --min BYTES --max BYTES --modes copy,remap,auto
  * --arrival early,posted --reply own|echo (rank 1 answers from a buffer of
  * its own, as NetPIPE does, or with the ping's) --iters N (most timed
- * iterations per trial, three
- * trials per point; fewer for big sizes) --csv FILE|- (- prints it
- * between "zcbench-csv-begin" and "zcbench-csv-end" lines) --png FILE
- * --nptcp --emulated (marks figures as measured under emulation). Exit status 1 if any iteration fails to
+ * iterations per trial; fewer for big sizes) --trials N (trials per
+ * point, 3) --csv FILE|- (- prints it between "zcbench-csv-begin" and
+ * "zcbench-csv-end" lines) --png FILE --nptcp --emulated (marks figures
+ * as measured under emulation). Exit status 1 if any iteration fails to
  * verify.
  *
  * --transport tcp|shm: shm sets ZCRECV_SHM=1 for both ranks, so a peer on
@@ -67,13 +68,16 @@
 #define TAG_STATS	1002
 #define WARMUP		2
 /*
- * Each point is timed in TRIALS runs of iters ping-pongs, each after WARMUP
- * untimed ones; the modes of one size take turns run by run. The latency is
- * the fastest run's mean, as NetPIPE reports its points (the reference
- * lines), so the two are read the same way. The mean over every timed
- * ping-pong is kept beside it (mean_us).
+ * Each point is timed in --trials runs (TRIALS unless told) of iters
+ * ping-pongs, each after WARMUP untimed ones; the modes of one size take
+ * turns run by run. The latency is the fastest run's mean, as NetPIPE
+ * reports its points (the reference lines), so the two are read the same
+ * way. The mean over every timed ping-pong is kept beside it (mean_us).
+ * More trials make the fastest run's mean steadier where the machine's
+ * load changes from one half second to the next.
  */
 #define TRIALS		3
+#define TRIALS_MAX	1000
 #define WORD_MAGIC	0x7a63626e00000000ULL	/* "zcbn" */
 
 struct ctrl {
@@ -106,6 +110,7 @@ struct point {
 	unsigned int iters;
 	double lat_us, mbps, hit_ratio, pages_per_msg, copied_per_msg;
 	double mean_us;
+	double vs_faster;	/* 0: not measured (copy or remap left out) */
 	uint64_t bad;
 	int order;	/* of the CSV: mode, then arrival */
 };
@@ -295,6 +300,20 @@ static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 	}
 }
 
+/* A whole number from 1 to max, else -EINVAL. */
+static int parse_count(const char *s, unsigned int max, unsigned int *out)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v < 1 || v > max)
+		return -EINVAL;
+	*out = (unsigned int)v;
+	return 0;
+}
+
 static unsigned int iters_for(uint64_t size, unsigned int max_iters)
 {
 	uint64_t n = (64ULL << 20) / size;
@@ -307,7 +326,8 @@ static unsigned int iters_for(uint64_t size, unsigned int max_iters)
 /* What the trials of one point add up to. */
 struct acc {
 	double best, sum;
-	unsigned int iters;
+	double *tmean;		/* each trial's mean round trip */
+	unsigned int iters, trials;
 	uint64_t early, hits, pages, copied, bad;
 };
 
@@ -369,6 +389,7 @@ static void run_trial(struct zcr_ctx *ctx, struct zcr_ep *ep, int policy,
 	CHECK(zcr_recv(ctx, &ps, sizeof(ps), 1, TAG_STATS, NULL));
 	if (!a->best || t / per < a->best)
 		a->best = t / per;
+	a->tmean[a->trials++] = t / per;
 	a->sum += t;
 	a->iters += per;
 	a->early += s1.early - s0.early + ps.early;
@@ -379,6 +400,41 @@ static void run_trial(struct zcr_ctx *ctx, struct zcr_ep *ep, int policy,
 	free(sb);
 	zcr_mem_free(ctx, rb[0]);
 	zcr_mem_free(ctx, rb[1]);
+}
+
+/*
+ * Each mode's trials against those of the faster forced mode (copy or
+ * remap, by the median of their per-trial ratios): the median of the
+ * per-trial ratios, into
+ * vs[m]. Trial t of every mode ran back to back, so a change of the
+ * machine's load that spans it falls on both sides of its ratio; the
+ * fastest trials of two modes, by contrast, may come from different
+ * moments. vs[m] stays 0 if copy or remap was left out.
+ */
+static void vs_faster(const struct acc *acc, const int *order, int modes,
+		      double *vs)
+{
+	unsigned int n = acc[0].trials, t;
+	double *v;
+	int f, m;
+
+	memset(vs, 0, 3 * sizeof(*vs));
+	if (!(modes & (1 << order[0])) || !(modes & (1 << order[1])))
+		return;
+	v = malloc(n * sizeof(*v));
+	if (!v)
+		die("malloc", -ENOMEM);
+	for (t = 0; t < n; t++)
+		v[t] = acc[0].tmean[t] / acc[1].tmean[t];
+	f = zct_median(v, n) <= 1 ? 0 : 1;
+	for (m = 0; m < 3; m++) {
+		if (!(modes & (1 << order[m])))
+			continue;
+		for (t = 0; t < n; t++)
+			v[t] = acc[m].tmean[t] / acc[f].tmean[t];
+		vs[m] = zct_median(v, n);
+	}
+	free(v);
 }
 
 /* The point that trials added up to in a. */
@@ -401,22 +457,25 @@ static void end_point(struct point *pt, int policy, bool early,
 static void print_row(FILE *f, const struct point *p, bool csv)
 {
 	if (csv)
-		fprintf(f, "%s,%s,%llu,%u,%.3f,%.1f,%.3f,%.1f,%s,%.0f,%.3f\n",
-			p->mode, p->arrival, (unsigned long long)p->size,
-			p->iters, p->lat_us, p->mbps, p->hit_ratio,
-			p->pages_per_msg, p->bad ? "FAIL" : "ok",
-			p->copied_per_msg, p->mean_us);
+		fprintf(f, "%s,%s,%llu,%u,%.3f,%.1f,%.3f,%.1f,%s,%.0f,%.3f,"
+			"%.3f\n", p->mode, p->arrival,
+			(unsigned long long)p->size, p->iters, p->lat_us,
+			p->mbps, p->hit_ratio, p->pages_per_msg,
+			p->bad ? "FAIL" : "ok", p->copied_per_msg, p->mean_us,
+			p->vs_faster);
 	else
 		fprintf(f, "%-6s %-7s %9llu %6u %11.1f %10.1f %6.0f%% %10.1f "
-			"%10.0f  %s\n", p->mode, p->arrival,
+			"%10.0f %7.2f  %s\n", p->mode, p->arrival,
 			(unsigned long long)p->size, p->iters, p->lat_us,
 			p->mbps, p->hit_ratio * 100, p->pages_per_msg,
-			p->copied_per_msg, p->bad ? "FAIL" : "ok");
+			p->copied_per_msg, p->vs_faster,
+			p->bad ? "FAIL" : "ok");
 }
 
 static const char csv_head[] =
 	"mode,arrival,size,iters,latency_us,bandwidth_MBps,hit_ratio,"
-	"pages_remapped_per_msg,verified,bytes_copied_per_msg,mean_us\n";
+	"pages_remapped_per_msg,verified,bytes_copied_per_msg,mean_us,"
+	"vs_faster\n";
 
 static int point_cmp(const void *x, const void *y)
 {
@@ -758,9 +817,10 @@ static void usage(FILE *f)
 "                     after each answer as NetPIPE's receiver sends\n"
 "                     from its own (own, the default), or with the\n"
 "                     ping's own buffer (echo)\n"
-"  --iters N          most timed iterations per trial, 3 trials per\n"
-"                     point; the fastest trial's mean is reported\n"
-"                     (default 50)\n"
+"  --iters N          most timed iterations per trial (default 50)\n"
+"  --trials N         trials per point, the modes of a size taking\n"
+"                     turns; the fastest trial's mean is reported\n"
+"                     (default 3)\n"
 "  --csv FILE|-       write CSV (-: to stdout between zcbench-csv-begin\n"
 "                     and zcbench-csv-end lines)\n"
 "  --png FILE         plot with gnuplot\n"
@@ -787,10 +847,10 @@ int main(int argc, char **argv)
 	static const char *const mode_names[] = { "auto", "copy", "remap" };
 	static const char *const arr_names[] = { "early", "posted" };
 	static const struct option opts[] = {
-		{ "help", 0, NULL, 'h' },
 		{ "min", 1, NULL, 's' }, { "max", 1, NULL, 'S' },
 		{ "modes", 1, NULL, 'm' }, { "arrival", 1, NULL, 'a' },
-		{ "iters", 1, NULL, 'i' }, { "csv", 1, NULL, 'c' },
+		{ "iters", 1, NULL, 'i' }, { "trials", 1, NULL, 't' },
+		{ "csv", 1, NULL, 'c' },
 		{ "png", 1, NULL, 'p' }, { "nptcp", 0, NULL, 'n' },
 		{ "nptcp-file", 1, NULL, 'N' }, { "server", 1, NULL, 'L' },
 		{ "connect", 1, NULL, 'C' }, { "plot-only", 1, NULL, 'P' },
@@ -808,8 +868,8 @@ int main(int argc, char **argv)
 	int npompi = 0, perftest = 0;
 	char listen_at[64];
 	char ompibuf[64];
-	int modes = 0x7, arrivals = 0x3, nptcp = 0, emulated = 0, o, m, a;
-	unsigned int max_iters = 50;
+	int modes = 0x7, arrivals = 0x3, nptcp = 0, emulated = 0, o, m, a, j;
+	unsigned int max_iters = 50, trials = TRIALS;
 	char npbuf[64], csvtmp[64], addr[64];
 	struct zcr_ctx_attr attr = { 0 };
 	struct zcr_stats st;
@@ -825,7 +885,14 @@ int main(int argc, char **argv)
 		case 'S': max = strtoull(optarg, NULL, 0); break;
 		case 'm': modes = zct_parse_list(optarg, mode_names, 3); break;
 		case 'a': arrivals = zct_parse_list(optarg, arr_names, 2); break;
-		case 'i': max_iters = (unsigned int)atoi(optarg); break;
+		case 'i':
+			if (parse_count(optarg, 1000000, &max_iters))
+				max_iters = 0;
+			break;
+		case 't':
+			if (parse_count(optarg, TRIALS_MAX, &trials))
+				trials = 0;
+			break;
 		case 'c': csv = optarg; break;
 		case 'p': png = optarg; break;
 		case 'n': nptcp = 1; break;
@@ -880,8 +947,10 @@ int main(int argc, char **argv)
 		ompi_ref = ompifile;
 	if (plot_only)
 		return png && plot(plot_only, npfile, png, emulated) == 0 ? 0 : 1;
-	if (min < 64 || max < min || !modes || !arrivals || !max_iters) {
-		fprintf(stderr, "zcbench: bad --min/--max/--modes/--arrival/--iters\n");
+	if (min < 64 || max < min || !modes || !arrivals || !max_iters ||
+	    !trials) {
+		fprintf(stderr, "zcbench: bad --min/--max/--modes/--arrival/"
+			"--iters/--trials\n");
 		return 2;
 	}
 
@@ -970,9 +1039,9 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.min_remap_pages,
 	       emulated ? " (EMULATED timings: compare ratios only)" : "");
 	printf("zcbench: transport %s\n", transport_of(ctx, ep));
-	printf("%-6s %-7s %9s %6s %11s %10s %7s %10s %10s  %s\n", "mode",
+	printf("%-6s %-7s %9s %6s %11s %10s %7s %10s %10s %7s  %s\n", "mode",
 	       "arrival", "size", "iters", "latency_us", "MB/s", "hits",
-	       "pages/msg", "copied/msg", "verified");
+	       "pages/msg", "copied/msg", "vs_fast", "verified");
 	/*
 	 * Per arrival and size, the modes take turns trial by trial, so that
 	 * what the machine does meanwhile (other load, frequency, the other
@@ -988,25 +1057,38 @@ int main(int argc, char **argv)
 						     ZCRECV_POLICY_AUTO };
 			struct acc acc[3];
 			unsigned int per = iters_for(size, max_iters), t;
+			double vs[3];
 
 			memset(acc, 0, sizeof(acc));
-			for (t = 0; t < TRIALS; t++)
-				for (m = 0; m < 3; m++)
+			for (m = 0; m < 3; m++) {
+				acc[m].tmean = calloc(trials, sizeof(double));
+				if (!acc[m].tmean)
+					die("calloc", -ENOMEM);
+			}
+			/* each mode first, second, third in turn */
+			for (t = 0; t < trials; t++)
+				for (j = 0; j < 3; j++) {
+					m = (int)((t + j) % 3);
 					if (modes & (1 << order[m]))
 						run_trial(ctx, ep, order[m],
 							  a == 0, size, per,
 							  &acc[m]);
+				}
+			vs_faster(acc, order, modes, vs);
 			for (m = 0; m < 3; m++) {
 				struct point *pt = &points[npoints];
 
 				if (!(modes & (1 << order[m])))
 					continue;
 				end_point(pt, order[m], a == 0, size, &acc[m]);
+				pt->vs_faster = vs[m];
 				pt->order = m * 2 + a;
 				npoints++;
 				print_row(stdout, pt, false);
 				bad += pt->bad;
 			}
+			for (m = 0; m < 3; m++)
+				free(acc[m].tmean);
 			fflush(stdout);
 		}
 	}
