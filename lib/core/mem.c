@@ -9,7 +9,12 @@
  * and every full page of it can be remapped. Anonymous allocations of 2 MiB
  * or more are 2 MiB aligned, a multiple of 2 MiB long and advised
  * MADV_HUGEPAGE: where transparent huge pages are enabled ("always" or
- * "madvise"), UFFDIO_MOVE then moves each 2 MiB unit as one PMD.
+ * "madvise"), UFFDIO_MOVE then moves each 2 MiB unit as one PMD. While the
+ * uffd-move backend is in use, so are anonymous allocations from 1 MiB
+ * (ZCR_MEM_HUGE_MIN) where THP is not "never": a message that fills such
+ * a block lands as whole 2 MiB units, the block's unused end moving along
+ * (__zcr_mem_room), at the price of up to twice the memory for blocks of
+ * 1-2 MiB.
  * With ZCRECV_HUGE_ZONES=1, zones of 2 MiB or more are huge zones
  * (ZCRECV_ZONE_HUGE) where the module has them, mapped 2 MiB aligned and a
  * multiple of 2 MiB long: the module exchanges their 2 MiB-aligned middle
@@ -17,6 +22,7 @@
  * Hence opt-in: 4 KiB zones remap any full page.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
@@ -106,6 +112,31 @@ int __zcr_anon_map(size_t len, bool huge, void **p)
 	return 0;
 }
 
+/*
+ * Whether anonymous memory advised MADV_HUGEPAGE may get transparent huge
+ * pages here: THP "always" or "madvise", read once per process.
+ */
+static int thp_state = -1;
+
+static bool thp_enabled(void)
+{
+	int st = __atomic_load_n(&thp_state, __ATOMIC_RELAXED);
+	char buf[128] = "";
+	FILE *f;
+
+	if (st >= 0)
+		return st;
+	f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "re");
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
+		fclose(f);
+	}
+	st = strstr(buf, "[always]") || strstr(buf, "[madvise]");
+	__atomic_store_n(&thp_state, st, __ATOMIC_RELAXED);
+	return st;
+}
+
 int zcr_mem_alloc(struct zcr_ctx *ctx, size_t size, void **ptr)
 {
 	struct zcr_mem *m;
@@ -138,7 +169,10 @@ int zcr_mem_alloc(struct zcr_ctx *ctx, size_t size, void **ptr)
 	if (ret == 0) {
 		m->zone = true;
 	} else {
-		bool huge = len >= ZCR_HUGE_SIZE;
+		bool huge = len >= ZCR_HUGE_SIZE ||
+			    (len >= ZCR_MEM_HUGE_MIN &&
+			     ctx->be[0].ops->id == ZCRECV_BACKEND_UFFD &&
+			     thp_enabled());
 
 		if (huge) {
 			len = (len + ZCR_HUGE_SIZE - 1) & ~(ZCR_HUGE_SIZE - 1);
@@ -155,6 +189,7 @@ int zcr_mem_alloc(struct zcr_ctx *ctx, size_t size, void **ptr)
 	}
 	m->addr = a;
 	m->len = len;
+	m->size = size;
 	pthread_mutex_lock(&ctx->lock);
 	zcr_list_add_tail(&m->link, &ctx->mems);
 	pthread_mutex_unlock(&ctx->lock);
@@ -194,4 +229,22 @@ bool __zcr_mem_in_zone(struct zcr_ctx *ctx, const void *p, size_t len)
 			return true;
 	}
 	return false;
+}
+
+size_t __zcr_mem_room(struct zcr_ctx *ctx, const void *p, size_t len)
+{
+	const char *c = p;
+	struct zcr_list *pos;
+
+	/* without huge pages, room would only be more 4 KiB pages to move */
+	if (!thp_enabled())
+		return 0;
+	for (pos = ctx->mems.next; pos != &ctx->mems; pos = pos->next) {
+		struct zcr_mem *m = zcr_container_of(pos, struct zcr_mem, link);
+
+		if (!m->zone && c >= m->addr && c + len <= m->addr + m->len &&
+		    c + len >= m->addr + m->size)
+			return (size_t)(m->addr + m->len - (c + len));
+	}
+	return 0;
 }

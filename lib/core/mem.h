@@ -17,9 +17,16 @@ struct zcr_ctx;
 struct zcr_mem {
 	struct zcr_list link;
 	char *addr;
-	size_t len;
+	size_t len;		/* mapped */
+	size_t size;		/* asked for: the caller's bytes */
 	bool zone;
 };
+
+/*
+ * Anonymous zcr_mem_alloc blocks from this size are mapped in 2 MiB units
+ * while the uffd-move backend is in use (see zcr_mem_alloc).
+ */
+#define ZCR_MEM_HUGE_MIN	(1UL << 20)
 
 /*
  * A zone of len bytes (a page multiple) mapped read-write and shared.
@@ -41,5 +48,13 @@ bool __zcr_zone_huge(struct zcr_ctx *ctx, size_t len);
  */
 int __zcr_anon_map(size_t len, bool huge, void **p);
 bool __zcr_mem_in_zone(struct zcr_ctx *ctx, const void *p, size_t len);
+/*
+ * Bytes mapped after [p, p + len) that are nobody's: when the range lies
+ * in an anonymous zcr_mem_alloc block and reaches the end of what its
+ * caller asked for, the rest of the block's mapping; else 0 (also where
+ * THP is "never": moving them would only move more 4 KiB pages). A
+ * landing may overwrite them. Under ctx->lock.
+ */
+size_t __zcr_mem_room(struct zcr_ctx *ctx, const void *p, size_t len);
 
 #endif /* ZCR_MEM_H */

@@ -219,7 +219,7 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	struct zcr_msg *m;
 	const void *pbuf;
 	struct zcr_req *r;
-	size_t off;
+	size_t off, room = 0;
 
 	r = match_posted(ctx, a->comm, a->src, a->tag);
 	if (r) {
@@ -228,8 +228,11 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	}
 	off = predict_offset(ctx, a->src, a->tag, &pbuf);
 	ops = __zcr_remap_pick(ctx, pbuf, a->len);
-	if (pbuf)
+	if (pbuf) {
 		off = __zcr_remap_stage_offset(ctx, ops, pbuf, a->len);
+		if (a->len <= SIZE_MAX - 2 * ZCR_HUGE_SIZE)
+			room = __zcr_remap_stage_room(ctx, ops, pbuf, a->len);
+	}
 	/*
 	 * max_msg and staging_bytes may be lifted to UINT64_MAX: a length
 	 * near 2^64 must not wrap off + len, rounded up to pages, into a
@@ -237,10 +240,10 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	 */
 	slot = NULL;
 	peer = peer_find(ctx, a->src, true);
-	if (a->len <= SIZE_MAX - 2 * ctx->page &&
-	    within_share(ctx, peer, (off + a->len + ctx->page - 1) &
+	if (a->len <= SIZE_MAX - 2 * ctx->page - room &&
+	    within_share(ctx, peer, (off + a->len + room + ctx->page - 1) &
 			 ~(uint64_t)(ctx->page - 1))) {
-		slot = __zcr_slot_get_locked(ctx, ops, off + a->len);
+		slot = __zcr_slot_get_locked(ctx, ops, off + a->len + room);
 		if (!slot && ops != &__zcr_remap_copy)
 			slot = __zcr_slot_get_locked(ctx, &__zcr_remap_copy,
 						     off + a->len);

@@ -330,12 +330,50 @@ const struct zcr_remap_ops *__zcr_remap_pick(struct zcr_ctx *ctx,
 	return &__zcr_remap_copy;
 }
 
+/*
+ * Room a landing of len bytes into dst may move along after the message:
+ * the bytes from its end to the next unit boundary, when they are the
+ * unused end of dst's zcr_mem_alloc block (__zcr_mem_room) and the
+ * message plus them hold a whole unit the message alone does not reach
+ * the end of (a 1 MiB message filling a 1 MiB block mapped as one 2 MiB
+ * unit moves as one PMD instead of 256 pages). 0 otherwise.
+ */
+static size_t room_for(struct zcr_ctx *ctx, const struct zcr_remap_ops *ops,
+		       struct zcr_backend_state *bs, const void *dst,
+		       size_t len)
+{
+	uintptr_t end = (uintptr_t)dst + len, a, ue;
+	size_t room, unit;
+
+	if (!ops->unit || ops->units_only || !dst || !len)
+		return 0;
+	room = __zcr_mem_room(ctx, dst, len);
+	if (!room)
+		return 0;
+	unit = ops->unit(ctx, bs->priv, len + room);
+	if (unit <= ctx->page)
+		return 0;
+	a = ((uintptr_t)dst + unit - 1) & ~(uintptr_t)(unit - 1);
+	ue = (end + unit - 1) & ~(uintptr_t)(unit - 1);
+	if (ue == end || ue - end > room || ue - a < unit)
+		return 0;
+	return ue - end;
+}
+
+size_t __zcr_remap_stage_room(struct zcr_ctx *ctx,
+			      const struct zcr_remap_ops *ops,
+			      const void *dst, size_t len)
+{
+	return room_for(ctx, ops, __zcr_remap_state(ctx, ops), dst, len);
+}
+
 size_t __zcr_remap_stage_offset(struct zcr_ctx *ctx,
 				const struct zcr_remap_ops *ops,
 				const void *dst, size_t len)
 {
 	struct zcr_backend_state *bs = __zcr_remap_state(ctx, ops);
-	size_t unit = ops->unit ? ops->unit(ctx, bs->priv, len) : ctx->page;
+	size_t ext = len + room_for(ctx, ops, bs, dst, len);
+	size_t unit = ops->unit ? ops->unit(ctx, bs->priv, ext) : ctx->page;
 
 	return (size_t)((uintptr_t)dst & (unit - 1));
 }
@@ -384,32 +422,38 @@ static void touch_moved(struct zcr_ctx *ctx, struct zcr_backend_state *bs,
 	touch_pages(ctx, (const char *)e, (uintptr_t)p + len - e);
 }
 
-/* Remap the full pages [a, e) of dst; copy the rest. */
+/*
+ * Remap the full pages [a, e) of dst; copy the rest. e may lie past the
+ * message's end, in room the landing may overwrite (room_for()).
+ */
 static void land_remap(struct zcr_ctx *ctx, struct zcr_backend_state *bs,
 		       struct zcr_slot *s, size_t off, char *dst, size_t n,
 		       uintptr_t a, uintptr_t e)
 {
 	size_t head = a - (uintptr_t)dst, full = e - a;
+	size_t body = e > (uintptr_t)dst + n ? n - head : full;
 	const char *src = s->base + off;
+	size_t moved;
 	long done;
 
 	/* Head and tail first: a remap may hand the slot other memory. */
 	memcpy(dst, src, head);
-	memcpy(dst + head + full, src + head + full, n - head - full);
+	memcpy(dst + head + body, src + head + body, n - head - body);
 	done = bs->ops->remap(ctx, bs->priv, (void *)a, s, off + head, full);
 	if (done < 0)
 		done = 0;
 	if (done)
 		ctx->st.remaps++;
-	if ((size_t)done < full) {
+	/* What of the message moved; room that did not is nobody's. */
+	moved = (size_t)done < body ? (size_t)done : body;
+	if (moved < body) {
 		ctx->st.remap_fallbacks++;
 		src = s->base + off;
-		memcpy(dst + head + done, src + head + done,
-		       full - (size_t)done);
+		memcpy(dst + head + moved, src + head + moved, body - moved);
 	}
-	touch_moved(ctx, bs, s, (const char *)a, (size_t)done);
-	ctx->st.pages_remapped += (uint64_t)done / ctx->page;
-	ctx->st.bytes_copied += n - (size_t)done;
+	touch_moved(ctx, bs, s, (const char *)a, moved);
+	ctx->st.pages_remapped += (uint64_t)moved / ctx->page;
+	ctx->st.bytes_copied += n - moved;
 }
 
 void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
@@ -429,6 +473,15 @@ void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
 
 		a = (a + u - 1) & ~(u - 1);
 		e &= ~(u - 1);
+	}
+	if (same_offset && s->ops->unit) {
+		/* Room after the message: its last unit may move whole. */
+		size_t room = room_for(ctx, s->ops, bs, dst, n);
+		uintptr_t u = s->ops->unit(ctx, bs->priv, s->cap);
+
+		if (room && off + n + room <= s->cap &&
+		    !((off ^ (uintptr_t)dst) & (u - 1)))
+			e = (uintptr_t)dst + n + room;
 	}
 	if (!same_offset || !s->ops->remap || e <= a ||
 	    !s->ops->eligible(ctx, bs->priv, (void *)a, e - a))

@@ -189,6 +189,90 @@ ZT_TEST(buffer_across_a_neighbours_registration)
 	ZT_ASSERT(s1.pages_remapped - s0.pages_remapped >= 3 * (len / 4096));
 }
 
+/* AnonHugePages of the mapping holding p, in KiB (-1: not found). */
+static long huge_kib(const void *p)
+{
+	unsigned long lo, hi, kib;
+	char line[256];
+	bool in = false;
+	long got = -1;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') &&
+		    strchr(line, ' ') > strchr(line, '-')) {
+			in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+			continue;
+		}
+		if (in && sscanf(line, "AnonHugePages: %lu kB", &kib) == 1) {
+			got = (long)kib;
+			break;
+		}
+	}
+	fclose(f);
+	return got;
+}
+
+/*
+ * A 1 MiB zcr_mem_alloc block under uffd-move is one 2 MiB unit: early
+ * messages that fill it move the whole unit (its unused half along), so
+ * the block stays one huge page where THP is to be had, and every byte of
+ * the message is right. A message that stops short of the block's end
+ * leaves the rest of the block alone.
+ */
+ZT_TEST(a_message_filling_a_block_moves_its_whole_unit)
+{
+	size_t len = 1 << 20, pg = 4096;
+	struct zcr_stats s0, s1;
+	struct zcr_status st;
+	long before, after;
+	struct pair p;
+	char *sb, *buf;
+	int i;
+
+	pair_open(&p, 2, &remap_attr);
+	sb = malloc(len);
+	ZT_EXPECT_EQ(zcr_mem_alloc(p.c[0], len, (void **)&buf), 0);
+	memset(buf, 0x5a, len);
+	before = huge_kib(buf);
+	for (i = 0; i < 4; i++) {
+		ZT_EXPECT_EQ(early_one(&p, sb, buf, len, 80 + (uint32_t)i, &st),
+			     1);
+		ZT_EXPECT_EQ(pattern_bad(buf, len, 80 + (uint32_t)i), 0);
+	}
+	s0 = pair_stats(p.c[0]);
+	after = huge_kib(buf);
+	/* Short of the end: the last page keeps its bytes. */
+	memset(buf + len - pg, 0x33, pg);
+	for (i = 0; i < 2; i++) {
+		ZT_EXPECT_EQ(early_one(&p, sb, buf, len - pg,
+				       90 + (uint32_t)i, &st), 1);
+		ZT_EXPECT_EQ(pattern_bad(buf, len - pg, 90 + (uint32_t)i), 0);
+		ZT_ASSERT((unsigned char)buf[len - pg] == 0x33 &&
+			  (unsigned char)buf[len - 1] == 0x33);
+	}
+	s1 = pair_stats(p.c[0]);
+	print_stats("a_message_filling_a_block_moves_its_whole_unit", &s1);
+	printf("# AnonHugePages of the block: %ld kB before, %ld kB after\n",
+	       before, after);
+	zcr_mem_free(p.c[0], buf);
+	free(sb);
+	pair_close(&p);
+	if (s1.backend != ZCRECV_BACKEND_UFFD)
+		ZT_SKIP("backend %s: no 2 MiB units for 1 MiB blocks",
+			s1.backend_name);
+	ZT_ASSERT(((uintptr_t)buf & ((2u << 20) - 1)) == 0);
+	ZT_EXPECT_EQ(s0.remap_fallbacks, 0);
+	ZT_ASSERT(s0.pages_remapped >= 3 * (len / pg));
+	ZT_EXPECT_EQ(s1.remap_fallbacks, 0);
+	if (before < 2048)
+		ZT_SKIP("no transparent huge page for the block here");
+	/* moved 4 KiB at a time, the huge page would have been split */
+	ZT_EXPECT_EQ(after, 2048);
+}
+
 ZT_TEST(posted_first)
 {
 	size_t len = 1 << 20;
