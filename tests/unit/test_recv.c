@@ -41,6 +41,20 @@ static int early_one(struct pair *p, char *sb, char *buf, size_t len,
 	return ret;
 }
 
+/* n early arrivals of len bytes into buf, seeds seed.., each checked. */
+static void early_n(struct pair *p, char *sb, char *buf, size_t len,
+		    uint32_t seed, int n)
+{
+	struct zcr_status st;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		ZT_EXPECT_EQ(early_one(p, sb, buf, len, seed + (uint32_t)i,
+				       &st), 1);
+		ZT_EXPECT_EQ(pattern_bad(buf, len, seed + (uint32_t)i), 0);
+	}
+}
+
 static void print_stats(const char *what, struct zcr_stats *st)
 {
 	printf("# %s: backend %s policy %s predictor %s: early %llu posted "
@@ -110,19 +124,13 @@ ZT_TEST(early_hit_remaps)
 /* Four early arrivals into buf (memory the caller chose), each checked. */
 static struct zcr_stats early_into(const char *what, char *buf, size_t len)
 {
-	struct zcr_status st;
 	struct zcr_stats s;
 	struct pair p;
 	char *sb;
-	int i;
 
 	pair_open(&p, 2, &remap_attr);
 	sb = malloc(len);
-	for (i = 0; i < 4; i++) {
-		ZT_EXPECT_EQ(early_one(&p, sb, buf, len, 40 + (uint32_t)i, &st),
-			     1);
-		ZT_EXPECT_EQ(pattern_bad(buf, len, 40 + (uint32_t)i), 0);
-	}
+	early_n(&p, sb, buf, len, 40, 4);
 	s = pair_stats(p.c[0]);
 	print_stats(what, &s);
 	free(sb);
@@ -150,10 +158,8 @@ ZT_TEST(buffer_across_a_neighbours_registration)
 {
 	size_t len = 1 << 20, huge = 2 << 20;
 	struct zcr_stats s0, s1;
-	struct zcr_status st;
 	struct pair p;
 	char *map, *r, *a, *b, *sb;
-	int i;
 
 	map = mmap(NULL, 4 * huge, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -166,15 +172,9 @@ ZT_TEST(buffer_across_a_neighbours_registration)
 	madvise(map, 4 * huge, MADV_NOHUGEPAGE);
 	pair_open(&p, 2, &remap_attr);
 	sb = malloc(len);
-	for (i = 0; i < 2; i++)
-		ZT_EXPECT_EQ(early_one(&p, sb, a, len, 60 + (uint32_t)i, &st),
-			     1);
+	early_n(&p, sb, a, len, 60, 2);
 	s0 = pair_stats(p.c[0]);
-	for (i = 0; i < 4; i++) {
-		ZT_EXPECT_EQ(early_one(&p, sb, b, len, 70 + (uint32_t)i, &st),
-			     1);
-		ZT_EXPECT_EQ(pattern_bad(b, len, 70 + (uint32_t)i), 0);
-	}
+	early_n(&p, sb, b, len, 70, 4);
 	ZT_EXPECT_EQ(pattern_bad(a, len, 61), 0);
 	s1 = pair_stats(p.c[0]);
 	print_stats("buffer_across_a_neighbours_registration", &s1);
@@ -237,11 +237,7 @@ ZT_TEST(a_message_filling_a_block_moves_its_whole_unit)
 	ZT_EXPECT_EQ(zcr_mem_alloc(p.c[0], len, (void **)&buf), 0);
 	memset(buf, 0x5a, len);
 	before = huge_kib(buf);
-	for (i = 0; i < 4; i++) {
-		ZT_EXPECT_EQ(early_one(&p, sb, buf, len, 80 + (uint32_t)i, &st),
-			     1);
-		ZT_EXPECT_EQ(pattern_bad(buf, len, 80 + (uint32_t)i), 0);
-	}
+	early_n(&p, sb, buf, len, 80, 4);
 	s0 = pair_stats(p.c[0]);
 	after = huge_kib(buf);
 	/* Short of the end: the last page keeps its bytes. */
