@@ -411,6 +411,13 @@ static void run_trial(struct zcr_ctx *ctx, struct zcr_ep *ep, int policy,
  * fastest trials of two modes, by contrast, may come from different
  * moments. vs[m] stays 0 if copy or remap was left out.
  */
+/* The median of v[0..n) (the mean of the middle two for even n). */
+static double median(double *v, unsigned int n)
+{
+	qsort(v, n, sizeof(*v), zct_cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static void vs_faster(const struct acc *acc, const int *order, int modes,
 		      double *vs)
 {
@@ -426,13 +433,13 @@ static void vs_faster(const struct acc *acc, const int *order, int modes,
 		die("malloc", -ENOMEM);
 	for (t = 0; t < n; t++)
 		v[t] = acc[0].tmean[t] / acc[1].tmean[t];
-	f = zct_median(v, n) <= 1 ? 0 : 1;
+	f = median(v, n) <= 1 ? 0 : 1;
 	for (m = 0; m < 3; m++) {
 		if (!(modes & (1 << order[m])))
 			continue;
 		for (t = 0; t < n; t++)
 			v[t] = acc[m].tmean[t] / acc[f].tmean[t];
-		vs[m] = zct_median(v, n);
+		vs[m] = median(v, n);
 	}
 	free(v);
 }
@@ -817,10 +824,11 @@ static void usage(FILE *f)
 "                     after each answer as NetPIPE's receiver sends\n"
 "                     from its own (own, the default), or with the\n"
 "                     ping's own buffer (echo)\n"
-"  --iters N          most timed iterations per trial (default 50)\n"
-"  --trials N         trials per point, the modes of a size taking\n"
-"                     turns; the fastest trial's mean is reported\n"
-"                     (default 3)\n"
+"  --iters N          most timed iterations per trial (default 50,\n"
+"                     at most 1000000)\n"
+"  --trials N         trials per point (default 3, at most 1000), the\n"
+"                     modes of a size taking turns; the fastest\n"
+"                     trial's mean is reported\n"
 "  --csv FILE|-       write CSV (-: to stdout between zcbench-csv-begin\n"
 "                     and zcbench-csv-end lines)\n"
 "  --png FILE         plot with gnuplot\n"
@@ -868,7 +876,8 @@ int main(int argc, char **argv)
 	int npompi = 0, perftest = 0;
 	char listen_at[64];
 	char ompibuf[64];
-	int modes = 0x7, arrivals = 0x3, nptcp = 0, emulated = 0, o, m, a, j;
+	int modes = 0x7, arrivals = 0x3, nptcp = 0, emulated = 0, o, m, a;
+	unsigned int j;
 	unsigned int max_iters = 50, trials = TRIALS;
 	char npbuf[64], csvtmp[64], addr[64];
 	struct zcr_ctx_attr attr = { 0 };
@@ -1057,22 +1066,25 @@ int main(int argc, char **argv)
 						     ZCRECV_POLICY_AUTO };
 			struct acc acc[3];
 			unsigned int per = iters_for(size, max_iters), t;
+			unsigned int nrun = 0;
+			int run[3];
 			double vs[3];
 
 			memset(acc, 0, sizeof(acc));
+			for (m = 0; m < 3; m++)
+				if (modes & (1 << order[m]))
+					run[nrun++] = m;
 			for (m = 0; m < 3; m++) {
 				acc[m].tmean = calloc(trials, sizeof(double));
 				if (!acc[m].tmean)
 					die("calloc", -ENOMEM);
 			}
-			/* each mode first, second, third in turn */
+			/* each mode that runs first, second... in turn */
 			for (t = 0; t < trials; t++)
-				for (j = 0; j < 3; j++) {
-					m = (int)((t + j) % 3);
-					if (modes & (1 << order[m]))
-						run_trial(ctx, ep, order[m],
-							  a == 0, size, per,
-							  &acc[m]);
+				for (j = 0; j < nrun; j++) {
+					m = run[(t + j) % nrun];
+					run_trial(ctx, ep, order[m], a == 0,
+						  size, per, &acc[m]);
 				}
 			vs_faster(acc, order, modes, vs);
 			for (m = 0; m < 3; m++) {

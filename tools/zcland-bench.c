@@ -163,7 +163,7 @@ static double land(struct zcr_ctx *ctx, char *dst, size_t n, int policy,
 	pthread_mutex_lock(&ctx->lock);
 	ctx->policy = policy;
 	ops = __zcr_remap_pick(ctx, dst, n);
-	off = __zcr_remap_stage_offset(ctx, ops, dst, n);
+	off = __zcr_remap_stage_offset(ctx, ops, dst, n, NULL);
 	s = __zcr_slot_get_locked(ctx, ops, off + n);
 	pthread_mutex_unlock(&ctx->lock);
 	if (!s) {

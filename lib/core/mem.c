@@ -242,9 +242,12 @@ size_t __zcr_mem_room(struct zcr_ctx *ctx, const void *p, size_t len)
 	for (pos = ctx->mems.next; pos != &ctx->mems; pos = pos->next) {
 		struct zcr_mem *m = zcr_container_of(pos, struct zcr_mem, link);
 
-		if (!m->zone && c >= m->addr && c + len <= m->addr + m->len &&
-		    c + len >= m->addr + m->size)
-			return (size_t)(m->addr + m->len - (c + len));
+		size_t at = (size_t)(c - m->addr);
+
+		if (m->zone || c < m->addr || len > m->len ||
+		    at > m->len - len)
+			continue;
+		return at + len >= m->size ? m->len - at - len : 0;
 	}
 	return 0;
 }

@@ -210,6 +210,18 @@ static bool within_share(struct zcr_ctx *ctx, struct zcr_peer *p,
 	return !p || !p->bytes || p->bytes + cap <= share;
 }
 
+/* A slot of ops for len bytes, if the peer's share allows it. */
+static struct zcr_slot *slot_in_share(struct zcr_ctx *ctx,
+				      struct zcr_peer *p,
+				      const struct zcr_remap_ops *ops,
+				      size_t len)
+{
+	uint64_t cap = (len + ctx->page - 1) & ~(uint64_t)(ctx->page - 1);
+
+	return within_share(ctx, p, cap) ?
+	       __zcr_slot_get_locked(ctx, ops, len) : NULL;
+}
+
 /* Find a landing for a: a posted receive, else staging. 0 or -EAGAIN. */
 static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 {
@@ -228,25 +240,26 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	}
 	off = predict_offset(ctx, a->src, a->tag, &pbuf);
 	ops = __zcr_remap_pick(ctx, pbuf, a->len);
-	if (pbuf) {
-		off = __zcr_remap_stage_offset(ctx, ops, pbuf, a->len);
-		if (a->len <= SIZE_MAX - 2 * ZCR_HUGE_SIZE)
-			room = __zcr_remap_stage_room(ctx, ops, pbuf, a->len);
-	}
+	if (pbuf)
+		off = __zcr_remap_stage_offset(ctx, ops, pbuf, a->len, &room);
 	/*
 	 * max_msg and staging_bytes may be lifted to UINT64_MAX: a length
-	 * near 2^64 must not wrap off + len, rounded up to pages, into a
-	 * small slot. It can never be staged; it waits for a receive.
+	 * near 2^64 must not wrap off + len + room, rounded up to pages,
+	 * into a small slot. It can never be staged; it waits for a
+	 * receive. A slot with room (the last unit moves whole) if there
+	 * is one, else one without, else a copy slot.
 	 */
 	slot = NULL;
 	peer = peer_find(ctx, a->src, true);
-	if (a->len <= SIZE_MAX - 2 * ctx->page - room &&
-	    within_share(ctx, peer, (off + a->len + room + ctx->page - 1) &
-			 ~(uint64_t)(ctx->page - 1))) {
-		slot = __zcr_slot_get_locked(ctx, ops, off + a->len + room);
+	if (a->len <= SIZE_MAX - off - room - 2 * ctx->page) {
+		if (room)
+			slot = slot_in_share(ctx, peer, ops,
+					     off + a->len + room);
+		if (!slot)
+			slot = slot_in_share(ctx, peer, ops, off + a->len);
 		if (!slot && ops != &__zcr_remap_copy)
-			slot = __zcr_slot_get_locked(ctx, &__zcr_remap_copy,
-						     off + a->len);
+			slot = slot_in_share(ctx, peer, &__zcr_remap_copy,
+					     off + a->len);
 	}
 	m = slot ? calloc(1, sizeof(*m)) : NULL;
 	if (!m) {

@@ -345,7 +345,8 @@ static size_t room_for(struct zcr_ctx *ctx, const struct zcr_remap_ops *ops,
 	uintptr_t end = (uintptr_t)dst + len, a, ue;
 	size_t room, unit;
 
-	if (!ops->unit || ops->units_only || !dst || !len)
+	if (!ops->unit || ops->units_only || !dst || !len ||
+	    len > SIZE_MAX - 4 * ZCR_HUGE_SIZE)
 		return 0;
 	room = __zcr_mem_room(ctx, dst, len);
 	if (!room)
@@ -360,21 +361,17 @@ static size_t room_for(struct zcr_ctx *ctx, const struct zcr_remap_ops *ops,
 	return ue - end;
 }
 
-size_t __zcr_remap_stage_room(struct zcr_ctx *ctx,
-			      const struct zcr_remap_ops *ops,
-			      const void *dst, size_t len)
-{
-	return room_for(ctx, ops, __zcr_remap_state(ctx, ops), dst, len);
-}
-
 size_t __zcr_remap_stage_offset(struct zcr_ctx *ctx,
 				const struct zcr_remap_ops *ops,
-				const void *dst, size_t len)
+				const void *dst, size_t len, size_t *room)
 {
 	struct zcr_backend_state *bs = __zcr_remap_state(ctx, ops);
-	size_t ext = len + room_for(ctx, ops, bs, dst, len);
-	size_t unit = ops->unit ? ops->unit(ctx, bs->priv, ext) : ctx->page;
+	size_t r = room_for(ctx, ops, bs, dst, len);
+	size_t unit = ops->unit ? ops->unit(ctx, bs->priv, len + r) :
+		      ctx->page;
 
+	if (room)
+		*room = r;
 	return (size_t)((uintptr_t)dst & (unit - 1));
 }
 
@@ -452,7 +449,9 @@ static void land_remap(struct zcr_ctx *ctx, struct zcr_backend_state *bs,
 		memcpy(dst + head + moved, src + head + moved, body - moved);
 	}
 	touch_moved(ctx, bs, s, (const char *)a, moved);
-	ctx->st.pages_remapped += (uint64_t)moved / ctx->page;
+	/* a last page partly message, partly room, counts as remapped */
+	ctx->st.pages_remapped += ((uint64_t)moved + ctx->page - 1) /
+				  ctx->page;
 	ctx->st.bytes_copied += n - moved;
 }
 

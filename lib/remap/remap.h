@@ -133,17 +133,14 @@ struct zcr_backend_state *__zcr_remap_state(struct zcr_ctx *ctx,
 const struct zcr_remap_ops *__zcr_remap_pick(struct zcr_ctx *ctx,
 					     const void *dst, size_t len);
 /*
- * Bytes after a message of len bytes for dst that its slot must also
- * hold: the unused end of dst's zcr_mem_alloc block up to a unit
- * boundary, which the landing moves along so the last unit moves whole.
+ * Where in a slot of ops a message of len bytes for dst is staged. room
+ * (may be NULL): the bytes after the message the slot should also hold,
+ * the unused end of dst's zcr_mem_alloc block up to a unit boundary,
+ * which the landing moves along so that the last unit moves whole.
  */
-size_t __zcr_remap_stage_room(struct zcr_ctx *ctx,
-			      const struct zcr_remap_ops *ops,
-			      const void *dst, size_t len);
-/* Where in a slot of ops a message of len bytes for dst is staged. */
 size_t __zcr_remap_stage_offset(struct zcr_ctx *ctx,
 				const struct zcr_remap_ops *ops,
-				const void *dst, size_t len);
+				const void *dst, size_t len, size_t *room);
 /*
  * Deliver n bytes staged at s->base + off into dst; same_offset: dst has
  * the staged page offset and the whole message fits (remapping allowed).

@@ -190,7 +190,7 @@ static void land(struct zcr_ctx *ctx, char *dst, size_t n, unsigned seed)
 
 	pthread_mutex_lock(&ctx->lock);
 	ops = __zcr_remap_pick(ctx, dst, n);
-	off = __zcr_remap_stage_offset(ctx, ops, dst, n);
+	off = __zcr_remap_stage_offset(ctx, ops, dst, n, NULL);
 	s = __zcr_slot_get_locked(ctx, ops, off + n);
 	ZT_ASSERT(s);
 	for (i = 0; i < n; i++)
