@@ -208,10 +208,10 @@ lib: $(LIBS_BUILT)
 progs: $(PROGS)
 modules: $(MODULES)
 
-test: all tsan
+test: all tsan asan
 	tools/run-tests.sh $(KERNELS)
 
-test-unit: lib progs tsan
+test-unit: lib progs tsan asan
 	tools/run-tests.sh --unit-only
 
 test-vm: all

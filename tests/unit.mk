@@ -19,7 +19,26 @@ $(B)/tests/tsan/%: tests/unit/%.c tests/unit/zt.c tests/unit/zt.h \
 	@mkdir -p $(dir $@)
 	$(CC) $(ZCR_CFLAGS) $(TSAN_FLAGS) -Itools/lib -Itests/unit -o $@ $< \
 		tests/unit/zt.c $(TSAN_OBJS) $(ZCT_A) $(LDLIBS)
+
+# The receive-path tests again under AddressSanitizer and
+# UndefinedBehaviorSanitizer (any undefined behaviour aborts): `make asan`
+# builds build/tests/asan/test_*; check-sanitizers.sh runs them.
+ASAN_TESTS := $(patsubst %,$(B)/tests/asan/%,test_recv test_match \
+		 test_match_local test_landing test_hostile test_shm \
+		 test_shm_tp test_progress)
+ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+	      -fno-omit-frame-pointer -O1 -g
+ASAN_OBJS  := $(patsubst lib/%.c,$(B)/asan/lib/%.o,$(LIB_SRCS))
+$(B)/asan/lib/%.o: lib/%.c $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ZCR_CFLAGS) $(ASAN_FLAGS) -c -o $@ $<
+$(B)/tests/asan/%: tests/unit/%.c tests/unit/zt.c tests/unit/zt.h \
+		tests/unit/zcr_pair.h $(ASAN_OBJS) $(ZCT_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(ZCR_CFLAGS) $(ASAN_FLAGS) -Itools/lib -Itests/unit -o $@ $< \
+		tests/unit/zt.c $(ASAN_OBJS) $(ZCT_A) $(LDLIBS)
 # Kept: they are intermediate files of the pattern rules above.
-.SECONDARY: $(TSAN_OBJS)
-.PHONY: tsan
+.SECONDARY: $(TSAN_OBJS) $(ASAN_OBJS)
+.PHONY: tsan asan
 tsan: $(TSAN_TESTS)
+asan: $(ASAN_TESTS)

@@ -263,9 +263,7 @@ ZT_TEST(a_request_completed_by_another_thread_wakes_its_waiter)
 	struct pair p;
 	int tries;
 
-#ifdef __SANITIZE_THREAD__
-	ZT_SKIP("timed; ThreadSanitizer slows every step down");
-#endif
+	ZT_SKIP_IF_SANITIZED();
 	pair_open(&p, 2, NULL);
 	for (tries = 0; tries < 3 && best >= 0.03; tries++) {
 		ZT_ASSERT(zcr_irecv(p.c[0], b, sizeof(b), 1, 40, &w.r) == 0);
@@ -299,9 +297,7 @@ ZT_TEST(waiters_woken_for_neither_sleep_again)
 	double cpu;
 	int lfd;
 
-#ifdef __SANITIZE_THREAD__
-	ZT_SKIP("timed; ThreadSanitizer slows every step down");
-#endif
+	ZT_SKIP_IF_SANITIZED();
 	setenv("ZCRECV_SHM", "0", 1);
 	pair_open(&p, 2, NULL);
 	cpu = pair_cpu();

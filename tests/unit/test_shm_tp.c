@@ -542,14 +542,6 @@ ZT_TEST(crossed_announcements_do_not_wait_for_ever)
  * the two steps (a busy machine) does not count; one of five tries must
  * show it. Returns whether one did.
  */
-/* Timed tests cannot hold under ThreadSanitizer's slowdown. */
-#ifdef __SANITIZE_THREAD__
-#define SKIP_IF_TIMING_MEANINGLESS() \
-	ZT_SKIP("timed; ThreadSanitizer slows every step down")
-#else
-#define SKIP_IF_TIMING_MEANINGLESS() do { } while (0)
-#endif
-
 static int answer_lands_direct(struct pair *p, int x, struct zcr_ep *ex,
 			       int y, struct zcr_ep *ey)
 {
@@ -597,7 +589,7 @@ ZT_TEST(answer_before_send_completes_lands_direct)
 {
 	struct pair p;
 
-	SKIP_IF_TIMING_MEANINGLESS();
+	ZT_SKIP_IF_SANITIZED();
 	pair_shm(&p, 2, NULL);
 	ZT_EXPECT_EQ(answer_lands_direct(&p, 0, p.from[1], 1, p.to0[1]), 1);
 	defer_end(&p, NULL, NULL, NULL, NULL);
@@ -688,7 +680,7 @@ ZT_TEST(answer_on_the_other_connection_lands_direct)
 	struct zcr_ep *e01, *e10;
 	struct pair p;
 
-	SKIP_IF_TIMING_MEANINGLESS();
+	ZT_SKIP_IF_SANITIZED();
 	job_pair(&p, NULL, &e01, &e10);
 	ZT_EXPECT_EQ(answer_lands_direct(&p, 0, e01, 1, e10), 1);
 	ZT_EXPECT_EQ(answer_lands_direct(&p, 1, e10, 0, e01), 1);
@@ -1086,7 +1078,7 @@ ZT_TEST(short_waits_are_spun_and_timeouts_hold)
 	double t;
 	int tries;
 
-	SKIP_IF_TIMING_MEANINGLESS();
+	ZT_SKIP_IF_SANITIZED();
 	if (getenv("ZCRECV_SHM_SPIN_US") || was)
 		ZT_SKIP("ZCRECV_SHM_SPIN_US or _SPIN_MAX_US set outside");
 	setenv("ZCRECV_SHM_SPIN_MAX_US", "50000", 1);
@@ -1141,7 +1133,7 @@ ZT_TEST(a_waiting_thread_lets_others_in)
 	struct pair p;
 	int tries;
 
-	SKIP_IF_TIMING_MEANINGLESS();
+	ZT_SKIP_IF_SANITIZED();
 	if (getenv("ZCRECV_SHM_SPIN_US") || getenv("ZCRECV_SHM_SPIN_MAX_US"))
 		ZT_SKIP("ZCRECV_SHM_SPIN_US or _SPIN_MAX_US set outside");
 	setenv("ZCRECV_SHM_SPIN_US", "50000", 1);
@@ -1181,7 +1173,7 @@ ZT_TEST(idle_waiters_sleep)
 	struct pair p;
 	double cpu;
 
-	SKIP_IF_TIMING_MEANINGLESS();
+	ZT_SKIP_IF_SANITIZED();
 	pair_shm(&p, 2, NULL);
 	cpu = pair_cpu();
 	pair_idle_start(w, 3, p.c[0], 13, 0);
@@ -1225,7 +1217,7 @@ ZT_TEST(doorbells_for_neither_let_both_sleep)
 	double cpu;
 	int i;
 
-	SKIP_IF_TIMING_MEANINGLESS();
+	ZT_SKIP_IF_SANITIZED();
 	if (getenv("ZCRECV_SHM_SPIN_US"))
 		ZT_SKIP("ZCRECV_SHM_SPIN_US set outside");
 	setenv("ZCRECV_SHM_SPIN_US", "0", 1);
@@ -1263,7 +1255,7 @@ ZT_TEST(passes_beside_a_sleeper_keep_its_doorbell)
 	struct pair p;
 	int tries, i;
 
-	SKIP_IF_TIMING_MEANINGLESS();
+	ZT_SKIP_IF_SANITIZED();
 	pair_shm(&p, 2, NULL);
 	for (tries = 0; tries < 3 && best >= 0.03; tries++) {
 		sl.c = p.c[0];

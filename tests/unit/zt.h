@@ -57,4 +57,12 @@ void zt_skip(const char *fmt, ...)
 
 #define ZT_SKIP(...) zt_skip(__VA_ARGS__)
 
+/* A timed test cannot hold under a sanitizer's slowdown: it skips there. */
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define ZT_SKIP_IF_SANITIZED() \
+	ZT_SKIP("timed; a sanitizer slows every step down")
+#else
+#define ZT_SKIP_IF_SANITIZED() do { } while (0)
+#endif
+
 #endif /* ZT_H */
