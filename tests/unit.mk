@@ -20,7 +20,7 @@ asan_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 # $(1): tsan or asan; the library's objects and the tests, with $(1)_FLAGS
 define zcr_sanitized
 $(1)_OBJS := $$(patsubst lib/%.c,$$(B)/$(1)/lib/%.o,$$(LIB_SRCS))
-$$(B)/$(1)/lib/%.o: lib/%.c $$(LIB_HDRS)
+$$(B)/$(1)/lib/%.o: lib/%.c $$(LIB_HDRS) | need-cc
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(ZCR_CFLAGS) $$($(1)_FLAGS) -c -o $$@ $$<
 $$(B)/tests/$(1)/%: tests/unit/%.c tests/unit/zt.c tests/unit/zt.h \
@@ -28,6 +28,7 @@ $$(B)/tests/$(1)/%: tests/unit/%.c tests/unit/zt.c tests/unit/zt.h \
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(ZCR_CFLAGS) $$($(1)_FLAGS) -Itools/lib -Itests/unit -o $$@ \
 		$$< tests/unit/zt.c $$($(1)_OBJS) $$(ZCT_A) $$(LDLIBS)
+$$(B)/$(1)/lib/core/job.o: ZCR_CFLAGS += $$(if $$(PMIX_INC),-I$$(PMIX_INC))
 # Kept: they are intermediate files of the pattern rules above.
 .SECONDARY: $$($(1)_OBJS)
 .PHONY: $(1)

@@ -244,6 +244,7 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	zcr_list_init(&ctx->acks);
 	zcr_list_init(&ctx->peers);
 	zcr_list_init(&ctx->mems);
+	zcr_list_init(&ctx->done_reqs);
 	zcr_list_init(&ctx->free_slots);
 
 	ctx->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -352,6 +353,15 @@ void zcr_ctx_destroy(struct zcr_ctx *ctx)
 	}
 	/* Pending requests are abandoned, so they are ours to free. */
 	__zcr_match_fini(ctx);
+	/* So are completed ones zcr_test/zcr_wait never returned. */
+	zcr_list_for_each_safe(pos, tmp, &ctx->done_reqs) {
+		struct zcr_req *r = zcr_container_of(pos, struct zcr_req,
+						     done_link);
+
+		zcr_list_del(&r->done_link);
+		free(r->own);
+		free(r);
+	}
 	zcr_list_for_each_safe(pos, tmp, &ctx->eps)
 		__zcr_ep_free(zcr_container_of(pos, struct zcr_ep, link));
 	__zcr_job_free(ctx->job);

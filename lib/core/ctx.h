@@ -50,6 +50,12 @@ struct zcr_req {
 	pthread_t waiter;
 	int waiter_fd;			/* its __zcr_thread_wake_fd() */
 	bool woken;			/* waiter_fd written for it */
+	/*
+	 * Completed, not yet returned by zcr_test/zcr_wait: on
+	 * ctx->done_reqs, so that zcr_ctx_destroy() frees it if it never is.
+	 */
+	bool in_done;
+	struct zcr_list done_link;
 	struct zcr_status st;
 	/* receive */
 	char *buf;
@@ -132,6 +138,7 @@ struct zcr_ctx {
 	unsigned int npeers;
 	bool drain_pending;		/* staging freed while some stalled */
 	struct zcr_list acks;		/* struct zcr_ack: ACKs to send */
+	struct zcr_list done_reqs;	/* completed requests not reaped */
 	struct zcr_list mems;		/* struct zcr_mem */
 	/* staging pool */
 	struct zcr_list free_slots;

@@ -18,6 +18,10 @@ void __zcr_req_complete_locked(struct zcr_req *r, int error)
 {
 	r->st.error = error;
 	r->done = true;
+	if (!r->in_done) {
+		zcr_list_add_tail(&r->done_link, &r->ctx->done_reqs);
+		r->in_done = true;
+	}
 	pthread_cond_broadcast(&r->ctx->cond);
 	/*
 	 * Its waiter may sleep in poll(2) with nothing else to wake it: its
@@ -261,6 +265,15 @@ int zcr_imrecv(struct zcr_message *msg, void *buf, size_t size,
 	return 0;
 }
 
+/* r goes back to the caller: off the context's list of completed ones. */
+static void reaped_locked(struct zcr_req *r)
+{
+	if (r->in_done) {
+		zcr_list_del(&r->done_link);
+		r->in_done = false;
+	}
+}
+
 static int finish(struct zcr_req *r, struct zcr_status *st)
 {
 	int err;
@@ -296,6 +309,8 @@ int zcr_test(struct zcr_req *r, struct zcr_status *st)
 	if (!r->done)
 		app_progress_locked(ctx);
 	done = r->done;
+	if (done)
+		reaped_locked(r);
 	pthread_mutex_unlock(&ctx->lock);
 	if (!done)
 		return 0;
@@ -364,6 +379,8 @@ static int wait_for(struct zcr_req *r, struct zcr_status *st,
 		ctx->park_until = zcr_now_ns() + ZCR_PARK_GRACE_NS;
 	wake = !ctx->waiters && ctx->thread_busy;
 	done = r->done;
+	if (done)
+		reaped_locked(r);
 	r->waited = false;
 	if (r->woken) {
 		uint64_t v;

@@ -666,7 +666,8 @@ void __zcr_match_fini(struct zcr_ctx *ctx)
 	/*
 	 * Pending requests are abandoned, so they are ours to free: receives
 	 * still posted, landing (a->req) or matched to a message still
-	 * arriving (m->req). Completed ones are the caller's and on no list.
+	 * arriving (m->req). Completed ones are on ctx->done_reqs, which
+	 * zcr_ctx_destroy() frees.
 	 */
 	zcr_list_for_each_safe(pos, tmp, &ctx->posted) {
 		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);

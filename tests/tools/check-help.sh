@@ -35,7 +35,8 @@ for c in tools/*.c; do
 	fi
 done
 for s in tools/deps.sh tools/run-tests.sh tools/run-demo.sh tools/bench-verbs.sh \
-	 tools/vm/run-vm.sh tools/mpi/make-traces.sh; do
+	 tools/vm/run-vm.sh tools/mpi/make-traces.sh \
+	 tests/unit/check-sanitizers.sh; do
 	check "$s" "$s"
 done
 [ "$fail" -eq 0 ] && echo "help check: $n programs answer --help and refuse a bad option"

@@ -350,6 +350,8 @@ ZT_TEST(pingpong_two_processes)
 		      "child status %d", status);
 	zcr_ctx_destroy(c0);
 	expect_no_leftovers();
+	free(sb);
+	free(rb);
 }
 
 /*
@@ -394,6 +396,8 @@ ZT_TEST(interleavings)
 	}
 	pair_close(&p);
 	expect_no_leftovers();
+	free(sb);
+	free(rb);
 }
 
 /*
@@ -1530,6 +1534,8 @@ ZT_TEST(truncation)
 		}
 	pair_close(&p);
 	expect_no_leftovers();
+	free(sb);
+	free(rb);
 }
 
 /*
@@ -1601,4 +1607,5 @@ ZT_TEST(peer_killed_mid_message)
 	expect_no_leftovers();
 	zcr_ctx_destroy(c0);
 	expect_no_leftovers();
+	free(rb);
 }

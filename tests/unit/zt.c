@@ -4,6 +4,9 @@
  * in a forked child with a timeout (ZT_TIMEOUT seconds, default 60) and
  * prints TAP plus a "# Totals:" line. Exit 0 when nothing failed.
  */
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -77,6 +80,11 @@ static int zt_run_one(int i, unsigned int timeout)
 		alarm(timeout);
 		zt_tests[i].fn();
 		fflush(stdout);
+#ifdef __SANITIZE_ADDRESS__
+		/* _exit skips LeakSanitizer's check at exit: run it here */
+		if (__lsan_do_recoverable_leak_check())
+			_exit(1);
+#endif
 		_exit(0);
 	}
 	if (waitpid(pid, &status, 0) < 0)
