@@ -581,6 +581,17 @@ static int run_nptcp(uint64_t min, uint64_t max, const char *file)
 /* The Open MPI reference: NPopenmpi, shared-memory BTL (vader). */
 static const char *ompi_ref;
 
+/* NPopenmpi's first run (before zcbench's), removed at exit. */
+static char ompi_first[64];
+static pid_t ompi_first_owner;
+
+static void ompi_first_unlink(void)
+{
+	if (ompi_first[0] && getpid() == ompi_first_owner)
+		unlink(ompi_first);
+	ompi_first[0] = 0;
+}
+
 /*
  * NPopenmpi from min to max into file; with layer (a libzcrecv-mpi.so),
  * the same program with its point-to-point calls carried by zcrecv
@@ -614,12 +625,12 @@ static void print_np(const char *file, const char *what, bool emulated);
 
 /*
  * Two NetPIPE outputs of the same sizes (lines "bytes Mbps seconds") into
- * out, per size the line of the faster run. 0, or -EINVAL when the two do
- * not list the same sizes (out is then b's copy).
+ * out (which may be a or b), per size the line of the faster run. 0, or
+ * -errno with out untouched (-EINVAL: the two do not list the same sizes).
  */
 static int merge_np(const char *a, const char *b, const char *out)
 {
-	char la[256], lb[256];
+	char la[256], lb[256], tmp[600];
 	unsigned long long ba, bb;
 	double ma, mb, sa, sb;
 	int ret = 0, n = 0;
@@ -652,16 +663,29 @@ static int merge_np(const char *a, const char *b, const char *out)
 		len += strlen(pick);
 		n++;
 	}
+	if (!ret && fgets(la, sizeof(la), fa))
+		ret = -EINVAL;		/* a lists more sizes */
 	fclose(fa);
 	fclose(fb);
+	if (!ret && !n)
+		ret = -EINVAL;
 	if (ret)
 		return ret;
-	fo = fopen(out, "w");
+	snprintf(tmp, sizeof(tmp), "%s.merge", out);
+	fo = fopen(tmp, "w");
 	if (!fo)
 		return -errno;
-	fwrite(buf, 1, len, fo);
-	fclose(fo);
-	return n ? 0 : -EINVAL;
+	if (fwrite(buf, 1, len, fo) != len) {
+		fclose(fo);
+		unlink(tmp);
+		return -EIO;
+	}
+	if (fclose(fo) || rename(tmp, out)) {
+		ret = -errno;
+		unlink(tmp);
+		return ret;
+	}
+	return 0;
 }
 
 /*
@@ -929,7 +953,7 @@ int main(int argc, char **argv)
 	const char *layer = NULL;
 	int npompi = 0, perftest = 0;
 	char listen_at[64];
-	char ompibuf[64], ompi_first[64];
+	char ompibuf[64];
 	bool ompi_first_ok = false;
 	int modes = 0x7, arrivals = 0x3, nptcp = 0, emulated = 0, o, m, a;
 	unsigned int j;
@@ -1026,6 +1050,8 @@ int main(int argc, char **argv)
 	if (npompi && !server) {
 		snprintf(ompi_first, sizeof(ompi_first),
 			 "/tmp/zcbench-ompi-first.%d.out", (int)getpid());
+		ompi_first_owner = getpid();
+		atexit(ompi_first_unlink);	/* also on a die() */
 		ompi_first_ok = run_npompi(min, max, ompi_first, NULL) == 0;
 	}
 
@@ -1223,10 +1249,20 @@ int main(int argc, char **argv)
 			ompifile = ompibuf;
 		}
 		if (run_npompi(min, max, ompifile, NULL) == 0) {
-			if (ompi_first_ok &&
-			    merge_np(ompi_first, ompifile, ompifile) == 0)
+			int mret = ompi_first_ok ?
+				   merge_np(ompi_first, ompifile, ompifile) :
+				   -ENOENT;
+
+			if (!mret)
 				printf("\nNPopenmpi ran before and after "
 				       "zcbench: per size the faster run\n");
+			else
+				printf("\nzcbench: NPopenmpi's run before "
+				       "zcbench %s (%s): the reference is the "
+				       "run after it only\n", ompi_first_ok ?
+				       "could not be merged" : "failed",
+				       strerror(-mret));
+			ompi_first_unlink();
 			print_np(ompifile, "NetPIPE NPopenmpi (Open MPI, "
 				 "shared-memory BTL vader, CMA)", emulated);
 			ompi_ref = ompifile;
@@ -1292,7 +1328,5 @@ int main(int argc, char **argv)
 		else
 			printf("zcbench: gnuplot failed or missing: no plot\n");
 	}
-	if (ompi_first_ok)
-		unlink(ompi_first);
 	return bad ? 1 : 0;
 }

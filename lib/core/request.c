@@ -4,7 +4,9 @@
  * completion.
  *
  * A request belongs to the context until it completes, then to the caller
- * until zcr_test() or zcr_wait() hands back its status and frees it.
+ * until zcr_test() or zcr_wait() hands back its status and frees it; the
+ * context keeps completed ones on ctx->done_reqs meanwhile, so that
+ * zcr_ctx_destroy() frees those never handed back.
  */
 #include <errno.h>
 #include <stdlib.h>
