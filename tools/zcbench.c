@@ -412,13 +412,6 @@ static void run_trial(struct zcr_ctx *ctx, struct zcr_ep *ep, int policy,
  * fastest trials of two modes, by contrast, may come from different
  * moments. vs[m] stays 0 if copy or remap was left out.
  */
-/* The median of v[0..n) (the mean of the middle two for even n). */
-static double median(double *v, unsigned int n)
-{
-	qsort(v, n, sizeof(*v), zct_cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static void vs_faster(const struct acc *acc, const int *order, int modes,
 		      double *vs)
 {
@@ -434,13 +427,13 @@ static void vs_faster(const struct acc *acc, const int *order, int modes,
 		die("malloc", -ENOMEM);
 	for (t = 0; t < n; t++)
 		v[t] = acc[0].tmean[t] / acc[1].tmean[t];
-	f = median(v, n) <= 1 ? 0 : 1;
+	f = zct_median(v, n) <= 1 ? 0 : 1;
 	for (m = 0; m < 3; m++) {
 		if (!(modes & (1 << order[m])))
 			continue;
 		for (t = 0; t < n; t++)
 			v[t] = acc[m].tmean[t] / acc[f].tmean[t];
-		vs[m] = median(v, n);
+		vs[m] = zct_median(v, n);
 	}
 	free(v);
 }

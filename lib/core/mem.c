@@ -118,7 +118,7 @@ int __zcr_anon_map(size_t len, bool huge, void **p)
  */
 static int thp_state = -1;
 
-static bool thp_enabled(void)
+bool __zcr_thp_enabled(void)
 {
 	int st = __atomic_load_n(&thp_state, __ATOMIC_RELAXED);
 	char buf[128] = "";
@@ -172,7 +172,7 @@ int zcr_mem_alloc(struct zcr_ctx *ctx, size_t size, void **ptr)
 		bool huge = len >= ZCR_HUGE_SIZE ||
 			    (len >= ZCR_MEM_HUGE_MIN &&
 			     ctx->be[0].ops->id == ZCRECV_BACKEND_UFFD &&
-			     thp_enabled());
+			     __zcr_thp_enabled());
 
 		if (huge) {
 			len = (len + ZCR_HUGE_SIZE - 1) & ~(ZCR_HUGE_SIZE - 1);
@@ -237,7 +237,7 @@ size_t __zcr_mem_room(struct zcr_ctx *ctx, const void *p, size_t len)
 	struct zcr_list *pos;
 
 	/* without huge pages, room would only be more 4 KiB pages to move */
-	if (!thp_enabled())
+	if (!__zcr_thp_enabled())
 		return 0;
 	for (pos = ctx->mems.next; pos != &ctx->mems; pos = pos->next) {
 		struct zcr_mem *m = zcr_container_of(pos, struct zcr_mem, link);

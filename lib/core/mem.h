@@ -48,6 +48,8 @@ bool __zcr_zone_huge(struct zcr_ctx *ctx, size_t len);
  */
 int __zcr_anon_map(size_t len, bool huge, void **p);
 bool __zcr_mem_in_zone(struct zcr_ctx *ctx, const void *p, size_t len);
+/* THP "always" or "madvise": MADV_HUGEPAGE may give huge pages here. */
+bool __zcr_thp_enabled(void);
 /*
  * Bytes mapped after [p, p + len) that are nobody's: when the range lies
  * in an anonymous zcr_mem_alloc block and reaches the end of what its

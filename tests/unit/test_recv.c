@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 
+#include "core/mem.h"
 #include "zcr_pair.h"
 
 static const struct zcr_ctx_attr remap_attr = {
@@ -215,20 +216,6 @@ static long huge_kib(const void *p)
 	return got;
 }
 
-/* Whether THP is "always" or "madvise" here. */
-static bool thp_on(void)
-{
-	char b[128] = "";
-	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-
-	if (f) {
-		if (!fgets(b, sizeof(b), f))
-			b[0] = 0;
-		fclose(f);
-	}
-	return strstr(b, "[always]") || strstr(b, "[madvise]");
-}
-
 /*
  * A 1 MiB zcr_mem_alloc block under uffd-move (THP not "never") is one
  * 2 MiB unit: early messages that fill it move the whole unit (its unused
@@ -282,7 +269,7 @@ ZT_TEST(a_message_filling_a_block_moves_its_whole_unit)
 	ZT_EXPECT_EQ(s0.remap_fallbacks, 0);
 	ZT_ASSERT(s0.pages_remapped >= 3 * (len / pg));
 	ZT_EXPECT_EQ(s1.remap_fallbacks, 0);
-	if (!thp_on())
+	if (!__zcr_thp_enabled())
 		ZT_SKIP("THP is never here: 1 MiB blocks are 4 KiB pages");
 	ZT_ASSERT(((uintptr_t)buf & ((2u << 20) - 1)) == 0);
 	if (before < 2048)

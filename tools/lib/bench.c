@@ -37,7 +37,7 @@ int zct_cmp_double(const void *a, const void *b)
 double zct_median(double *v, unsigned int n)
 {
 	qsort(v, n, sizeof(*v), zct_cmp_double);
-	return v[n / 2];
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 int zct_parse_list(const char *s, const char *const *names, int n)

@@ -12,7 +12,7 @@ double zct_now_ns(void);
 double zct_now_us(void);
 /* qsort comparison of doubles, ascending. */
 int zct_cmp_double(const void *a, const void *b);
-/* The median of v[0..n) (n > 0); sorts v. */
+/* The median of v[0..n) (n > 0; the mean of the middle two for even n); sorts v. */
 double zct_median(double *v, unsigned int n);
 /* Bit i set for each names[i] that s mentions ("copy,remap"). */
 int zct_parse_list(const char *s, const char *const *names, int n);
