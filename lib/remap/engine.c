@@ -6,18 +6,23 @@
  *
  * The auto policy decides per backend and per size class (messages of 2^k
  * to 2^(k+1) - 1 bytes) from what landings of that class actually cost:
- * every landing the engine decides is timed whole (moves, registration,
+ * the landings the engine decides are timed whole (moves, registration,
  * faults, the first read of every moved page, head and tail copies, any
- * fallback copy) and folded into a moving average of its kind. The cheaper
+ * fallback copy) and folded into a moving average of their kind: every
+ * one, but the cheaper kind's in a warm class when the clock's reads
+ * would cost over 1% of them (remap.h, ZCR_LAND_TIMING_SHARE). The cheaper
  * kind wins; one landing in ZCR_LAND_EXPLORE takes the other (fewer when
  * the other costs several times more: exploring never costs more than
  * 1/ZCR_LAND_EXPLORE of the class's landings), so a wrong estimate or a
  * machine that changed is noticed and corrected. A
  * calibration at context creation (copy and remap of 64 KiB and of one
  * 2 MiB unit, best of three) seeds every class as one sample: a prior,
- * replaced by what real landings cost; a class takes ZCR_LAND_WARM
+ * replaced by the first real landing; a class takes ZCR_LAND_WARM
  * samples of each kind (the prior counts) before it trusts the cheaper
- * one, fewer of a kind already measured 8x dearer. Forced
+ * one, fewer of a kind two real landings measured 8x dearer. While it
+ * warms up, a kind's cost is its cheapest real landing (one slowed by a
+ * fault cannot decide the class); the moving average starts from there.
+ * Forced
  * remap landings are timed too; under the copy policy messages are staged
  * in plain memory (the copy backend), so those copies are not timed here.
  */
@@ -32,8 +37,11 @@
 
 #define CAL_SMALL	(64UL << 10)
 #define CAL_RUNS	3
+#define CAL_CLOCK_READS	32
 #define LAND_CLAMP	2.0	/* a sample counts at most 2x the average */
 #define LAND_WARM_SKIP	8.0	/* warm-up ends for a kind 8x dearer */
+#define LAND_WEIGHT	0.25	/* of a sample in the moving average */
+#define LAND_WEIGHT_RARE 0.5	/* of one of the dearer kind */
 
 /* Every backend, in the order auto tries them; copy is always last. */
 static const struct zcr_remap_ops *const registry[] = {
@@ -111,14 +119,24 @@ uint64_t __zcr_land_explore_period(const struct zcr_land_class *c)
 
 /*
  * Still warming kind k up? Until it has ZCR_LAND_WARM samples, unless two
- * of them already put it LAND_WARM_SKIP times above the other kind: more
- * samples of a kind that much dearer would cost more than they tell.
+ * real ones already put it LAND_WARM_SKIP times above the other kind:
+ * more samples of a kind that much dearer would cost more than they tell.
+ * Two, not one: a first landing slowed by a fault or a preemption (a 4
+ * KiB copy of 5 ms in an emulated guest, against remaps of 100 us) would
+ * otherwise end the warm-up of the kind it befell, and the class stayed
+ * on the other for thousands of landings, until exploring.
  */
 static bool warming(const struct zcr_land_class *c, int k)
 {
 	return c->n[k] < ZCR_LAND_WARM &&
-	       (c->n[k] < 2 ||
+	       (c->n[k] - c->prior[k] < 2 ||
 		c->cost[k] < LAND_WARM_SKIP * c->cost[!k]);
+}
+
+static int cheaper(const struct zcr_land_class *c)
+{
+	return c->cost[ZCR_LAND_REMAP] < c->cost[ZCR_LAND_COPY] ?
+	       ZCR_LAND_REMAP : ZCR_LAND_COPY;
 }
 
 int __zcr_land_choose(struct zcr_land_class *c)
@@ -126,8 +144,7 @@ int __zcr_land_choose(struct zcr_land_class *c)
 	int k, best;
 
 	c->tick++;
-	best = c->cost[ZCR_LAND_REMAP] < c->cost[ZCR_LAND_COPY] ?
-	       ZCR_LAND_REMAP : ZCR_LAND_COPY;
+	best = cheaper(c);
 	if (warming(c, ZCR_LAND_COPY) || warming(c, ZCR_LAND_REMAP)) {
 		/* Warming up: the kind with fewer samples, else the cheaper. */
 		k = c->n[ZCR_LAND_COPY] < c->n[ZCR_LAND_REMAP] ?
@@ -145,6 +162,29 @@ int __zcr_land_choose(struct zcr_land_class *c)
 	return k;
 }
 
+void __zcr_land_prior(struct zcr_land_class *c, int k, double ns)
+{
+	c->cost[k] = ns > 0 ? ns : 0;
+	c->n[k] = 1;
+	c->prior[k] = 1;
+}
+
+bool __zcr_land_timed(struct zcr_land_class *c, int k, double clock_ns)
+{
+	double every;
+
+	if (warming(c, ZCR_LAND_COPY) || warming(c, ZCR_LAND_REMAP) ||
+	    k != cheaper(c) || c->cost[k] <= 0)
+		return true;
+	every = 2 * clock_ns * ZCR_LAND_TIMING_SHARE / c->cost[k];
+	if (every > ZCR_LAND_SAMPLE_MAX)
+		every = ZCR_LAND_SAMPLE_MAX;
+	if ((double)++c->untimed < every)
+		return false;
+	c->untimed = 0;
+	return true;
+}
+
 void __zcr_land_record(struct zcr_land_class *c, int k, double ns)
 {
 	double *avg = &c->cost[k], w;
@@ -153,19 +193,31 @@ void __zcr_land_record(struct zcr_land_class *c, int k, double ns)
 
 	if (ns < 0)
 		ns = 0;
-	if (!c->n[k]) {
+	if (c->n[k] == c->prior[k]) {
+		/* The first real sample: it replaces the prior. */
 		*avg = ns;
-		c->n[k] = 1;
+		c->n[k]++;
+		return;
+	}
+	if (c->n[k] < ZCR_LAND_WARM) {
+		/*
+		 * Warming up: the cheapest real landing so far. Landings are
+		 * only ever slowed by what befalls them (a fault, a
+		 * preemption): the cheapest of a few is what the kind costs,
+		 * the mean of a few is as bad as the worst of them. The
+		 * moving average takes over from there.
+		 */
+		if (ns < *avg)
+			*avg = ns;
+		c->n[k]++;
 		return;
 	}
 	/* One preempted landing must not flip an established choice. */
-	if (c->n[k] >= 4 && ns > LAND_CLAMP * *avg)
+	if (ns > LAND_CLAMP * *avg)
 		ns = LAND_CLAMP * *avg;
-	/* A running mean at first, then a moving average; rare samples of
-	 * the other kind weigh more, so a change is seen in few of them. */
-	w = 1.0 / (double)(c->n[k] + 1 < 4 ? c->n[k] + 1 : 4);
-	if (!best && w < 0.5)
-		w = 0.5;
+	/* A moving average; rare samples of the other kind weigh more, so
+	 * that a change is seen in few of them. */
+	w = best ? LAND_WEIGHT : LAND_WEIGHT_RARE;
 	*avg += (ns - *avg) * w;
 	c->n[k]++;
 }
@@ -247,12 +299,30 @@ static void cal_size(struct zcr_ctx *ctx, struct zcr_backend_state *bs,
 	ops->slot_free(ctx, bs->priv, s.base, s.cap);
 }
 
+/* What one clock read costs: the best of a few runs of reads. */
+static double cal_clock(void)
+{
+	double best = 0, t0, t;
+	int run, i;
+
+	for (run = 0; run < 3; run++) {
+		t0 = now_ns();
+		for (i = 0; i < CAL_CLOCK_READS; i++)
+			t = now_ns();
+		t = (t - t0) / CAL_CLOCK_READS;
+		if (!run || t < best)
+			best = t;
+	}
+	return best;
+}
+
 /* Seed every size class with one sample scaled from the calibration. */
 static void calibrate(struct zcr_ctx *ctx, struct zcr_backend_state *bs)
 {
 	double c[2], r[2];
 	unsigned int k;
 
+	bs->clock_ns = cal_clock();
 	cal_size(ctx, bs, CAL_SMALL, &c[0], &r[0]);
 	cal_size(ctx, bs, ZCR_HUGE_SIZE, &c[1], &r[1]);
 	bs->copy_ns = c[0] / (double)(CAL_SMALL / ctx->page);
@@ -266,9 +336,9 @@ static void calibrate(struct zcr_ctx *ctx, struct zcr_backend_state *bs)
 		if (!c[i] || !r[i])
 			continue;
 		/* Copies scale with the bytes; a remap has a fixed cost. */
-		__zcr_land_record(cl, ZCR_LAND_COPY, c[i] * size / base);
-		__zcr_land_record(cl, ZCR_LAND_REMAP, size < base ? r[i] :
-				  r[i] * size / base);
+		__zcr_land_prior(cl, ZCR_LAND_COPY, c[i] * size / base);
+		__zcr_land_prior(cl, ZCR_LAND_REMAP, size < base ? r[i] :
+				 r[i] * size / base);
 	}
 }
 
@@ -463,7 +533,8 @@ void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
 	uintptr_t e = ((uintptr_t)dst + n) & ~(ctx->page - 1);
 	struct zcr_backend_state *bs = __zcr_remap_state(ctx, s->ops);
 	struct zcr_land_class *c;
-	double t;
+	double t = 0;
+	bool timed;
 	int k;
 
 	if (s->ops->units_only && s->ops->unit) {
@@ -492,14 +563,17 @@ void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
 		k = ZCR_LAND_REMAP;
 	else
 		k = __zcr_land_choose(c);
-	t = now_ns();
+	timed = __zcr_land_timed(c, k, bs->clock_ns);
+	if (timed)
+		t = now_ns();
 	if (k == ZCR_LAND_REMAP) {
 		land_remap(ctx, bs, s, off, dst, n, a, e);
 	} else {
 		memcpy(dst, s->base + off, n);
 		ctx->st.bytes_copied += n;
 	}
-	__zcr_land_record(c, k, now_ns() - t);
+	if (timed)
+		__zcr_land_record(c, k, now_ns() - t);
 	return;
 copy_all:
 	/* dst may be NULL for a zero-size receive: memcpy must not see it. */

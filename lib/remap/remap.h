@@ -99,12 +99,24 @@ extern const struct zcr_remap_ops __zcr_remap_copy;
  */
 #define ZCR_LAND_EXPLORE	64
 #define ZCR_LAND_EXPLORE_SCALE	64
+/*
+ * Timing a landing costs two clock reads: 30 ns natively, 3 us in an
+ * emulated guest whose clock is the HPET, there as much as a small
+ * landing. Once a class is warm, its cheaper kind is timed one landing in
+ * so many that the reads cost at most 1/ZCR_LAND_TIMING_SHARE of what
+ * they time, but at least one in ZCR_LAND_SAMPLE_MAX; warming and
+ * exploring landings are always timed.
+ */
+#define ZCR_LAND_TIMING_SHARE	100
+#define ZCR_LAND_SAMPLE_MAX	64
 
 struct zcr_land_class {
 	double cost[2];			/* ns per landing */
 	uint64_t n[2];			/* samples, prior included */
+	uint8_t prior[2];		/* n counts a prior (__zcr_land_prior) */
 	uint64_t tick;			/* landings decided */
 	uint64_t since;			/* landings since the last explored */
+	uint64_t untimed;		/* cheaper kind's since the last timed */
 	int last;			/* last choice */
 };
 
@@ -115,12 +127,17 @@ uint64_t __zcr_land_explore_period(const struct zcr_land_class *c);
 int __zcr_land_choose(struct zcr_land_class *c);
 /* Record that a landing of kind k cost ns. */
 void __zcr_land_record(struct zcr_land_class *c, int k, double ns);
+/* Seed kind k of an empty class with an estimate (one sample's weight). */
+void __zcr_land_prior(struct zcr_land_class *c, int k, double ns);
+/* Time the landing of kind k just chosen for c (a clock read: clock_ns)? */
+bool __zcr_land_timed(struct zcr_land_class *c, int k, double clock_ns);
 
 struct zcr_backend_state {
 	const struct zcr_remap_ops *ops;
 	void *priv;
 	struct zcr_land_class cls[ZCR_LAND_CLASSES];
 	double copy_ns, remap_ns;	/* per page at 64 KiB, calibrated */
+	double clock_ns;		/* one clock read, calibrated */
 };
 
 /* Backend ids by name ("auto" included), or -EINVAL. */
