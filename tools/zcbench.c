@@ -27,15 +27,18 @@
  * iterations per trial; fewer for big sizes) --trials N (trials per
  * point, 3) --csv FILE|- (- prints it between "zcbench-csv-begin" and
  * "zcbench-csv-end" lines) --png FILE --nptcp --emulated (marks figures
- * as measured under emulation). Exit status 1 if any iteration fails to
- * verify.
+ * as measured under emulation) --no-bind (the two local ranks are bound
+ * to two processors unless this is given, as mpirun binds NPopenmpi's).
+ * Exit status 1 if any iteration fails to verify.
  *
  * --transport tcp|shm: shm sets ZCRECV_SHM=1 for both ranks, so a peer on
  * this host moves to the shared-memory transport after the handshake
  * (Documentation/shm.md); the header line says which transport carried
  * the run. --npopenmpi runs NetPIPE's NPopenmpi (Open MPI, shared-memory
  * BTL with CMA single copy) before and after the run, and per size the
- * faster of the two is a second reference line, --npompi-file
+ * faster of the two is a second reference line; it also runs at each
+ * size after each trial, and the vs_npo column is the median over the
+ * trials of its latency over the mode's, measured side by side. --npompi-file
  * FILE keeps its output; --npopenmpi-layer LIB runs it once more with
  * libzcrecv-mpi.so (LIB) preloaded, so its messages move over zcrecv.
  *
@@ -48,6 +51,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -112,6 +116,7 @@ struct point {
 	double lat_us, mbps, hit_ratio, pages_per_msg, copied_per_msg;
 	double mean_us;
 	double vs_faster;	/* 0: not measured (copy or remap left out) */
+	double vs_npo;		/* 0: not measured (no --npopenmpi) */
 	uint64_t bad;
 	int order;	/* of the CSV: mode, then arrival */
 };
@@ -136,6 +141,62 @@ static void die(const char *what, int err)
 		if (ck_ret < 0)						\
 			die(#call, ck_ret);				\
 	} while (0)
+
+/*
+ * Both ranks on this machine: each bound to a processor of its own, as
+ * mpirun binds each of NPopenmpi's two ranks (to processors 0 and 1
+ * here). Left to the scheduler, the two spinning ranks of a ping-pong
+ * often share one processor for whole trials while the other idles (the
+ * two are always cache-hot, so load balancing leaves them): 64 KiB one
+ * way took 45-50 us instead of 8-10 then, in one trial of two.
+ */
+static cpu_set_t cpus_all;	/* what we may run on, as started */
+static int bind_to[2] = { -1, -1 };
+static bool bound;
+
+/* The first two processors we may run on, if two; 0 or -ENODEV. */
+static int bind_pick(void)
+{
+	int c, n = 0;
+
+	if (sched_getaffinity(0, sizeof(cpus_all), &cpus_all))
+		return -errno;
+	for (c = 0; c < CPU_SETSIZE && n < 2; c++)
+		if (CPU_ISSET(c, &cpus_all))
+			bind_to[n++] = c;
+	return n == 2 ? 0 : -ENODEV;
+}
+
+/* This thread (and the threads it starts later) to rank's processor. */
+static void bind_rank(int rank)
+{
+	cpu_set_t one;
+
+	if (bind_to[rank] < 0)
+		return;
+	CPU_ZERO(&one);
+	CPU_SET(bind_to[rank], &one);
+	if (sched_setaffinity(0, sizeof(one), &one))
+		die("sched_setaffinity", -errno);
+	bound = true;
+}
+
+/*
+ * Rank 0's thread free to run anywhere again (a reference program it
+ * starts must see every processor, as it would from a shell), or bound
+ * again afterwards.
+ */
+static void unbind(void)
+{
+	if (bound && sched_setaffinity(0, sizeof(cpus_all), &cpus_all))
+		die("sched_setaffinity", -errno);
+}
+
+static void rebind(void)
+{
+	if (bound)
+		bind_rank(0);
+}
 
 static uint64_t csum(const uint64_t *w, size_t n)
 {
@@ -459,24 +520,24 @@ static void print_row(FILE *f, const struct point *p, bool csv)
 {
 	if (csv)
 		fprintf(f, "%s,%s,%llu,%u,%.3f,%.1f,%.3f,%.1f,%s,%.0f,%.3f,"
-			"%.3f\n", p->mode, p->arrival,
+			"%.3f,%.3f\n", p->mode, p->arrival,
 			(unsigned long long)p->size, p->iters, p->lat_us,
 			p->mbps, p->hit_ratio, p->pages_per_msg,
 			p->bad ? "FAIL" : "ok", p->copied_per_msg, p->mean_us,
-			p->vs_faster);
+			p->vs_faster, p->vs_npo);
 	else
 		fprintf(f, "%-6s %-7s %9llu %6u %11.1f %10.1f %6.0f%% %10.1f "
-			"%10.0f %7.2f  %s\n", p->mode, p->arrival,
+			"%10.0f %7.2f %7.2f  %s\n", p->mode, p->arrival,
 			(unsigned long long)p->size, p->iters, p->lat_us,
 			p->mbps, p->hit_ratio * 100, p->pages_per_msg,
-			p->copied_per_msg, p->vs_faster,
+			p->copied_per_msg, p->vs_faster, p->vs_npo,
 			p->bad ? "FAIL" : "ok");
 }
 
 static const char csv_head[] =
 	"mode,arrival,size,iters,latency_us,bandwidth_MBps,hit_ratio,"
 	"pages_remapped_per_msg,verified,bytes_copied_per_msg,mean_us,"
-	"vs_faster\n";
+	"vs_faster,vs_npopenmpi\n";
 
 static int point_cmp(const void *x, const void *y)
 {
@@ -571,6 +632,16 @@ static int run_nptcp(uint64_t min, uint64_t max, const char *file)
 	return ret ? -EIO : 0;
 }
 
+static int run_nptcp_unbound(uint64_t min, uint64_t max, const char *file)
+{
+	int ret;
+
+	unbind();
+	ret = run_nptcp(min, max, file);
+	rebind();
+	return ret;
+}
+
 /* The Open MPI reference: NPopenmpi, shared-memory BTL (vader). */
 static const char *ompi_ref;
 
@@ -594,6 +665,7 @@ static int run_npompi(uint64_t min, uint64_t max, const char *file,
 		      const char *layer)
 {
 	char cmd[1024], pre[600] = "";
+	int ret;
 
 	if (system("command -v NPopenmpi >/dev/null 2>&1 && "
 		   "command -v mpirun >/dev/null 2>&1"))
@@ -611,7 +683,10 @@ static int run_npompi(uint64_t min, uint64_t max, const char *file,
 		 "self,vader %sNPopenmpi -l %llu -u %llu -p 0 -o %s "
 		 ">/dev/null 2>&1", pre, (unsigned long long)min,
 		 (unsigned long long)max, file);
-	return system(cmd) ? -EIO : 0;
+	unbind();
+	ret = system(cmd);
+	rebind();
+	return ret ? -EIO : 0;
 }
 
 static void print_np(const char *file, const char *what, bool emulated);
@@ -679,6 +754,58 @@ static int merge_np(const char *a, const char *b, const char *out)
 		return ret;
 	}
 	return 0;
+}
+
+/*
+ * NPopenmpi at one size: its latency in us (half a round trip, as NetPIPE
+ * prints it), or 0 when it did not run.
+ */
+static double npompi_at(uint64_t size)
+{
+	unsigned long long b;
+	char file[64], line[256];
+	double mbps, sec = 0;
+	FILE *f;
+
+	snprintf(file, sizeof(file), "/tmp/zcbench-ompi-at.%d.out",
+		 (int)getpid());
+	if (run_npompi(size, size, file, NULL) == 0 &&
+	    (f = fopen(file, "r")) != NULL) {
+		if (!fgets(line, sizeof(line), f) ||
+		    sscanf(line, "%llu %lf %lf", &b, &mbps, &sec) != 3 ||
+		    b != size || sec <= 0)
+			sec = 0;
+		fclose(f);
+	}
+	unlink(file);
+	return sec * 1e6;
+}
+
+/*
+ * Each mode against NPopenmpi run beside its trials: the median over the
+ * trials of NPopenmpi's latency over the mode's (above 1: zcbench
+ * faster), into vs[m]; 0 where NPopenmpi never ran.
+ */
+static void vs_npompi(const struct acc *acc, const double *npo, int modes,
+		      const int *order, double *vs)
+{
+	unsigned int n = acc[0].trials, t, k;
+	double *v = malloc(n * sizeof(*v));
+	int m;
+
+	if (!v)
+		die("malloc", -ENOMEM);
+	for (m = 0; m < 3; m++) {
+		vs[m] = 0;
+		if (!(modes & (1 << order[m])))
+			continue;
+		for (t = k = 0; t < n; t++)
+			if (npo[t] > 0)
+				v[k++] = npo[t] / (acc[m].tmean[t] / 2);
+		if (k)
+			vs[m] = zct_median(v, k);
+	}
+	free(v);
 }
 
 /*
@@ -911,10 +1038,16 @@ static void usage(FILE *f)
 "                     same RDMA device as reference lines\n"
 "  --ref CSV=TITLE    one more reference line (bytes,MB/s) for the plot\n"
 "  --npopenmpi        run NetPIPE's NPopenmpi (Open MPI shared memory)\n"
-"                     before and after the run: per size the faster\n"
+"                     before and after the run (per size the faster:\n"
+"                     the reference line), and at each size after each\n"
+"                     trial (vs_npo: median over the trials of its\n"
+"                     latency over the mode's)\n"
 "  --npompi-file FILE keep (or, with --plot-only, read) NPopenmpi's output\n"
 "  --npopenmpi-layer LIB  also run NPopenmpi with its messages carried by\n"
 "                     zcrecv: LIB is libzcrecv-mpi.so (LD_PRELOAD, shm)\n"
+"  --no-bind          leave the two local ranks where the scheduler puts\n"
+"                     them (default: each bound to a processor of its\n"
+"                     own, as mpirun binds NPopenmpi's)\n"
 "  --emulated         mark the figures as measured under emulation\n"
 "  -h, --help         this help\n"
 "Exit status: 0 every iteration verified, 1 an iteration failed to verify\n"
@@ -937,7 +1070,7 @@ int main(int argc, char **argv)
 		{ "npopenmpi", 0, NULL, 'O' }, { "npompi-file", 1, NULL, 'F' },
 		{ "npopenmpi-layer", 1, NULL, 'Y' },
 		{ "perftest", 0, NULL, 'R' }, { "ref", 1, NULL, 'r' },
-		{ "reply", 1, NULL, 'e' },
+		{ "reply", 1, NULL, 'e' }, { "no-bind", 0, NULL, 'B' },
 		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	uint64_t min = 4096, max = 16 << 20, size;
@@ -945,6 +1078,7 @@ int main(int argc, char **argv)
 	const char *plot_only = NULL, *npfile = NULL, *ompifile = NULL;
 	const char *layer = NULL;
 	int npompi = 0, perftest = 0;
+	bool bind = true;
 	char listen_at[64];
 	char ompibuf[64];
 	bool ompi_first_ok = false;
@@ -1014,6 +1148,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 'O': npompi = 1; break;
+		case 'B': bind = false; break;
 		case 'Y': layer = optarg; break;
 		case 'F': ompifile = optarg; break;
 		case 'h': usage(stdout); return 0;
@@ -1048,6 +1183,10 @@ int main(int argc, char **argv)
 		ompi_first_ok = run_npompi(min, max, ompi_first, NULL) == 0;
 	}
 
+	/* Both ranks here: each on a processor of its own, if there are two. */
+	if (bind && (server || conn || bind_pick()))
+		bind = false;
+
 	/* verbs: the transport's own scheme in front of HOST:PORT. */
 	snprintf(listen_at, sizeof(listen_at), "%s127.0.0.1:0",
 		 strcmp(transport, "verbs") ? "" : "verbs://");
@@ -1076,6 +1215,8 @@ int main(int argc, char **argv)
 		child = fork();
 		if (child == 0) {
 			close(pfd[0]);
+			if (bind)
+				bind_rank(1);
 			attr.rank = 1;
 			CHECK(zcr_ctx_create(&attr, &ctx));
 			port = zcr_ctx_listen(ctx, listen_at);
@@ -1093,11 +1234,15 @@ int main(int argc, char **argv)
 		    sizeof(port))
 			die("rank 1 did not start", -EIO);
 		close(pfd[0]);
+		if (bind)
+			bind_rank(0);
 		CHECK(zcr_ctx_create(&attr, &ctx));
 		snprintf(addr, sizeof(addr), "verbs://127.0.0.1:%d", port);
 		CHECK(zcr_ep_connect(ctx, addr, &ep));
 	} else if (!conn) {
 		/* Both ranks here: rank 0 listens, a child is rank 1. */
+		if (bind)
+			bind_rank(0);
 		CHECK(zcr_ctx_create(&attr, &ctx));
 		o = zcr_ctx_listen(ctx, listen_at);
 		CHECK(o);
@@ -1110,6 +1255,8 @@ int main(int argc, char **argv)
 			struct zcr_ep *pep;
 
 			zcr_ctx_destroy(ctx);
+			if (bind)
+				bind_rank(1);
 			attr.rank = 1;
 			CHECK(zcr_ctx_create(&attr, &pc));
 			CHECK(zcr_ep_connect(pc, addr, &pep));
@@ -1133,9 +1280,15 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.min_remap_pages,
 	       emulated ? " (EMULATED timings: compare ratios only)" : "");
 	printf("zcbench: transport %s\n", transport_of(ctx, ep));
-	printf("%-6s %-7s %9s %6s %11s %10s %7s %10s %10s %7s  %s\n", "mode",
-	       "arrival", "size", "iters", "latency_us", "MB/s", "hits",
-	       "pages/msg", "copied/msg", "vs_fast", "verified");
+	if (bind)
+		printf("zcbench: rank 0 bound to processor %d, rank 1 to %d, "
+		       "as mpirun binds NPopenmpi's ranks (--no-bind: not)\n",
+		       bind_to[0], bind_to[1]);
+	else if (!server && !conn)
+		printf("zcbench: ranks not bound to processors\n");
+	printf("%-6s %-7s %9s %6s %11s %10s %7s %10s %10s %7s %7s  %s\n",
+	       "mode", "arrival", "size", "iters", "latency_us", "MB/s", "hits",
+	       "pages/msg", "copied/msg", "vs_fast", "vs_npo", "verified");
 	/*
 	 * Per arrival and size, the modes take turns trial by trial, so that
 	 * what the machine does meanwhile (other load, frequency, the other
@@ -1153,8 +1306,11 @@ int main(int argc, char **argv)
 			unsigned int per = iters_for(size, max_iters), t;
 			unsigned int nrun = 0;
 			int run[3];
-			double vs[3];
+			double vs[3], vn[3], *npo = calloc(trials,
+							   sizeof(double));
 
+			if (!npo)
+				die("calloc", -ENOMEM);
 			memset(acc, 0, sizeof(acc));
 			for (m = 0; m < 3; m++)
 				if (modes & (1 << order[m]))
@@ -1164,14 +1320,23 @@ int main(int argc, char **argv)
 				if (!acc[m].tmean)
 					die("calloc", -ENOMEM);
 			}
-			/* each mode that runs first, second... in turn */
-			for (t = 0; t < trials; t++)
+			/*
+			 * Each mode that runs first, second... in turn; then
+			 * NPopenmpi at this size, so that each trial has its
+			 * reference measured beside it.
+			 */
+			for (t = 0; t < trials; t++) {
 				for (j = 0; j < nrun; j++) {
 					m = run[(t + j) % nrun];
 					run_trial(ctx, ep, order[m], a == 0,
 						  size, per, &acc[m]);
 				}
+				if (npompi)
+					npo[t] = npompi_at(size);
+			}
 			vs_faster(acc, order, modes, vs);
+			vs_npompi(acc, npo, modes, order, vn);
+			free(npo);
 			for (m = 0; m < 3; m++) {
 				struct point *pt = &points[npoints];
 
@@ -1179,6 +1344,7 @@ int main(int argc, char **argv)
 					continue;
 				end_point(pt, order[m], a == 0, size, &acc[m]);
 				pt->vs_faster = vs[m];
+				pt->vs_npo = vn[m];
 				pt->order = m * 2 + a;
 				npoints++;
 				print_row(stdout, pt, false);
@@ -1230,7 +1396,7 @@ int main(int argc, char **argv)
 				 (int)getpid());
 			npfile = npbuf;
 		}
-		if (run_nptcp(min, max, npfile) == 0)
+		if (run_nptcp_unbound(min, max, npfile) == 0)
 			print_nptcp(npfile, emulated);
 		else
 			printf("zcbench: NPtcp not available: no reference line\n");
@@ -1292,8 +1458,11 @@ int main(int argc, char **argv)
 			snprintf(files[m], sizeof(files[m]),
 				 "/tmp/zcbench-%s.%d.csv", tools[m],
 				 (int)getpid());
-			if (run_perftest(tools[m], min, max, max_iters,
-					 files[m], emulated)) {
+			unbind();
+			o = run_perftest(tools[m], min, max, max_iters,
+					 files[m], emulated);
+			rebind();
+			if (o) {
 				printf("zcbench: %s not available or failed: "
 				       "no reference line\n", tools[m]);
 				continue;
