@@ -300,7 +300,8 @@ int zcr_ctx_stats_sized(struct zcr_ctx *ctx, struct zcr_stats *st,
  * @copy_samples:	copy landings timed, the calibration's estimate
  *			counted as one
  * @remap_samples:	remap landings timed, the same way
- * @copy_ns:		moving average of what a copy landing cost, ns
+ * @copy_ns:		moving average of what a copy landing cost, ns (the
+ *			cheapest real one while the class warms up)
  * @remap_ns:		moving average of what a remap landing cost, ns
  *			(moves, registration, faults, head and tail copies)
  * @choice:		ZCRECV_POLICY_COPY or ZCRECV_POLICY_REMAP: what the

@@ -154,17 +154,57 @@ static cpu_set_t cpus_all;	/* what we may run on, as started */
 static int bind_to[2] = { -1, -1 };
 static bool bound;
 
-/* The first two processors we may run on, if two; 0 or -ENODEV. */
+/* Is processor c a hardware thread of the same core as processor of? */
+static bool sibling(int of, int c)
+{
+	char path[96], list[256], *p;
+	bool in = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/"
+		 "topology/thread_siblings_list", of);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (!fgets(list, sizeof(list), f))
+		list[0] = 0;
+	fclose(f);
+	/* "0-1,4" and the like */
+	for (p = list; *p && !in;) {
+		char *end;
+		long lo = strtol(p, &end, 10), hi = lo;
+
+		if (end == p)
+			break;
+		if (*end == '-')
+			hi = strtol(end + 1, &end, 10);
+		in = c >= lo && c <= hi;
+		p = *end == ',' ? end + 1 : end;
+	}
+	return in;
+}
+
+/*
+ * The first processor we may run on and the next one on another core (or
+ * failing that, the next one), as mpirun binds one rank per core; 0, or
+ * -ENODEV with fewer than two processors.
+ */
 static int bind_pick(void)
 {
-	int c, n = 0;
+	int c;
 
 	if (sched_getaffinity(0, sizeof(cpus_all), &cpus_all))
 		return -errno;
-	for (c = 0; c < CPU_SETSIZE && n < 2; c++)
-		if (CPU_ISSET(c, &cpus_all))
-			bind_to[n++] = c;
-	return n == 2 ? 0 : -ENODEV;
+	for (c = 0; c < CPU_SETSIZE; c++) {
+		if (!CPU_ISSET(c, &cpus_all))
+			continue;
+		if (bind_to[0] < 0)
+			bind_to[0] = c;
+		else if (bind_to[1] < 0 || (sibling(bind_to[0], bind_to[1]) &&
+					    !sibling(bind_to[0], c)))
+			bind_to[1] = c;
+	}
+	return bind_to[1] >= 0 ? 0 : -ENODEV;
 }
 
 /* This thread (and the threads it starts later) to rank's processor. */
@@ -568,8 +608,9 @@ static void print_landing(struct zcr_ctx *ctx, int rank)
 	if (n <= 0)
 		return;
 	printf("landing costs measured by rank %d (per size class, all modes "
-	       "of this run):\n%-10s %9s %11s %9s %11s %9s  %s\n", rank,
-	       "backend", "size>=", "copy_us", "copies", "remap_us", "remaps",
+	       "of this run; timed: landings timed, the prior counted as "
+	       "one):\n%-10s %9s %11s %9s %11s %9s  %s\n", rank,
+	       "backend", "size>=", "copy_us", "timed", "remap_us", "timed",
 	       "auto picks");
 	for (i = 0; i < n; i++)
 		printf("%-10s %9llu %11.1f %9llu %11.1f %9llu  %s\n",
@@ -786,11 +827,12 @@ static double npompi_at(uint64_t size)
  * trials of NPopenmpi's latency over the mode's (above 1: zcbench
  * faster), into vs[m]; 0 where NPopenmpi never ran.
  */
-static void vs_npompi(const struct acc *acc, const double *npo, int modes,
-		      const int *order, double *vs)
+static void vs_npompi(const struct acc *acc, const double *npo,
+		      unsigned int trials, int modes, const int *order,
+		      double *vs)
 {
-	unsigned int n = acc[0].trials, t, k;
-	double *v = malloc(n * sizeof(*v));
+	double *v = malloc(trials * sizeof(*v));
+	unsigned int t, k;
 	int m;
 
 	if (!v)
@@ -799,7 +841,7 @@ static void vs_npompi(const struct acc *acc, const double *npo, int modes,
 		vs[m] = 0;
 		if (!(modes & (1 << order[m])))
 			continue;
-		for (t = k = 0; t < n; t++)
+		for (t = k = 0; t < acc[m].trials && t < trials; t++)
 			if (npo[t] > 0)
 				v[k++] = npo[t] / (acc[m].tmean[t] / 2);
 		if (k)
@@ -1306,9 +1348,9 @@ int main(int argc, char **argv)
 			unsigned int per = iters_for(size, max_iters), t;
 			unsigned int nrun = 0;
 			int run[3];
-			double vs[3], vn[3], *npo = calloc(trials,
-							   sizeof(double));
+			double vs[3], vn[3], *npo;
 
+			npo = calloc(trials, sizeof(*npo));
 			if (!npo)
 				die("calloc", -ENOMEM);
 			memset(acc, 0, sizeof(acc));
@@ -1331,11 +1373,11 @@ int main(int argc, char **argv)
 					run_trial(ctx, ep, order[m], a == 0,
 						  size, per, &acc[m]);
 				}
-				if (npompi)
+				if (npompi && !conn)
 					npo[t] = npompi_at(size);
 			}
 			vs_faster(acc, order, modes, vs);
-			vs_npompi(acc, npo, modes, order, vn);
+			vs_npompi(acc, npo, trials, modes, order, vn);
 			free(npo);
 			for (m = 0; m < 3; m++) {
 				struct point *pt = &points[npoints];

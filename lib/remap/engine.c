@@ -22,9 +22,9 @@
  * one, fewer of a kind two real landings measured 8x dearer. While it
  * warms up, a kind's cost is its cheapest real landing (one slowed by a
  * fault cannot decide the class); the moving average starts from there.
- * Forced
- * remap landings are timed too; under the copy policy messages are staged
- * in plain memory (the copy backend), so those copies are not timed here.
+ * Forced remap landings are timed too; under the copy policy messages are
+ * staged in plain memory (the copy backend), so those copies are not
+ * timed here.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -212,8 +212,9 @@ void __zcr_land_record(struct zcr_land_class *c, int k, double ns)
 		c->n[k]++;
 		return;
 	}
-	/* One preempted landing must not flip an established choice. */
-	if (ns > LAND_CLAMP * *avg)
+	/* One preempted landing must not flip an established choice (an
+	 * average of 0, from a clock too coarse for the landing, follows). */
+	if (*avg > 0 && ns > LAND_CLAMP * *avg)
 		ns = LAND_CLAMP * *avg;
 	/* A moving average; rare samples of the other kind weigh more, so
 	 * that a change is seen in few of them. */

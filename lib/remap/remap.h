@@ -100,8 +100,8 @@ extern const struct zcr_remap_ops __zcr_remap_copy;
 #define ZCR_LAND_EXPLORE	64
 #define ZCR_LAND_EXPLORE_SCALE	64
 /*
- * Timing a landing costs two clock reads: 30 ns natively, 3 us in an
- * emulated guest whose clock is the HPET, there as much as a small
+ * Timing a landing costs two clock reads, each 30 ns natively and 3 us in
+ * an emulated guest whose clock is the HPET: there as much as a small
  * landing. Once a class is warm, its cheaper kind is timed one landing in
  * so many that the reads cost at most 1/ZCR_LAND_TIMING_SHARE of what
  * they time, but at least one in ZCR_LAND_SAMPLE_MAX; warming and
@@ -113,10 +113,10 @@ extern const struct zcr_remap_ops __zcr_remap_copy;
 struct zcr_land_class {
 	double cost[2];			/* ns per landing */
 	uint64_t n[2];			/* samples, prior included */
-	uint8_t prior[2];		/* n counts a prior (__zcr_land_prior) */
+	uint8_t prior[2];		/* n counts a prior, __zcr_land_prior */
 	uint64_t tick;			/* landings decided */
 	uint64_t since;			/* landings since the last explored */
-	uint64_t untimed;		/* cheaper kind's since the last timed */
+	uint64_t untimed;		/* cheaper kind's, since one timed */
 	int last;			/* last choice */
 };
 
