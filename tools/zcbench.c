@@ -1066,8 +1066,8 @@ static void usage(FILE *f)
 "  --iters N          most timed iterations per trial (default 50,\n"
 "                     at most 1000000)\n"
 "  --trials N         trials per point (default 3, at most 1000), the\n"
-"                     modes of a size taking turns; the fastest\n"
-"                     trial's mean is reported\n"
+"                     arrivals and modes of a size taking turns; the\n"
+"                     fastest trial's mean is reported\n"
 "  --csv FILE|-       write CSV (-: to stdout between zcbench-csv-begin\n"
 "                     and zcbench-csv-end lines)\n"
 "  --png FILE         plot with gnuplot\n"
@@ -1332,59 +1332,63 @@ int main(int argc, char **argv)
 	       "mode", "arrival", "size", "iters", "latency_us", "MB/s", "hits",
 	       "pages/msg", "copied/msg", "vs_fast", "vs_npo", "verified");
 	/*
-	 * Per arrival and size, the modes take turns trial by trial, so that
-	 * what the machine does meanwhile (other load, frequency, the other
-	 * rank's state) falls on all of them alike: their ratios are what
-	 * the table is for.
+	 * Per size, the arrivals and the modes take turns trial by trial
+	 * (each first, second... in turn), so that what the machine does
+	 * meanwhile (other load, frequency, the other rank's state) falls on
+	 * all of them alike: their ratios are what the table is for. With
+	 * --npopenmpi, NPopenmpi runs at the size after each trial, one
+	 * reference measured beside both arrivals.
 	 */
-	for (a = 0; a < 2; a++) {
-		if (!(arrivals & (1 << a)))
-			continue;
-		for (size = min; size <= max; size *= 2) {
-			static const int order[] = { ZCRECV_POLICY_COPY,
-						     ZCRECV_POLICY_REMAP,
-						     ZCRECV_POLICY_AUTO };
-			struct acc acc[3];
-			unsigned int per = iters_for(size, max_iters), t;
-			unsigned int nrun = 0;
-			int run[3];
-			double vs[3], vn[3], *npo;
+	for (size = min; size <= max; size *= 2) {
+		static const int order[] = { ZCRECV_POLICY_COPY,
+					     ZCRECV_POLICY_REMAP,
+					     ZCRECV_POLICY_AUTO };
+		unsigned int per = iters_for(size, max_iters), t;
+		unsigned int nrun = 0, narr = 0, k;
+		int run[3], arr[2];
+		struct acc acc[2][3];
+		double vs[3], vn[3], *npo;
 
-			npo = calloc(trials, sizeof(*npo));
-			if (!npo)
-				die("calloc", -ENOMEM);
-			memset(acc, 0, sizeof(acc));
-			for (m = 0; m < 3; m++)
-				if (modes & (1 << order[m]))
-					run[nrun++] = m;
+		npo = calloc(trials, sizeof(*npo));
+		if (!npo)
+			die("calloc", -ENOMEM);
+		memset(acc, 0, sizeof(acc));
+		for (m = 0; m < 3; m++)
+			if (modes & (1 << order[m]))
+				run[nrun++] = m;
+		for (a = 0; a < 2; a++)
+			if (arrivals & (1 << a))
+				arr[narr++] = a;
+		for (a = 0; a < 2; a++)
 			for (m = 0; m < 3; m++) {
-				acc[m].tmean = calloc(trials, sizeof(double));
-				if (!acc[m].tmean)
+				acc[a][m].tmean = calloc(trials,
+							 sizeof(double));
+				if (!acc[a][m].tmean)
 					die("calloc", -ENOMEM);
 			}
-			/*
-			 * Each mode that runs first, second... in turn; then
-			 * NPopenmpi at this size, so that each trial has its
-			 * reference measured beside it.
-			 */
-			for (t = 0; t < trials; t++) {
+		for (t = 0; t < trials; t++) {
+			for (k = 0; k < narr; k++) {
+				a = arr[(t + k) % narr];
 				for (j = 0; j < nrun; j++) {
 					m = run[(t + j) % nrun];
 					run_trial(ctx, ep, order[m], a == 0,
-						  size, per, &acc[m]);
+						  size, per, &acc[a][m]);
 				}
-				if (npompi && !conn)
-					npo[t] = npompi_at(size);
 			}
-			vs_faster(acc, order, modes, vs);
-			vs_npompi(acc, npo, trials, modes, order, vn);
-			free(npo);
+			if (npompi && !conn)
+				npo[t] = npompi_at(size);
+		}
+		for (k = 0; k < narr; k++) {
+			a = arr[k];
+			vs_faster(acc[a], order, modes, vs);
+			vs_npompi(acc[a], npo, trials, modes, order, vn);
 			for (m = 0; m < 3; m++) {
 				struct point *pt = &points[npoints];
 
 				if (!(modes & (1 << order[m])))
 					continue;
-				end_point(pt, order[m], a == 0, size, &acc[m]);
+				end_point(pt, order[m], a == 0, size,
+					  &acc[a][m]);
 				pt->vs_faster = vs[m];
 				pt->vs_npo = vn[m];
 				pt->order = m * 2 + a;
@@ -1392,10 +1396,12 @@ int main(int argc, char **argv)
 				print_row(stdout, pt, false);
 				bad += pt->bad;
 			}
-			for (m = 0; m < 3; m++)
-				free(acc[m].tmean);
-			fflush(stdout);
 		}
+		free(npo);
+		for (a = 0; a < 2; a++)
+			for (m = 0; m < 3; m++)
+				free(acc[a][m].tmean);
+		fflush(stdout);
 	}
 	{
 		struct ctrl c = { .cmd = 2 };
