@@ -37,8 +37,9 @@
  * the run. --npopenmpi runs NetPIPE's NPopenmpi (Open MPI, shared-memory
  * BTL with CMA single copy) before and after the run, and per size the
  * faster of the two is a second reference line; it also runs at each
- * size after each trial, and the vs_npo column is the median over the
- * trials of its latency over the mode's, measured side by side. --npompi-file
+ * size after each round of trials (every arrival and mode once), and the
+ * vs_npo column is the median over the rounds of its latency over the
+ * mode's, measured side by side. --npompi-file
  * FILE keeps its output; --npopenmpi-layer LIB runs it once more with
  * libzcrecv-mpi.so (LIB) preloaded, so its messages move over zcrecv.
  *
@@ -72,10 +73,11 @@
 #define TAG_READY	1001
 #define TAG_STATS	1002
 #define WARMUP		2
+#define MAX_SIZE	(1ULL << 40)	/* --max: at most 1 TiB */
 /*
  * Each point is timed in --trials runs (TRIALS unless told) of iters
- * ping-pongs, each after WARMUP untimed ones; the modes of one size take
- * turns run by run. The latency is the fastest run's mean, as NetPIPE
+ * ping-pongs, each after WARMUP untimed ones; the arrivals and modes of
+ * one size take turns run by run. The latency is the fastest run's mean, as NetPIPE
  * reports its points (the reference lines), so the two are read the same
  * way. The mean over every timed ping-pong is kept beside it (mean_us).
  * More trials make the fastest run's mean steadier where the machine's
@@ -117,7 +119,8 @@ struct point {
 	double mean_us;
 	double vs_faster;	/* 0: not measured (copy or remap left out) */
 	double vs_npo;		/* 0: not measured (no --npopenmpi) */
-	double npo_us;		/* NPopenmpi beside the trials: the best */
+	double npo_us;		/* NPopenmpi beside the trials, the best;
+				 * 0: not measured */
 	uint64_t bad;
 	int order;	/* of the CSV: mode, then arrival */
 };
@@ -1057,7 +1060,8 @@ static void usage(FILE *f)
 "       zcbench --plot-only CSV --png PNG [--nptcp-file FILE] [--emulated]\n"
 "Copy-vs-remap ping-pong over libzcrecv; every iteration is verified.\n"
 "  --min BYTES        smallest message (default 4096, at least 64)\n"
-"  --max BYTES        largest message (default 16777216); sizes double\n"
+"  --max BYTES        largest message (default 16777216, at most 1 TiB);\n"
+"                     sizes double\n"
 "  --modes LIST       comma separated: copy,remap,auto (default all)\n"
 "  --arrival LIST     comma separated: early,posted (default both)\n"
 "  --reply own|echo   rank 1 answers from its own buffer, refilled\n"
@@ -1206,8 +1210,9 @@ int main(int argc, char **argv)
 		ompi_ref = ompifile;
 	if (plot_only)
 		return png && plot(plot_only, npfile, png, emulated) == 0 ? 0 : 1;
-	if (min < 64 || max < min || !modes || !arrivals || !max_iters ||
-	    !trials) {
+	/* sizes double up to max: past 2^63 they would wrap to 0 */
+	if (min < 64 || max < min || max > MAX_SIZE || !modes || !arrivals ||
+	    !max_iters || !trials) {
 		fprintf(stderr, "zcbench: bad --min/--max/--modes/--arrival/"
 			"--iters/--trials\n");
 		return 2;
