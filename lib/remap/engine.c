@@ -187,9 +187,7 @@ bool __zcr_land_timed(struct zcr_land_class *c, int k, double clock_ns)
 
 void __zcr_land_record(struct zcr_land_class *c, int k, double ns)
 {
-	double *avg = &c->cost[k], w;
-	bool best = (k == ZCR_LAND_REMAP) ==
-		    (c->cost[ZCR_LAND_REMAP] < c->cost[ZCR_LAND_COPY]);
+	double *avg = &c->cost[k];
 
 	if (ns < 0)
 		ns = 0;
@@ -218,8 +216,8 @@ void __zcr_land_record(struct zcr_land_class *c, int k, double ns)
 		ns = LAND_CLAMP * *avg;
 	/* A moving average; rare samples of the other kind weigh more, so
 	 * that a change is seen in few of them. */
-	w = best ? LAND_WEIGHT : LAND_WEIGHT_RARE;
-	*avg += (ns - *avg) * w;
+	*avg += (ns - *avg) * (k == cheaper(c) ? LAND_WEIGHT :
+			       LAND_WEIGHT_RARE);
 	c->n[k]++;
 }
 
