@@ -6,21 +6,28 @@
  * on first touch of any of its pages. zone->pages[] holds one entry per
  * unit (the head page), so an exchange swaps one entry per 2 MiB.
  *
- * Page tables. The unit is mapped by 512 PTEs inserted in one
- * vm_insert_pages() call, both at first touch and after an exchange; not by
- * one PMD. The exported PMD inserter cannot be used on refcounted memory
- * that must stay pinnable: on 6.1 vmf_insert_pfn_pmd_prot() accepts a
- * VM_MIXEDMAP mapping only for a pfn marked PFN_DEV|PFN_MAP, which makes a
- * devmap PMD over ordinary RAM, and on 6.12 vmf_insert_pfn_pmd() makes a
- * special PMD. Either way the PMD holds no page reference and no mapcount,
- * GUP refuses it (get_dev_pagemap() fails for RAM; vm_normal_page_pmd()
- * returns NULL for special PMDs), so io_uring, RDMA and O_DIRECT would fail
- * with EFAULT, and it can only be inserted from inside a fault, so dst
- * could not be mapped eagerly after an exchange. PTE mappings of a compound
- * page are ordinary file rmap: each PTE holds a reference and a mapcount on
- * its subpage, zap and fork handle them like the 4 KiB zones' pages, GUP
- * and pin_user_pages work, and a pin shows on the whole unit
- * (folio_maybe_dma_pinned), so a pinned unit is refused with EBUSY.
+ * Page tables: one PMD per unit. A huge zone's mapping is not
+ * VM_MIXEDMAP; its fault handler follows the page cache's protocol
+ * instead: it returns the faulting subpage of the unit, referenced and
+ * locked, and the core's finish_fault() maps the whole unit with one PMD
+ * (do_set_pmd(), as for a shmem or page-cache THP) when the PMD is empty
+ * and the VMA covers the unit's aligned 2 MiB; otherwise (a VMA split
+ * inside a unit, THP disabled for the process or the VMA) it maps the one
+ * subpage with a PTE, and each 4 KiB page faults once. The PMD is an
+ * ordinary file THP mapping: it holds a reference and the entire mapcount,
+ * get_user_pages and pin_user_pages work on it (io_uring fixed buffers,
+ * RDMA, O_DIRECT), a pin shows on the whole unit (folio_maybe_dma_pinned)
+ * and is refused with EBUSY. The exported PMD inserters would not do:
+ * vmf_insert_pfn_pmd() makes a special (6.12) or devmap (6.1) PMD that
+ * holds no reference and that GUP refuses, and they need VM_MIXEDMAP or
+ * VM_PFNMAP, under which 6.1 never maps a file PMD at all.
+ *
+ * Exchange: with both zones' locks held, the units' folios are locked
+ * (a fault maps a folio only while it holds its lock and sees it still in
+ * the array), both ranges are unmapped (one PMD per unit), the entries
+ * are swapped, and both ranges are faulted in again through the same
+ * handler (fixup_user_fault(), one fault per unit) so that the next access
+ * does not fault and the units stay in the process's RSS.
  *
  * Allocation. GFP_HIGHUSER | __GFP_COMP | __GFP_ZERO | __GFP_ACCOUNT, plus
  * __GFP_NORETRY | __GFP_NOWARN: when memory is too fragmented for a 2 MiB
@@ -39,7 +46,9 @@
 #include <linux/gfp.h>
 #include <linux/memcontrol.h>
 #include <linux/mm.h>
+#include <linux/pagemap.h>
 #include <linux/sched.h>
+#include <linux/sched/coredump.h>
 #include <linux/slab.h>
 
 #include "zcrecv_internal.h"
@@ -47,13 +56,9 @@
 #define ZCRECV_HUGE_GFP	(GFP_HIGHUSER | __GFP_COMP | __GFP_ZERO | \
 			 __GFP_ACCOUNT | __GFP_NORETRY | __GFP_NOWARN)
 
-/* The unit array and the per-zone scratch list of subpages. */
+/* The unit array. */
 int zcrecv_huge_init(struct zcrecv_zone *zone)
 {
-	zone->scratch = kmalloc_array(ZCRECV_HUGE_NR, sizeof(*zone->scratch),
-				      GFP_KERNEL_ACCOUNT);
-	if (!zone->scratch)
-		return -ENOMEM;
 	zone->pages = kvcalloc(zone->nr_pages >> ZCRECV_HUGE_ORDER,
 			       sizeof(*zone->pages), GFP_KERNEL_ACCOUNT);
 	return zone->pages ? 0 : -ENOMEM;
@@ -74,35 +79,29 @@ unsigned long zcrecv_huge_free(struct zcrecv_zone *zone)
 	return freed;
 }
 
-/* Fill zone->scratch with n subpages of @head from @from on. */
-static struct page **zcrecv_huge_subpages(struct zcrecv_zone *zone,
-					  struct page *head, unsigned long from,
-					  unsigned long n)
-{
-	struct folio *folio = page_folio(head);
-	unsigned long i;
-
-	for (i = 0; i < n; i++)
-		zone->scratch[i] = folio_page(folio, from + i);
-	return zone->scratch;
-}
-
 /*
- * First touch of a unit, or a touch after its PTEs were zapped: allocate it
- * if needed and map the whole part of it that lies in this VMA at once.
+ * A fault in a unit: allocate it on first touch, then hand the core the
+ * faulting subpage, referenced and locked; finish_fault() maps the unit
+ * with one PMD where it can (see above). The folio lock orders the fault
+ * against an exchange, which swaps units only with their folios locked:
+ * a unit that left this place while we waited for its lock is not mapped
+ * here, the access simply faults again.
+ *
+ * The reference is taken only once the lock is held and the unit is still
+ * ours, so that a fault waiting for the lock does not look like a
+ * get_user_pages reference to the exchange holding it (which would then
+ * refuse with EBUSY). Waiting without a reference is safe: the folio is
+ * held by an array of one of this file's zones all the while (an exchange
+ * moves it between two of them), and a zone that holds units is freed
+ * only when its last VMA is unmapped, under the mmap write lock, which
+ * our mmap read lock excludes.
  */
 vm_fault_t zcrecv_huge_fault(struct vm_fault *vmf, struct zcrecv_zone *zone,
 			     unsigned long idx)
 {
-	struct vm_area_struct *vma = vmf->vma;
 	unsigned long u = idx >> ZCRECV_HUGE_ORDER;
-	pgoff_t unit = zone->pgoff + (u << ZCRECV_HUGE_ORDER);
-	pgoff_t first = max(unit, vma->vm_pgoff);
-	pgoff_t end = min(unit + ZCRECV_HUGE_NR,
-			  vma->vm_pgoff + vma_pages(vma));
-	unsigned long num = end - first;
-	struct page *head, **pages;
-	int err;
+	struct folio *folio;
+	struct page *head;
 
 	mutex_lock(&zone->lock);
 	head = zone->pages[u];
@@ -123,46 +122,103 @@ vm_fault_t zcrecv_huge_fault(struct vm_fault *vmf, struct zcrecv_zone *zone,
 				 zone->id, u);
 			return VM_FAULT_SIGBUS;
 		}
+		/* finish_fault() checks index + size against i_size */
+		page_folio(head)->index = 0;
 		zone->pages[u] = head;
 		zcrecv_count(ZCRECV_CNT_PAGES_ALLOCATED, ZCRECV_HUGE_NR);
 	}
-	pages = zcrecv_huge_subpages(zone, head, first - unit, num);
-	err = vm_insert_pages(vma, vma->vm_start +
-			      ((first - vma->vm_pgoff) << PAGE_SHIFT),
-			      pages, &num);
-	if (err == -EBUSY)	/* partly mapped already: map just this page */
-		err = vm_insert_page(vma, vmf->address & PAGE_MASK,
-				     folio_page(page_folio(head),
-						vmf->pgoff - unit));
 	mutex_unlock(&zone->lock);
 
-	switch (err) {
-	case 0:
-	case -EBUSY:	/* another thread mapped it first */
+	folio = page_folio(head);
+	folio_lock(folio);
+	if (READ_ONCE(zone->pages[u]) != head) {
+		folio_unlock(folio);
 		return VM_FAULT_NOPAGE;
-	case -ENOMEM:
-		return VM_FAULT_OOM;
-	default:
-		return VM_FAULT_SIGBUS;
 	}
+	folio_get(folio);
+	vmf->page = folio_page(folio, idx & (ZCRECV_HUGE_NR - 1));
+	return VM_FAULT_LOCKED;
 }
 
-/* Map the allocated units of @r (unit indexes) at @addr, unit by unit. */
-static void zcrecv_huge_prefault(struct zcrecv_file *zf,
-				 struct zcrecv_range *r, unsigned long addr,
-				 unsigned long nu)
+/* Lock or unlock the folios of the allocated units of @r. */
+static void zcrecv_huge_lock_units(struct zcrecv_range *r, unsigned long nu,
+				   bool lock)
 {
 	unsigned long u;
 
-	for (u = 0; u < nu; u++, addr += ZCRECV_HUGE_NR << PAGE_SHIFT) {
+	for (u = 0; u < nu; u++) {
 		struct page *head = r->zone->pages[r->first + u];
 
-		if (head)
-			zcrecv_prefault_pages(zf, addr,
-					      zcrecv_huge_subpages(r->zone,
-								   head, 0,
-								   ZCRECV_HUGE_NR),
-					      ZCRECV_HUGE_NR);
+		if (!head)
+			continue;
+		if (lock)
+			folio_lock(page_folio(head));
+		else
+			folio_unlock(page_folio(head));
+	}
+}
+
+/*
+ * Does an extra reference hold a unit of either range, now unmapped?
+ * A fault that lost a race for the PMD (or GUP-fast that saw the PMD
+ * change) unlocks the folio before it drops its reference, so a reference
+ * may still be on its way out while we hold the lock: look again a few
+ * times before calling it a get_user_pages reference (EBUSY).
+ */
+#define ZCRECV_HUGE_BUSY_TRIES	8
+
+static bool zcrecv_huge_busy(struct zcrecv_range *su, struct zcrecv_range *du,
+			     unsigned long nu)
+{
+	int i;
+
+	for (i = 0; i < ZCRECV_HUGE_BUSY_TRIES; i++) {
+		if (!zcrecv_range_busy(su, nu, true) &&
+		    !zcrecv_range_busy(du, nu, true))
+			return false;
+		cond_resched();
+	}
+	return true;
+}
+
+/*
+ * Will a fault at the unit at @addr map it with one PMD? The conditions of
+ * finish_fault()/do_set_pmd(): a 2 MiB-aligned unit (its file offset is),
+ * one VMA over all of it, THP not disabled for the VMA or the process
+ * (6.12 checks; 6.1 maps the PMD anyway, and the page-by-page faults
+ * below then find it and return at once).
+ */
+static bool zcrecv_huge_pmd_ok(struct vm_area_struct *vma, unsigned long addr)
+{
+	const unsigned long usize = ZCRECV_HUGE_NR << PAGE_SHIFT;
+
+	return IS_ENABLED(CONFIG_TRANSPARENT_HUGEPAGE) && vma &&
+	       IS_ALIGNED(addr, usize) && addr + usize <= vma->vm_end &&
+	       !(vma->vm_flags & VM_NOHUGEPAGE) &&
+	       !test_bit(MMF_DISABLE_THP, &vma->vm_mm->flags);
+}
+
+/*
+ * Fault the allocated units of @r at [addr, addr + nu units) in again:
+ * one fault per unit where it maps a PMD, else one per page. Best effort:
+ * an inaccessible part stays unmapped and faults on access; a hole (no
+ * unit) is left a hole, not allocated.
+ */
+static void zcrecv_huge_prefault(struct zcrecv_file *zf, struct zcrecv_range *r,
+				 unsigned long addr, unsigned long nu)
+{
+	const unsigned long usize = ZCRECV_HUGE_NR << PAGE_SHIFT;
+	unsigned long u, a;
+
+	for (u = 0; u < nu; u++, addr += usize) {
+		if (!READ_ONCE(r->zone->pages[r->first + u]))
+			continue;
+		if (zcrecv_huge_pmd_ok(vma_lookup(zf->mm, addr), addr)) {
+			fixup_user_fault(zf->mm, addr, 0, NULL);
+		} else {
+			for (a = addr; a < addr + usize; a += PAGE_SIZE)
+				fixup_user_fault(zf->mm, a, 0, NULL);
+		}
 		cond_resched();
 	}
 }
@@ -193,28 +249,34 @@ int zcrecv_huge_remap(struct zcrecv_file *zf,
 	if (zcrecv_range_busy(&su, nu, false) ||
 	    zcrecv_range_busy(&du, nu, false))
 		goto out_unlock;
+	zcrecv_huge_lock_units(&su, nu, true);
+	zcrecv_huge_lock_units(&du, nu, true);
 	zcrecv_unmap(src, n);
 	zcrecv_unmap(dst, n);
-	if (zcrecv_range_busy(&su, nu, true) ||
-	    zcrecv_range_busy(&du, nu, true))
-		goto out_unlock;	/* unmapped units simply fault back */
+	if (zcrecv_huge_busy(&su, &du, nu))
+		goto out_unlock_units;	/* unmapped units simply fault back */
 
 	for (u = 0; u < nu; u++)
 		swap(src->zone->pages[su.first + u],
 		     dst->zone->pages[du.first + u]);
-	/*
-	 * Both sides, as for 4 KiB zones: dst so that its first access does
-	 * not fault, src so that the units it got stay mapped and so in the
-	 * process's RSS, where the OOM killer sees them.
-	 */
-	if (prefault) {
-		zcrecv_huge_prefault(zf, &du, e->dst, nu);
-		zcrecv_huge_prefault(zf, &su, e->src, nu);
-	}
 	ret = 0;
 	pr_debug("exchanged %lu units: zone %llu+%lu <-> zone %llu+%lu\n", nu,
 		 src->zone->id, su.first, dst->zone->id, du.first);
+out_unlock_units:
+	/* the same folios: the swap only moved them between the ranges */
+	zcrecv_huge_lock_units(&su, nu, false);
+	zcrecv_huge_lock_units(&du, nu, false);
 out_unlock:
 	zcrecv_unlock_two(src->zone, dst->zone);
+	/*
+	 * Both sides, as for 4 KiB zones: dst so that its first access does
+	 * not fault, src so that the units it got stay mapped and so in the
+	 * process's RSS, where the OOM killer sees them. Our fault handler
+	 * takes the zone and folio locks: not before they are dropped.
+	 */
+	if (!ret && prefault) {
+		zcrecv_huge_prefault(zf, &du, e->dst, nu);
+		zcrecv_huge_prefault(zf, &su, e->src, nu);
+	}
 	return ret;
 }

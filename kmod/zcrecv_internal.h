@@ -37,7 +37,7 @@ struct zcrecv_file {
 	struct zcrecv_owner *owner;	/* per-mm page accounting */
 	struct mutex lock;		/* zones list, zone->nr_vmas, ->mapped */
 	struct list_head zones;
-	struct address_space *mapping;	/* the device's, shared by all opens */
+	struct address_space *mapping;	/* zcrecv_inode's, shared by all opens */
 };
 
 /* A zone: an array of driver-owned pages behind one file-offset window. */
@@ -57,7 +57,6 @@ struct zcrecv_zone {
 	struct page **pages;		/* NULL until first touch */
 	struct mem_cgroup *memcg;	/* the creator's: pays for the pages */
 	bool huge;			/* ZCRECV_ZONE_HUGE: pages[] per unit */
-	struct page **scratch;		/* huge: ZCRECV_HUGE_NR, under lock */
 };
 
 /* Units of huge zones: one PMD's worth of pages, a compound page each. */

@@ -9,9 +9,12 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/fs.h>
+#include <linux/fs_context.h>
 #include <linux/kstrtox.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/mount.h>
+#include <linux/pseudo_fs.h>
 #include <linux/uaccess.h>
 
 #include "zcrecv_internal.h"
@@ -95,9 +98,57 @@ module_param_cb(max_process_zones, &zcrecv_param_ops,
 MODULE_PARM_DESC(max_process_zones,
 		 "Most zones one process may have at a time (default 16384, 0..2^20)");
 
+/*
+ * The inode every open file maps: one of our own, on a private pseudo
+ * filesystem, instead of the device node's. Every open shares its
+ * address_space (zones have unique offset windows, see zcrecv_zone.c),
+ * and its size says that every offset is inside the file: the fault path
+ * maps a huge zone's unit with one PMD only below i_size (finish_fault()
+ * falls back to one PTE per fault past it), and a device node's inode has
+ * size 0 and belongs to whoever created the node.
+ */
+#define ZCRECV_FS_MAGIC		0x7a637276	/* "zcrv" */
+
+static struct vfsmount *zcrecv_mnt;
+static struct inode *zcrecv_inode;
+
+static int zcrecv_fs_init_fs_context(struct fs_context *fc)
+{
+	return init_pseudo(fc, ZCRECV_FS_MAGIC) ? 0 : -ENOMEM;
+}
+
+static struct file_system_type zcrecv_fs_type = {
+	.name			= "zcrecv",
+	.init_fs_context	= zcrecv_fs_init_fs_context,
+	.kill_sb		= kill_anon_super,
+};
+
+static int zcrecv_inode_init(void)
+{
+	zcrecv_mnt = kern_mount(&zcrecv_fs_type);
+	if (IS_ERR(zcrecv_mnt))
+		return PTR_ERR(zcrecv_mnt);
+	zcrecv_inode = alloc_anon_inode(zcrecv_mnt->mnt_sb);
+	if (IS_ERR(zcrecv_inode)) {
+		kern_unmount(zcrecv_mnt);
+		return PTR_ERR(zcrecv_inode);
+	}
+	i_size_write(zcrecv_inode, MAX_LFS_FILESIZE);
+	return 0;
+}
+
+static void zcrecv_inode_exit(void)
+{
+	iput(zcrecv_inode);
+	kern_unmount(zcrecv_mnt);
+}
+
 static int zcrecv_open(struct inode *inode, struct file *file)
 {
-	int ret = zcrecv_file_init(file);
+	int ret;
+
+	file->f_mapping = zcrecv_inode->i_mapping;
+	ret = zcrecv_file_init(file);
 
 	if (!ret)
 		zcrecv_count(ZCRECV_CNT_OPEN_FILES, 1);
@@ -220,10 +271,16 @@ static int __init zcrecv_init(void)
 	int ret;
 
 	zcrecv_stats_init();
+	ret = zcrecv_inode_init();
+	if (ret) {
+		pr_err("cannot create the zones' inode: %d\n", ret);
+		return ret;
+	}
 	zcrecv_zones_init();
 	ret = misc_register(&zcrecv_miscdev);
 	if (ret) {
 		zcrecv_zones_exit();
+		zcrecv_inode_exit();
 		pr_err("cannot register /dev/%s: %d\n", ZCRECV_DEVICE_NAME,
 		       ret);
 		return ret;
@@ -237,6 +294,7 @@ static void __exit zcrecv_exit(void)
 {
 	misc_deregister(&zcrecv_miscdev);
 	zcrecv_zones_exit();
+	zcrecv_inode_exit();
 	pr_info("unloaded\n");
 }
 

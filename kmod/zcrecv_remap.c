@@ -13,7 +13,7 @@
  *
  * Huge zones (zcrecv_huge.c) share the resolution of the ranges and the
  * helpers below, then exchange whole 2 MiB units and map both sides again
- * the same way.
+ * by faulting them in (one PMD per unit).
  *
  * Why exchange and not move: the source slot needs pages again for the next
  * message; taking dst's old pages means nothing is allocated, zeroed or freed

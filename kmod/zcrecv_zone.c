@@ -4,8 +4,8 @@
  *
  * Lifetimes. Each open file has a struct zcrecv_file bound to the mm that
  * opened it. A zone belongs to one file; ZCRECV_IOC_ZONE_CREATE gives it a
- * window of file offsets no other live zone has (every open of the misc
- * device shares one inode and so one address_space, so unmap_mapping_range
+ * window of file offsets no other live zone has (every open file maps the
+ * module's one inode and so one address_space, so unmap_mapping_range
  * on one zone's window must not reach another zone's mapping, even of
  * another process). A window is reused only after its zone is freed, and a
  * freed zone has no page-table entry left in its window (see
@@ -18,10 +18,12 @@
  *
  * Locking. zf->lock protects zf->zones, every zone's nr_vmas/mapped and the
  * removal of the file's zones from zcrecv_zones_by_pgoff.
- * zone->lock protects zone->pages[] and is held while pages are inserted into
- * page tables, so a fault and an exchange never see a half-swapped array.
- * Order: mmap_lock (or the per-VMA lock) -> zone->lock; two zones are locked
- * in ascending id order. zcrecv_owners_lock protects the per-mm accounting.
+ * zone->lock protects zone->pages[] and is held while a 4 KiB zone's pages
+ * are inserted into page tables, so a fault and an exchange never see a
+ * half-swapped array (huge zones use the units' folio locks for that, see
+ * zcrecv_huge.c). Order: mmap_lock (or the per-VMA lock) -> zone->lock ->
+ * folio locks; two zones are locked in ascending id order.
+ * zcrecv_owners_lock protects the per-mm accounting.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -259,7 +261,6 @@ static unsigned long zcrecv_zone_destroy(struct zcrecv_zone *zone)
 		 zone->nr_pages, freed);
 	mem_cgroup_put(zone->memcg);
 	kvfree(zone->pages);
-	kfree(zone->scratch);
 	kfree_rcu(zone, rcu);
 	return freed;
 }
@@ -400,7 +401,6 @@ err_free_pages:
 	mem_cgroup_put(zone->memcg);
 	kvfree(zone->pages);
 err_free_zone:
-	kfree(zone->scratch);
 	kfree_rcu(zone, rcu);
 err_unreserve:
 	zcrecv_unreserve(zf->owner, req.pages, 1);
@@ -560,14 +560,17 @@ int zcrecv_mmap(struct file *file, struct vm_area_struct *vma)
 	mutex_unlock(&zf->lock);
 
 	/*
-	 * MIXEDMAP: struct pages inserted with vm_insert_page, so GUP works
-	 * (RDMA, O_DIRECT) and such pins can be detected. DONTCOPY: fork does
-	 * not share the zone. WIPEONFORK: if MADV_DOFORK makes fork copy the
-	 * VMA anyway, no page-table entry is copied (see zcrecv_vm_open).
-	 * DONTEXPAND: mremap cannot grow it.
+	 * MIXEDMAP (4 KiB zones): struct pages inserted with vm_insert_page,
+	 * so GUP works (RDMA, O_DIRECT) and such pins can be detected; a huge
+	 * zone's units are mapped by the core from its fault handler instead
+	 * (zcrecv_huge.c), which MIXEDMAP would keep from using PMDs.
+	 * DONTCOPY: fork does not share the zone. WIPEONFORK: if MADV_DOFORK
+	 * makes fork copy the VMA anyway, no page-table entry is copied (see
+	 * zcrecv_vm_open). DONTEXPAND: mremap cannot grow it (and, as a
+	 * VM_SPECIAL flag, keeps mlock and khugepaged away).
 	 */
-	zcrecv_vm_flags_set(vma, VM_MIXEDMAP | VM_DONTCOPY | VM_WIPEONFORK |
-			    VM_DONTEXPAND);
+	zcrecv_vm_flags_set(vma, (found->huge ? 0 : VM_MIXEDMAP) |
+			    VM_DONTCOPY | VM_WIPEONFORK | VM_DONTEXPAND);
 	vma->vm_ops = &zcrecv_vm_ops;
 	vma->vm_private_data = found;
 	pr_debug("zone %llu mapped at %#lx\n", found->id, vma->vm_start);

@@ -2,10 +2,12 @@
 /*
  * zcrecv_huge_test - kselftests of huge zones (ZCRECV_ZONE_HUGE, 2 MiB
  * units): the handshake's feature bit and unit size, create and mmap rules,
- * first touch (one zeroed, physically contiguous unit, mapped whole),
- * exchanges of one and many units both ways with stamped data and swapped
- * page frames, dst mapped right after the exchange (pagemap, not fault
- * counting), 4 KiB against huge zones and partial units refused with EINVAL,
+ * first touch (one zeroed, physically contiguous unit, mapped whole by
+ * one PMD: FilePmdMapped in smaps), exchanges of one and many units both
+ * ways with stamped data and swapped page frames, dst mapped right after
+ * the exchange (pagemap, not fault counting) and by one PMD again (by PTEs
+ * where MADV_NOHUGEPAGE forbids the PMD), readers on another thread during
+ * exchanges seeing whole units only, 4 KiB against huge zones and partial units refused with EINVAL,
  * pinned units refused with EBUSY (vmsplice, io_uring), teardown by munmap,
  * close, fork and exit, and an allocation failure (a full memory cgroup)
  * ending in EFAULT from MADV_POPULATE_WRITE and SIGBUS on access, without a
@@ -13,6 +15,7 @@
  * the module's counters balanced. Run in the VM (make test).
  */
 #include <linux/io_uring.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/mount.h>
@@ -228,6 +231,174 @@ TEST_F(huge, mmap_must_cover_the_zone)
 	EXPECT_EQ(MAP_FAILED, p);
 	EXPECT_EQ(EINVAL, errno);
 	/* never mapped: freed when the file is closed (teardown checks) */
+}
+
+/*
+ * FilePmdMapped of the mapping that holds addr, in kB (/proc/self/smaps),
+ * or -1 if there is no such line (a kernel without transparent huge pages).
+ */
+static long pmd_mapped_kb(const void *addr)
+{
+	unsigned long lo, hi, a = (unsigned long)addr;
+	char line[256];
+	long kb = -1;
+	int in = 0;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			in = a >= lo && a < hi;
+			continue;
+		}
+		if (in && sscanf(line, "FilePmdMapped: %ld kB", &kb) == 1)
+			break;
+	}
+	fclose(f);
+	return kb;
+}
+
+TEST_F(huge, units_are_mapped_by_one_pmd_each)
+{
+	char *src = self->a.addr, *dst = self->b.addr;
+	long kb = (long)(self->unit >> 10);
+	struct zcrecv_remap_entry e = {
+		.src = (__u64)(uintptr_t)dst,
+		.dst = (__u64)(uintptr_t)(src + self->unit),
+		.len = self->unit,
+	};
+	struct zcrecv_remap r;
+
+	if (pmd_mapped_kb(src) < 0)
+		SKIP(return, "no FilePmdMapped in smaps (no THP in this kernel)");
+	EXPECT_EQ(0, pmd_mapped_kb(src));
+	stamp(src, 2 * self->unit, self->page, 300);
+	stamp(dst, self->unit, self->page, 400);
+	EXPECT_EQ(2 * kb, pmd_mapped_kb(src));
+	EXPECT_EQ(kb, pmd_mapped_kb(dst));
+	/* an exchange maps both sides again, by PMD */
+	ASSERT_EQ(0, zcrecv_remap1(self->fd, src + self->unit, dst, self->unit));
+	EXPECT_EQ(2 * kb, pmd_mapped_kb(src));
+	EXPECT_EQ(kb, pmd_mapped_kb(dst));
+	EXPECT_TRUE(stamped(dst, self->unit, self->page, 300 + self->upages));
+	EXPECT_TRUE(stamped(src + self->unit, self->unit, self->page, 400));
+	/* without prefault the next access maps the unit, by PMD too */
+	ASSERT_EQ(0, zcrecv_remap(self->fd, &e, 1, ZCRECV_REMAP_NO_PREFAULT,
+				  &r));
+	EXPECT_EQ(kb, pmd_mapped_kb(src));
+	EXPECT_EQ(0, pmd_mapped_kb(dst));
+	EXPECT_TRUE(stamped(src + self->unit, self->unit, self->page,
+			    300 + self->upages));
+	EXPECT_TRUE(stamped(dst, self->unit, self->page, 400));
+	EXPECT_EQ(2 * kb, pmd_mapped_kb(src));
+	EXPECT_EQ(kb, pmd_mapped_kb(dst));
+}
+
+/*
+ * Where a unit cannot be one PMD (THP off for the mapping: MADV_NOHUGEPAGE,
+ * which 6.12 honours for file THPs and 6.1 does not), it is still mapped
+ * whole after an exchange, page by page, with the right data.
+ */
+TEST_F(huge, nohugepage_part_still_mapped_whole_after_exchange)
+{
+	char *src = self->a.addr, *dst = self->b.addr;
+
+	stamp(src, self->unit, self->page, 800);
+	stamp(dst, 2 * self->unit, self->page, 900);
+	ASSERT_EQ(0, madvise(dst, self->unit, MADV_NOHUGEPAGE));
+	ASSERT_EQ(0, zcrecv_remap1(self->fd, src, dst, self->unit));
+	EXPECT_EQ(self->upages, present(dst, self->upages));
+	EXPECT_EQ(self->upages, present(src, self->upages));
+	EXPECT_TRUE(stamped(dst, self->unit, self->page, 800));
+	EXPECT_TRUE(stamped(src, self->unit, self->page, 900));
+	EXPECT_TRUE(stamped(dst + self->unit, self->unit, self->page,
+			    900 + self->upages));
+	ASSERT_EQ(0, zcrecv_remap1(self->fd, dst, src, self->unit));
+	EXPECT_TRUE(stamped(src, self->unit, self->page, 800));
+	EXPECT_TRUE(stamped(dst, self->unit, self->page, 900));
+}
+
+/*
+ * A reader on another thread while units go back and forth: the first
+ * word of every page it reads is that page's word of one of the two units
+ * (read as one load: a page read byte by byte may straddle an exchange,
+ * as it could straddle a copy), never a zero or a stale unit's (a fault
+ * never maps a unit that an exchange is moving away).
+ */
+struct reader {
+	const char *p;
+	size_t len;
+	long page;
+	uint64_t tag_a, tag_b;
+	volatile int stop;
+	unsigned long reads, bad;
+};
+
+static void tag_pages(char *p, size_t len, long page, uint64_t tag)
+{
+	size_t i;
+
+	for (i = 0; i < len / page; i++)
+		*(uint64_t *)(p + i * page) = tag << 32 | i;
+}
+
+static bool tagged(const char *p, size_t len, long page, uint64_t tag)
+{
+	size_t i;
+
+	for (i = 0; i < len / page; i++)
+		if (*(const uint64_t *)(p + i * page) != (tag << 32 | i))
+			return false;
+	return true;
+}
+
+static void *read_units(void *arg)
+{
+	struct reader *r = arg;
+	size_t n = r->len / r->page, i;
+
+	while (!r->stop) {
+		for (i = 0; i < n; i += 7) {
+			uint64_t w = __atomic_load_n((const uint64_t *)
+						     (r->p + i * r->page),
+						     __ATOMIC_RELAXED);
+
+			if (w != (r->tag_a << 32 | i) &&
+			    w != (r->tag_b << 32 | i))
+				r->bad++;
+			r->reads++;
+		}
+	}
+	return NULL;
+}
+
+TEST_F(huge, readers_during_exchanges_see_whole_units)
+{
+	struct reader rd = {
+		.p = self->b.addr, .len = self->unit, .page = self->page,
+		.tag_a = 0xa, .tag_b = 0xb,
+	};
+	char *src = self->a.addr, *dst = self->b.addr;
+	pthread_t t;
+	int i;
+
+	tag_pages(src, self->unit, self->page, 0xb);
+	tag_pages(dst, self->unit, self->page, 0xa);
+	ASSERT_EQ(0, pthread_create(&t, NULL, read_units, &rd));
+	for (i = 0; i < 200; i++) {
+		ASSERT_EQ(0, zcrecv_remap1(self->fd, src, dst, self->unit));
+		ASSERT_TRUE(tagged(dst, self->unit, self->page,
+				   i % 2 ? 0xa : 0xb));
+		ASSERT_TRUE(tagged(src, self->unit, self->page,
+				   i % 2 ? 0xb : 0xa));
+	}
+	rd.stop = 1;
+	pthread_join(t, NULL);
+	TH_LOG("%lu page reads during 200 exchanges", rd.reads);
+	EXPECT_EQ(0, rd.bad);
+	EXPECT_LT(0, rd.reads);
 }
 
 TEST_F(huge, first_touch_maps_one_zeroed_unit)
