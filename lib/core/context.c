@@ -202,7 +202,7 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	conns = env_pos(quiet, "ZCRECV_MAX_CONNS", attr->max_conns ?
 			attr->max_conns : ZCR_DEFAULT_MAX_CONNS,
 			"a positive number of connections");
-	huge = env_choice(quiet, "ZCRECV_HUGE_ZONES", off_on, 2, 0, "0 or 1");
+	huge = env_choice(quiet, "ZCRECV_HUGE_ZONES", off_on, 2, 1, "0 or 1");
 	if (policy < 0 || backend < 0 || hs_ms < 0 || pr_ms < 0 || conns < 0 ||
 	    huge < 0)
 		return -EINVAL;

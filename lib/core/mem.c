@@ -15,11 +15,15 @@
  * a block lands as whole 2 MiB units, the block's unused end moving along
  * (__zcr_mem_room), at the price of up to twice the memory for blocks of
  * 1-2 MiB.
- * With ZCRECV_HUGE_ZONES=1, zones of 2 MiB or more are huge zones
- * (ZCRECV_ZONE_HUGE) where the module has them, mapped 2 MiB aligned and a
- * multiple of 2 MiB long: the module exchanges their 2 MiB-aligned middle
- * unit by unit, and nothing smaller than a unit (such landings are copied).
- * Hence opt-in: 4 KiB zones remap any full page.
+ * Under the kmod backend, blocks from ZCR_MEM_HUGE_MIN are huge zones
+ * (ZCRECV_ZONE_HUGE) where the module has them (ZCRECV_HUGE_ZONES=0: not),
+ * mapped 2 MiB aligned and rounded up to 2 MiB: the module exchanges
+ * their 2 MiB-aligned middle unit by unit (one PMD each), and nothing
+ * smaller than a unit, so the head and tail around the units are copied;
+ * a message that fills its block to the end moves the block's unused end
+ * along (__zcr_mem_room), so a 1 MiB message in a 1 MiB block moves as
+ * one unit. Smaller blocks are 4 KiB zones, whose every full page can be
+ * exchanged (one PTE each).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -158,10 +162,13 @@ int zcr_mem_alloc(struct zcr_ctx *ctx, size_t size, void **ptr)
 		size_t hlen = (len + ZCR_HUGE_SIZE - 1) & ~(ZCR_HUGE_SIZE - 1);
 
 		/* 2 MiB units where the module has them, else 4 KiB pages */
-		if (hlen >= len && __zcr_zone_huge(ctx, hlen)) {
+		if (len >= ZCR_MEM_HUGE_MIN && hlen >= len &&
+		    __zcr_zone_huge(ctx, hlen)) {
 			ret = __zcr_zone_map(ctx, hlen, true, &a);
-			if (ret == 0)
+			if (ret == 0) {
 				len = hlen;
+				m->huge = true;
+			}
 		}
 		if (ret)
 			ret = __zcr_zone_map(ctx, len, false, &a);
@@ -231,21 +238,34 @@ bool __zcr_mem_in_zone(struct zcr_ctx *ctx, const void *p, size_t len)
 	return false;
 }
 
-size_t __zcr_mem_room(struct zcr_ctx *ctx, const void *p, size_t len)
+size_t __zcr_mem_zone_unit(struct zcr_ctx *ctx, const void *p, size_t len)
 {
 	const char *c = p;
 	struct zcr_list *pos;
 
+	for (pos = ctx->mems.next; pos != &ctx->mems; pos = pos->next) {
+		struct zcr_mem *m = zcr_container_of(pos, struct zcr_mem, link);
+
+		if (m->zone && c >= m->addr && c + len <= m->addr + m->len)
+			return m->huge ? ZCR_HUGE_SIZE : ctx->page;
+	}
+	return 0;
+}
+
+size_t __zcr_mem_room(struct zcr_ctx *ctx, const void *p, size_t len)
+{
+	const char *c = p;
+	struct zcr_list *pos;
 	/* without huge pages, room would only be more 4 KiB pages to move */
-	if (!__zcr_thp_enabled())
-		return 0;
+	bool thp = __zcr_thp_enabled();
+
 	for (pos = ctx->mems.next; pos != &ctx->mems; pos = pos->next) {
 		struct zcr_mem *m = zcr_container_of(pos, struct zcr_mem, link);
 
 		size_t at = (size_t)(c - m->addr);
 
-		if (m->zone || c < m->addr || len > m->len ||
-		    at > m->len - len)
+		if ((m->zone ? !m->huge : !thp) || c < m->addr ||
+		    len > m->len || at > m->len - len)
 			continue;
 		return at + len >= m->size ? m->len - at - len : 0;
 	}

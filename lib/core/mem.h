@@ -20,11 +20,13 @@ struct zcr_mem {
 	size_t len;		/* mapped */
 	size_t size;		/* asked for: the caller's bytes */
 	bool zone;
+	bool huge;		/* zone: a huge zone (2 MiB units) */
 };
 
 /*
- * Anonymous zcr_mem_alloc blocks from this size are mapped in 2 MiB units
- * while the uffd-move backend is in use (see zcr_mem_alloc).
+ * zcr_mem_alloc blocks from this size are mapped in 2 MiB units: huge
+ * zones under the kmod backend, anonymous THP-advised memory under
+ * uffd-move (see zcr_mem_alloc).
  */
 #define ZCR_MEM_HUGE_MIN	(1UL << 20)
 
@@ -35,8 +37,8 @@ struct zcr_mem {
  */
 int __zcr_zone_map(struct zcr_ctx *ctx, size_t len, bool huge, void **p);
 /*
- * Whether huge zones are wanted (ZCRECV_HUGE_ZONES=1), the module makes
- * them, and len (2 MiB or more) fits one.
+ * Whether huge zones are wanted (ZCRECV_HUGE_ZONES, on by default), the
+ * module makes them, and len (a multiple of 2 MiB) fits one.
  */
 bool __zcr_zone_huge(struct zcr_ctx *ctx, size_t len);
 /*
@@ -48,14 +50,20 @@ bool __zcr_zone_huge(struct zcr_ctx *ctx, size_t len);
  */
 int __zcr_anon_map(size_t len, bool huge, void **p);
 bool __zcr_mem_in_zone(struct zcr_ctx *ctx, const void *p, size_t len);
+/*
+ * The unit of the zone that holds [p, p + len): ZCR_HUGE_SIZE for a huge
+ * zone, the page size for a 4 KiB one, 0 if no zone holds it.
+ */
+size_t __zcr_mem_zone_unit(struct zcr_ctx *ctx, const void *p, size_t len);
 /* THP "always" or "madvise": MADV_HUGEPAGE may give huge pages here. */
 bool __zcr_thp_enabled(void);
 /*
  * Bytes mapped after [p, p + len) that are nobody's: when the range lies
- * in an anonymous zcr_mem_alloc block and reaches the end of what its
- * caller asked for, the rest of the block's mapping; else 0 (also where
- * THP is "never": moving them would only move more 4 KiB pages). A
- * landing may overwrite them. Under ctx->lock.
+ * in a zcr_mem_alloc block of 2 MiB units (a huge zone, or anonymous
+ * memory where THP is not "never") and reaches the end of what its caller
+ * asked for, the rest of the block's mapping; else 0 (in 4 KiB memory
+ * moving them would only move more 4 KiB pages). A landing may overwrite
+ * them. Under ctx->lock.
  */
 size_t __zcr_mem_room(struct zcr_ctx *ctx, const void *p, size_t len);
 

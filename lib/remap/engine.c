@@ -414,7 +414,7 @@ static size_t room_for(struct zcr_ctx *ctx, const struct zcr_remap_ops *ops,
 	uintptr_t end = (uintptr_t)dst + len, a, ue;
 	size_t room, unit;
 
-	if (!ops->unit || ops->units_only || !dst || !len ||
+	if (!ops->unit || !dst || !len ||
 	    len > SIZE_MAX - 4 * ZCR_HUGE_SIZE)
 		return 0;
 	room = __zcr_mem_room(ctx, dst, len);
@@ -554,6 +554,11 @@ void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
 	}
 	if (!same_offset || !s->ops->remap || e <= a ||
 	    !s->ops->eligible(ctx, bs->priv, (void *)a, e - a))
+		goto copy_all;
+	/* a huge zone and a 4 KiB one cannot trade: no exchange to try */
+	if (s->ops->unit_at && s->ops->unit &&
+	    s->ops->unit_at(ctx, bs->priv, (void *)a, e - a) !=
+	    s->ops->unit(ctx, bs->priv, s->cap))
 		goto copy_all;
 	c = &bs->cls[class_of(n)];
 	if (ctx->policy == ZCRECV_POLICY_COPY)

@@ -73,6 +73,13 @@ static bool kmod_eligible(struct zcr_ctx *ctx, void *priv, const void *dst,
 	return __zcr_mem_in_zone(ctx, dst, len);
 }
 
+static size_t kmod_unit_at(struct zcr_ctx *ctx, void *priv, const void *dst,
+			   size_t len)
+{
+	(void)priv;
+	return __zcr_mem_zone_unit(ctx, dst, len);
+}
+
 static long kmod_remap(struct zcr_ctx *ctx, void *priv, void *dst,
 		       struct zcr_slot *s, size_t off, size_t len)
 {
@@ -102,5 +109,6 @@ const struct zcr_remap_ops __zcr_remap_kmod = {
 	.slot_free = kmod_slot_free,
 	.eligible = kmod_eligible,
 	.units_only = true,
+	.unit_at = kmod_unit_at,
 	.remap = kmod_remap,
 };

@@ -62,6 +62,14 @@ struct zcr_remap_ops {
 	 * the head and tail of a message that do not fill one.
 	 */
 	bool units_only;
+	/*
+	 * units_only backends whose memory comes in several units (kmod:
+	 * 4 KiB and huge zones): the unit of the memory at [dst, dst + len),
+	 * 0 if it is not theirs. An exchange needs the same unit on both
+	 * sides; a landing whose slot and buffer differ is copied.
+	 */
+	size_t (*unit_at)(struct zcr_ctx *ctx, void *priv, const void *dst,
+			  size_t len);
 	long (*remap)(struct zcr_ctx *ctx, void *priv, void *dst,
 		      struct zcr_slot *s, size_t off, size_t len);
 };

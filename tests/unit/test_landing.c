@@ -293,16 +293,23 @@ static struct zcr_ctx *uffd_ctx(int policy)
 }
 
 /* Stage n bytes (seed) as the transport would, land them into dst. */
-static void land(struct zcr_ctx *ctx, char *dst, size_t n, unsigned seed)
+/*
+ * Stage n bytes for dst as the receive path does (with the room after the
+ * message when with_room, as match.c asks for it) and land them; every
+ * byte checked.
+ */
+static void land_as(struct zcr_ctx *ctx, char *dst, size_t n, unsigned seed,
+		    bool with_room)
 {
 	const struct zcr_remap_ops *ops;
 	struct zcr_slot *s;
-	size_t off, i;
+	size_t off, i, room = 0;
 
 	pthread_mutex_lock(&ctx->lock);
 	ops = __zcr_remap_pick(ctx, dst, n);
-	off = __zcr_remap_stage_offset(ctx, ops, dst, n, NULL);
-	s = __zcr_slot_get_locked(ctx, ops, off + n);
+	off = __zcr_remap_stage_offset(ctx, ops, dst, n,
+				       with_room ? &room : NULL);
+	s = __zcr_slot_get_locked(ctx, ops, off + n + room);
 	ZT_ASSERT(s);
 	for (i = 0; i < n; i++)
 		s->base[off + i] = (char)(i * 7 + seed + i / 4096);
@@ -313,6 +320,11 @@ static void land(struct zcr_ctx *ctx, char *dst, size_t n, unsigned seed)
 		if (dst[i] != (char)(i * 7 + seed + i / 4096))
 			zt_fail(__FILE__, __LINE__, "byte %zu of %zu wrong", i,
 				n);
+}
+
+static void land(struct zcr_ctx *ctx, char *dst, size_t n, unsigned seed)
+{
+	land_as(ctx, dst, n, seed, false);
 }
 
 static uint64_t pages(struct zcr_ctx *ctx)
@@ -387,9 +399,10 @@ ZT_TEST(uffd_malloc_memory)
 }
 
 /*
- * kmod with huge zones (ZCRECV_HUGE_ZONES=1, in the VM): buffers and slots
- * of 2 MiB or more are 2 MiB units; a landing exchanges the whole units of its middle and
- * copies the head and tail around them, every byte right.
+ * kmod with huge zones (ZCRECV_HUGE_ZONES=1, the default; in the VM):
+ * buffers and slots of 2 MiB or more are 2 MiB units; a landing exchanges
+ * the whole units of its middle and copies the head and tail around them,
+ * every byte right.
  */
 ZT_TEST(kmod_huge_units)
 {
@@ -434,6 +447,89 @@ ZT_TEST(kmod_huge_units)
 	ZT_EXPECT_EQ(st.remap_fallbacks, 0);
 	ZT_EXPECT_EQ(strcmp(zcr_backend_name(st.backend), "kmod"), 0);
 	zcr_mem_free(ctx, u);
+	zcr_ctx_destroy(ctx);
+}
+
+/* A kmod context in the VM with ZCRECV_HUGE_ZONES=huge, or NULL (skip). */
+static struct zcr_ctx *kmod_ctx(const char *huge)
+{
+	struct zcr_ctx_attr a = { .policy = ZCRECV_POLICY_REMAP,
+				  .backend = ZCRECV_BACKEND_KMOD, .quiet = 1 };
+	struct zcr_ctx *ctx;
+	int ret;
+
+	if (huge)
+		setenv("ZCRECV_HUGE_ZONES", huge, 1);
+	ret = zcr_ctx_create(&a, &ctx);
+	unsetenv("ZCRECV_HUGE_ZONES");
+	if (ret == -ENODEV || ret == -EOPNOTSUPP)
+		return NULL;
+	ZT_EXPECT_EQ(ret, 0);
+	return ret ? NULL : ctx;
+}
+
+/*
+ * The default block sizes under kmod: from 1 MiB a huge zone (a 1 MiB
+ * message filling its 1 MiB block moves as one unit, its unused end
+ * along); a smaller message that does not reach its block's end is copied
+ * without trying an exchange (a 4 KiB slot cannot trade with a huge
+ * zone); below 1 MiB a 4 KiB zone, every page exchanged. With
+ * ZCRECV_HUGE_ZONES=0, an 8 MiB block is a 4 KiB zone: every page moves.
+ */
+ZT_TEST(kmod_block_sizes_and_units)
+{
+	const size_t mib = 1 << 20, upages = ZCR_HUGE_SIZE / 4096;
+	struct zcr_ctx *ctx = kmod_ctx(NULL);
+	struct zcr_stats st;
+	void *one, *four, *small, *big;
+	uint64_t p0;
+
+	if (!ctx)
+		ZT_SKIP("no zcrecv.ko (kmod backend)");
+	if (!(ctx->kmod.features & ZCRECV_FEATURE_HUGE)) {
+		zcr_ctx_destroy(ctx);
+		ZT_SKIP("zcrecv.ko without 2 MiB huge zones");
+	}
+	ZT_EXPECT_EQ(zcr_mem_alloc(ctx, mib, &one), 0);
+	ZT_EXPECT_EQ(zcr_mem_alloc(ctx, 4 * mib, &four), 0);
+	ZT_EXPECT_EQ(zcr_mem_alloc(ctx, 64 << 10, &small), 0);
+	ZT_EXPECT_EQ(__zcr_mem_zone_unit(ctx, one, mib), ZCR_HUGE_SIZE);
+	ZT_EXPECT_EQ(__zcr_mem_zone_unit(ctx, four, 4 * mib), ZCR_HUGE_SIZE);
+	ZT_EXPECT_EQ(__zcr_mem_zone_unit(ctx, small, 64 << 10), 4096);
+	memset(one, 1, mib);
+	memset(four, 1, 4 * mib);
+	memset(small, 1, 64 << 10);
+
+	p0 = pages(ctx);
+	land_as(ctx, one, mib, 1, true);
+	ZT_EXPECT_EQ(pages(ctx) - p0, mib / 4096);
+	p0 = pages(ctx);
+	land_as(ctx, four, mib, 2, true);
+	ZT_EXPECT_EQ(pages(ctx) - p0, 0);
+	p0 = pages(ctx);
+	land_as(ctx, four, 4 * mib, 3, true);
+	ZT_EXPECT_EQ(pages(ctx) - p0, 2 * upages);
+	p0 = pages(ctx);
+	land_as(ctx, small, 64 << 10, 4, true);
+	ZT_EXPECT_EQ(pages(ctx) - p0, 16);
+	ZT_EXPECT_EQ(zcr_ctx_stats(ctx, &st), 0);
+	ZT_EXPECT_EQ(st.remap_fallbacks, 0);
+	zcr_mem_free(ctx, one);
+	zcr_mem_free(ctx, four);
+	zcr_mem_free(ctx, small);
+	zcr_ctx_destroy(ctx);
+
+	ctx = kmod_ctx("0");
+	ZT_ASSERT(ctx);
+	ZT_EXPECT_EQ(zcr_mem_alloc(ctx, 8 * mib, &big), 0);
+	ZT_EXPECT_EQ(__zcr_mem_zone_unit(ctx, big, 8 * mib), 4096);
+	memset(big, 1, 8 * mib);
+	p0 = pages(ctx);
+	land_as(ctx, (char *)big + 4096, 8 * mib - 8192, 5, true);
+	ZT_EXPECT_EQ(pages(ctx) - p0, 8 * mib / 4096 - 2);
+	ZT_EXPECT_EQ(zcr_ctx_stats(ctx, &st), 0);
+	ZT_EXPECT_EQ(st.remap_fallbacks, 0);
+	zcr_mem_free(ctx, big);
 	zcr_ctx_destroy(ctx);
 }
 
