@@ -131,7 +131,18 @@ vm_fault_t zcrecv_huge_fault(struct vm_fault *vmf, struct zcrecv_zone *zone,
 
 	folio = page_folio(head);
 	folio_lock(folio);
-	if (READ_ONCE(zone->pages[u]) != head) {
+	/*
+	 * Moved away while we waited, or already mapped whole (by the fault
+	 * or the exchange's prefault that held the lock before us: only a
+	 * holder of this lock maps this unit, so a huge PMD here is it):
+	 * nothing to map. The second test keeps a reference out of
+	 * finish_fault(), which would find the PMD taken and fail, and the
+	 * core drops the reference of a failed fault only after it unlocked
+	 * the folio, where an exchange that took the lock next would count
+	 * it as a get_user_pages reference and refuse (EBUSY).
+	 */
+	if (READ_ONCE(zone->pages[u]) != head ||
+	    pmd_trans_huge(READ_ONCE(*vmf->pmd))) {
 		folio_unlock(folio);
 		return VM_FAULT_NOPAGE;
 	}
