@@ -23,11 +23,12 @@
  * VM_PFNMAP, under which 6.1 never maps a file PMD at all.
  *
  * Exchange: with both zones' locks held, the units' folios are locked
- * (a fault maps a folio only while it holds its lock and sees it still in
- * the array), both ranges are unmapped (one PMD per unit), the entries
- * are swapped, and both ranges are faulted in again through the same
- * handler (fixup_user_fault(), one fault per unit) so that the next access
- * does not fault and the units stay in the process's RSS.
+ * (a fault locks the unit's folio before it drops the zone lock and maps
+ * it only while it holds that lock), both ranges are unmapped (one PMD
+ * per unit), the entries are swapped, and both ranges are faulted in
+ * again through the same handler (fixup_user_fault(), one fault per unit)
+ * so that the next access does not fault and the units stay in the
+ * process's RSS.
  *
  * Allocation. GFP_HIGHUSER | __GFP_COMP | __GFP_ZERO | __GFP_ACCOUNT, plus
  * __GFP_NORETRY | __GFP_NOWARN: when memory is too fragmented for a 2 MiB
@@ -84,24 +85,24 @@ unsigned long zcrecv_huge_free(struct zcrecv_zone *zone)
  * faulting subpage, referenced and locked; finish_fault() maps the unit
  * with one PMD where it can (see above). The folio lock orders the fault
  * against an exchange, which swaps units only with their folios locked:
- * a unit that left this place while we waited for its lock is not mapped
- * here, the access simply faults again.
+ * the lock is taken before the zone lock is dropped, so the unit stays
+ * here (and allocated: the zone holds it) until the fault is done with it.
+ * No holder of a unit's folio lock waits for a zone lock, so holding the
+ * zone lock while we wait for the folio's cannot deadlock.
  *
- * The reference is taken only once the lock is held and the unit is still
- * ours, so that a fault waiting for the lock does not look like a
- * get_user_pages reference to the exchange holding it (which would then
- * refuse with EBUSY). Waiting without a reference is safe: the folio is
- * held by an array of one of this file's zones all the while (an exchange
- * moves it between two of them), and a zone that holds units is freed
- * only when its last VMA is unmapped, under the mmap write lock, which
- * our mmap read lock excludes.
+ * The reference is taken only once the lock is held and only if the
+ * fault will map something, so that a fault waiting for the lock, or one
+ * that finds the unit mapped already, does not look like a
+ * get_user_pages reference to an exchange (which would refuse with
+ * EBUSY): the core drops a failed fault's reference only after it
+ * unlocked the folio.
  */
 vm_fault_t zcrecv_huge_fault(struct vm_fault *vmf, struct zcrecv_zone *zone,
 			     unsigned long idx)
 {
 	unsigned long u = idx >> ZCRECV_HUGE_ORDER;
 	struct folio *folio;
-	struct page *head;
+	struct page *head, *page;
 
 	mutex_lock(&zone->lock);
 	head = zone->pages[u];
@@ -127,27 +128,30 @@ vm_fault_t zcrecv_huge_fault(struct vm_fault *vmf, struct zcrecv_zone *zone,
 		zone->pages[u] = head;
 		zcrecv_count(ZCRECV_CNT_PAGES_ALLOCATED, ZCRECV_HUGE_NR);
 	}
-	mutex_unlock(&zone->lock);
-
 	folio = page_folio(head);
 	folio_lock(folio);
+	mutex_unlock(&zone->lock);
+
+	page = folio_page(folio, idx & (ZCRECV_HUGE_NR - 1));
 	/*
-	 * Moved away while we waited, or already mapped whole (by the fault
-	 * or the exchange's prefault that held the lock before us: only a
-	 * holder of this lock maps this unit, so a huge PMD here is it):
-	 * nothing to map. The second test keeps a reference out of
-	 * finish_fault(), which would find the PMD taken and fail, and the
-	 * core drops the reference of a failed fault only after it unlocked
-	 * the folio, where an exchange that took the lock next would count
-	 * it as a get_user_pages reference and refuse (EBUSY).
+	 * A poisoned page is not handed to the core: its poison path would
+	 * unmap the folio through folio->mapping, which a unit has not.
 	 */
-	if (READ_ONCE(zone->pages[u]) != head ||
-	    pmd_trans_huge(READ_ONCE(*vmf->pmd))) {
+	if (PageHWPoison(page)) {
+		folio_unlock(folio);
+		return VM_FAULT_HWPOISON;
+	}
+	/*
+	 * Mapped whole already, by the fault or the exchange's prefault that
+	 * held the lock before us (only a holder of this lock maps this unit,
+	 * so a huge PMD here is it): nothing to map, and no reference.
+	 */
+	if (pmd_trans_huge(READ_ONCE(*vmf->pmd))) {
 		folio_unlock(folio);
 		return VM_FAULT_NOPAGE;
 	}
 	folio_get(folio);
-	vmf->page = folio_page(folio, idx & (ZCRECV_HUGE_NR - 1));
+	vmf->page = page;
 	return VM_FAULT_LOCKED;
 }
 
@@ -171,10 +175,13 @@ static void zcrecv_huge_lock_units(struct zcrecv_range *r, unsigned long nu,
 
 /*
  * Does an extra reference hold a unit of either range, now unmapped?
- * A fault that lost a race for the PMD (or GUP-fast that saw the PMD
- * change) unlocks the folio before it drops its reference, so a reference
- * may still be on its way out while we hold the lock: look again a few
- * times before calling it a get_user_pages reference (EBUSY).
+ * Some are on their way out while we hold the locks: a fault that failed
+ * in the core after it took its reference (a PTE-mapped unit whose page
+ * another thread mapped first) drops it after unlocking the folio; a
+ * GUP-fast that saw the PMD change, a MADV_DONTNEED's batch, a NUMA
+ * hinting fault hold one briefly. Look again a few times, then once after
+ * a tick (a vCPU of a guest can stall that long), before calling it a
+ * get_user_pages reference (EBUSY). Pins were refused before unmapping.
  */
 #define ZCRECV_HUGE_BUSY_TRIES	8
 
@@ -183,11 +190,14 @@ static bool zcrecv_huge_busy(struct zcrecv_range *su, struct zcrecv_range *du,
 {
 	int i;
 
-	for (i = 0; i < ZCRECV_HUGE_BUSY_TRIES; i++) {
+	for (i = 0; i <= ZCRECV_HUGE_BUSY_TRIES; i++) {
 		if (!zcrecv_range_busy(su, nu, true) &&
 		    !zcrecv_range_busy(du, nu, true))
 			return false;
-		cond_resched();
+		if (i < ZCRECV_HUGE_BUSY_TRIES - 1)
+			cond_resched();
+		else if (i == ZCRECV_HUGE_BUSY_TRIES - 1)
+			schedule_timeout_uninterruptible(1);
 	}
 	return true;
 }
@@ -209,6 +219,12 @@ static bool zcrecv_huge_pmd_ok(struct vm_area_struct *vma, unsigned long addr)
 	       !test_bit(MMF_DISABLE_THP, &vma->vm_mm->flags);
 }
 
+/* A read fault where the mapping is readable, else (PROT_WRITE) a write. */
+static unsigned int zcrecv_huge_fault_flags(struct vm_area_struct *vma)
+{
+	return vma->vm_flags & VM_READ ? 0 : FAULT_FLAG_WRITE;
+}
+
 /*
  * Fault the allocated units of @r at [addr, addr + nu units) in again:
  * one fault per unit where it maps a PMD, else one per page. Best effort:
@@ -222,13 +238,22 @@ static void zcrecv_huge_prefault(struct zcrecv_file *zf, struct zcrecv_range *r,
 	unsigned long u, a;
 
 	for (u = 0; u < nu; u++, addr += usize) {
+		struct vm_area_struct *vma;
+
 		if (!READ_ONCE(r->zone->pages[r->first + u]))
 			continue;
-		if (zcrecv_huge_pmd_ok(vma_lookup(zf->mm, addr), addr)) {
-			fixup_user_fault(zf->mm, addr, 0, NULL);
+		vma = vma_lookup(zf->mm, addr);
+		if (zcrecv_huge_pmd_ok(vma, addr)) {
+			fixup_user_fault(zf->mm, addr, zcrecv_huge_fault_flags(vma),
+					 NULL);
 		} else {
-			for (a = addr; a < addr + usize; a += PAGE_SIZE)
-				fixup_user_fault(zf->mm, a, 0, NULL);
+			for (a = addr; a < addr + usize; a += PAGE_SIZE) {
+				vma = vma_lookup(zf->mm, a);
+				if (vma)
+					fixup_user_fault(zf->mm, a,
+							 zcrecv_huge_fault_flags(vma),
+							 NULL);
+			}
 		}
 		cond_resched();
 	}
