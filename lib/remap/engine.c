@@ -552,13 +552,17 @@ void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
 		    !((off ^ (uintptr_t)dst) & (u - 1)))
 			e = (uintptr_t)dst + n + room;
 	}
-	if (!same_offset || !s->ops->remap || e <= a ||
-	    !s->ops->eligible(ctx, bs->priv, (void *)a, e - a))
+	if (!same_offset || !s->ops->remap || e <= a)
 		goto copy_all;
-	/* a huge zone and a 4 KiB one cannot trade: no exchange to try */
-	if (s->ops->unit_at && s->ops->unit &&
+	/*
+	 * [a, e) must be the backend's memory and, where it comes in several
+	 * units (kmod), of the slot's unit (a huge zone and a 4 KiB one
+	 * cannot trade): unit_at answers both in one look up.
+	 */
+	if (s->ops->unit_at ?
 	    s->ops->unit_at(ctx, bs->priv, (void *)a, e - a) !=
-	    s->ops->unit(ctx, bs->priv, s->cap))
+	    s->ops->unit(ctx, bs->priv, s->cap) :
+	    !s->ops->eligible(ctx, bs->priv, (void *)a, e - a))
 		goto copy_all;
 	c = &bs->cls[class_of(n)];
 	if (ctx->policy == ZCRECV_POLICY_COPY)

@@ -66,7 +66,8 @@ struct zcr_remap_ops {
 	 * units_only backends whose memory comes in several units (kmod:
 	 * 4 KiB and huge zones): the unit of the memory at [dst, dst + len),
 	 * 0 if it is not theirs. An exchange needs the same unit on both
-	 * sides; a landing whose slot and buffer differ is copied.
+	 * sides; a landing whose slot and buffer differ is copied. Needs
+	 * unit; at landing it stands in for eligible (one look up).
 	 */
 	size_t (*unit_at)(struct zcr_ctx *ctx, void *priv, const void *dst,
 			  size_t len);
