@@ -38,7 +38,9 @@ for kind in "${kinds[@]}"; do
 		echo "$kind/$(basename "$t"): $(grep '^# Totals' "$log" | tail -n 1), $reports sanitizer reports, exit $rc"
 		if [ "$rc" != 0 ] || [ "$reports" != 0 ]; then
 			grep -E -A 30 "$report" "$log" | head -n 120
-			grep '^not ok' "$log"
+			# The failed checks (zt prints "# file:line: what") and
+			# the tests they failed.
+			grep -E '^# [^ ]+:[0-9]+: |^# .*killed by signal|^not ok' "$log"
 			fail=1
 		fi
 	done
