@@ -165,7 +165,7 @@ static double land(struct zcr_ctx *ctx, char *dst, size_t n, int policy,
 	/* staged as the receive path stages it (lib/match/match.c) */
 	pthread_mutex_lock(&ctx->lock);
 	ctx->policy = policy;
-	ops = __zcr_remap_pick(ctx, dst, n);
+	ops = __zcr_remap_pick(ctx, dst, n, NULL);
 	off = __zcr_remap_stage_offset(ctx, ops, dst, n, &room);
 	if (room)
 		s = __zcr_slot_get_locked(ctx, ops, off + n + room);
@@ -185,7 +185,7 @@ static double land(struct zcr_ctx *ctx, char *dst, size_t n, int policy,
 	pthread_mutex_lock(&ctx->lock);
 	p0 = ctx->st.pages_remapped;
 	t = zct_now_us();
-	__zcr_remap_deliver_locked(ctx, s, off, dst, n, true);
+	__zcr_remap_deliver_locked(ctx, s, off, dst, n, true, NULL);
 	t = zct_now_us() - t;
 	*pages = ctx->st.pages_remapped - p0;
 	__zcr_slot_put_locked(ctx, s);

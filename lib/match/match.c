@@ -227,6 +227,7 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 {
 	const struct zcr_remap_ops *ops;
 	struct zcr_peer *peer;
+	struct zcr_backend_state *by;
 	struct zcr_slot *slot;
 	struct zcr_msg *m;
 	const void *pbuf;
@@ -239,7 +240,7 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 		return 0;
 	}
 	off = predict_offset(ctx, a->src, a->tag, &pbuf);
-	ops = __zcr_remap_pick(ctx, pbuf, a->len);
+	ops = __zcr_remap_pick(ctx, pbuf, a->len, &by);
 	if (pbuf)
 		off = __zcr_remap_stage_offset(ctx, ops, pbuf, a->len, &room);
 	/*
@@ -281,6 +282,7 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	m->len = a->len;
 	m->slot = slot;
 	m->off = off;
+	m->by = by;
 	m->peer = peer;
 	m->ep = ep_of(a);
 	m->rank = ep_of(a)->rank;
@@ -357,7 +359,7 @@ static void msg_deliver(struct zcr_ctx *ctx, struct zcr_msg *m,
 		ctx->st.misses++;
 	/* A truncated message is copied: its last page is not the sender's. */
 	__zcr_remap_deliver_locked(ctx, m->slot, m->off, r->buf, n,
-				   same && m->len <= r->size);
+				   same && m->len <= r->size, m->by);
 	r->st.source = m->src;
 	r->st.tag = m->tag;
 	r->st.len = m->len;

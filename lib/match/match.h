@@ -26,6 +26,7 @@
 
 #include "core/list.h"
 
+struct zcr_backend_state;
 struct zcr_ctx;
 struct zcr_req;
 struct zcr_slot;
@@ -63,6 +64,9 @@ struct zcr_msg {
 	uint64_t len;
 	struct zcr_slot *slot;
 	size_t off;			/* payload at slot->base + off */
+	/* staged in plain memory because auto's landing of its class at
+	 * this backend copies (__zcr_remap_pick), or NULL */
+	struct zcr_backend_state *by;
 	bool complete;
 	struct zcr_req *req;		/* matched while still arriving */
 	struct zcr_peer *peer;		/* charged slot->cap, or NULL */

@@ -138,6 +138,12 @@ int __zcr_land_choose(struct zcr_land_class *c);
 void __zcr_land_record(struct zcr_land_class *c, int k, double ns);
 /* Seed kind k of an empty class with an estimate (one sample's weight). */
 void __zcr_land_prior(struct zcr_land_class *c, int k, double ns);
+/*
+ * Will the next landing of c copy, as auto decides it (warm, copy the
+ * cheaper, not the one that explores)? Then that landing is counted as
+ * decided now, at staging, and true.
+ */
+bool __zcr_land_copy_ahead(struct zcr_land_class *c);
 /* Time the landing of kind k just chosen for c (a clock read: clock_ns)? */
 bool __zcr_land_timed(struct zcr_land_class *c, int k, double clock_ns);
 
@@ -155,9 +161,15 @@ int __zcr_remap_setup(struct zcr_ctx *ctx, int want);
 void __zcr_remap_teardown(struct zcr_ctx *ctx);
 struct zcr_backend_state *__zcr_remap_state(struct zcr_ctx *ctx,
 					    const struct zcr_remap_ops *ops);
-/* The backend a message predicted for dst should be staged for. */
+/*
+ * The backend a message predicted for dst should be staged for. by (may
+ * be NULL: the policy is not asked): set to the backend whose auto
+ * landing of this message will copy, when the copy backend is returned
+ * for that reason (pass it to __zcr_remap_deliver_locked), else NULL.
+ */
 const struct zcr_remap_ops *__zcr_remap_pick(struct zcr_ctx *ctx,
-					     const void *dst, size_t len);
+					     const void *dst, size_t len,
+					     struct zcr_backend_state **by);
 /*
  * Where in a slot of ops a message of len bytes for dst is staged. room
  * (may be NULL): the bytes after the message the slot should also hold,
@@ -169,11 +181,13 @@ size_t __zcr_remap_stage_offset(struct zcr_ctx *ctx,
 				const void *dst, size_t len, size_t *room);
 /*
  * Deliver n bytes staged at s->base + off into dst; same_offset: dst has
- * the staged page offset and the whole message fits (remapping allowed).
+ * the staged page offset and the whole message fits (remapping allowed);
+ * by: what __zcr_remap_pick said when the message was staged (NULL if
+ * nothing).
  */
 void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
 				size_t off, char *dst, size_t n,
-				bool same_offset);
+				bool same_offset, struct zcr_backend_state *by);
 /* The least full pages auto remaps now (0: none), for zcr_stats. */
 uint64_t __zcr_remap_min_pages(struct zcr_ctx *ctx);
 

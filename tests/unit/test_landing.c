@@ -9,7 +9,8 @@
  * and the uffd-move exchange through the library's own landing
  * code: 2 MiB slots reused at two offsets (a spare with pages left over), a
  * user range unmapped and mapped again at the
- * same address (registered again), plain malloc memory, the kmod
+ * same address (registered again), plain malloc memory, auto staging a
+ * class that lands by copy in plain memory, the kmod
  * backend's 2 MiB units (in the VM), and zcr_ctx_landing_stats(). Run: build/tests/unit/test_landing [name].
  */
 #include <errno.h>
@@ -306,14 +307,14 @@ static void land_as(struct zcr_ctx *ctx, char *dst, size_t n, unsigned seed,
 	size_t off, i, room = 0;
 
 	pthread_mutex_lock(&ctx->lock);
-	ops = __zcr_remap_pick(ctx, dst, n);
+	ops = __zcr_remap_pick(ctx, dst, n, NULL);
 	off = __zcr_remap_stage_offset(ctx, ops, dst, n,
 				       with_room ? &room : NULL);
 	s = __zcr_slot_get_locked(ctx, ops, off + n + room);
 	ZT_ASSERT(s);
 	for (i = 0; i < n; i++)
 		s->base[off + i] = (char)(i * 7 + seed + i / 4096);
-	__zcr_remap_deliver_locked(ctx, s, off, dst, n, true);
+	__zcr_remap_deliver_locked(ctx, s, off, dst, n, true, NULL);
 	__zcr_slot_put_locked(ctx, s);
 	pthread_mutex_unlock(&ctx->lock);
 	for (i = 0; i < n; i++)
@@ -362,6 +363,70 @@ ZT_TEST(uffd_munmap_and_mmap_at_the_same_address)
 	land(ctx, v + 4096, n - 8192, 4);
 	ZT_EXPECT_EQ(pages(ctx) - p0, (2 * n - 8192) / 4096);
 	munmap(v, n);
+	zcr_ctx_destroy(ctx);
+}
+
+/*
+ * Auto, a class that lands by copy: its messages are staged in plain
+ * memory (the copy backend's slots), all but the one in each exploring
+ * period that tries remap, which gets the backend's slot; exploring goes
+ * on at the same rate as when the landing decides. The copies from
+ * plain memory are timed for the class, every byte right.
+ */
+ZT_TEST(uffd_auto_stages_a_copy_class_in_plain_memory)
+{
+	struct zcr_ctx *ctx = uffd_ctx(ZCRECV_POLICY_AUTO);
+	const size_t n = 64 << 10;
+	const struct zcr_remap_ops *ops;
+	struct zcr_backend_state *bs, *by;
+	struct zcr_land_class *c;
+	uint64_t period, i, plain = 0, timed0;
+	struct zcr_slot *s;
+	char *u;
+	size_t j;
+
+	bs = &ctx->be[0];
+	ZT_EXPECT_EQ(bs->ops->id, ZCRECV_BACKEND_UFFD);
+	u = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		 -1, 0);
+	ZT_ASSERT(u != MAP_FAILED);
+	c = &bs->cls[16];			/* 64 KiB to 128 KiB - 1 */
+	memset(c, 0, sizeof(*c));
+	drive(c, 100, 300, 2 * ZCR_LAND_WARM);	/* warm; copy the cheaper */
+	period = __zcr_land_explore_period(c);
+	ZT_EXPECT_EQ(period, 3 * ZCR_LAND_EXPLORE);
+	pthread_mutex_lock(&ctx->lock);
+	for (i = 0; i < 2 * period; i++) {
+		ops = __zcr_remap_pick(ctx, u, n, &by);
+		if (ops == &__zcr_remap_copy) {
+			ZT_ASSERT(by == bs);
+			plain++;
+			continue;
+		}
+		/* the exploring landing: the backend's slot, remap */
+		ZT_ASSERT(ops == bs->ops && !by);
+		ZT_EXPECT_EQ(__zcr_land_choose(c), ZCR_LAND_REMAP);
+		__zcr_land_record(c, ZCR_LAND_REMAP, 300);
+	}
+	ZT_EXPECT_EQ(plain, 2 * period - 2);
+	/* Without by the policy is not asked. */
+	ZT_ASSERT(__zcr_remap_pick(ctx, u, n, NULL) == bs->ops);
+	/* Landings from plain memory for bs: timed as copies of the class. */
+	timed0 = c->n[ZCR_LAND_COPY];
+	s = __zcr_slot_get_locked(ctx, &__zcr_remap_copy, n);
+	ZT_ASSERT(s);
+	for (i = 0; i < ZCR_LAND_SAMPLE_MAX; i++) {
+		for (j = 0; j < n; j++)
+			s->base[j] = (char)(j * 3 + i);
+		__zcr_remap_deliver_locked(ctx, s, 0, u, n, true, bs);
+		for (j = 0; j < n; j++)
+			if (u[j] != (char)(j * 3 + i))
+				zt_fail(__FILE__, __LINE__, "byte %zu wrong", j);
+	}
+	__zcr_slot_put_locked(ctx, s);
+	pthread_mutex_unlock(&ctx->lock);
+	ZT_ASSERT(c->n[ZCR_LAND_COPY] > timed0);
+	munmap(u, n);
 	zcr_ctx_destroy(ctx);
 }
 
