@@ -129,7 +129,7 @@ uint64_t __zcr_land_explore_period(const struct zcr_land_class *c)
 static bool warming(const struct zcr_land_class *c, int k)
 {
 	return c->n[k] < ZCR_LAND_WARM &&
-	       (c->n[k] - c->prior[k] < 2 || !c->n[!k] ||
+	       (c->n[k] - c->prior[k] < 2 ||
 		c->cost[k] < LAND_WARM_SKIP * c->cost[!k]);
 }
 
@@ -139,54 +139,27 @@ static int cheaper(const struct zcr_land_class *c)
 	       ZCR_LAND_REMAP : ZCR_LAND_COPY;
 }
 
-/*
- * A copy is timed only when the landing before it in its class was a copy
- * too. A copy right after a remap pays for what the remap left behind
- * (its TLB flush, in an emulated guest all of the TLB): in the 6.1 TCG
- * guest such copies of 64-256 KiB measured 400-1600 us, while a 512 KiB
- * class that always copied measured 300-400 us, and the class settled on
- * remap though remap's round trips ran 15-20% slower than copy's. So warming
- * up copies in a row before it remaps, and a remapping class explores
- * copy with two copies, of which the second is timed.
- */
-static bool copy_counts(const struct zcr_land_class *c, int k)
-{
-	return k != ZCR_LAND_COPY || c->prev == ZCR_LAND_COPY;
-}
-
-static void land_note(struct zcr_land_class *c, int k)
-{
-	c->prev = c->last;
-	c->last = k;
-}
-
 int __zcr_land_choose(struct zcr_land_class *c)
 {
 	int k, best;
 
 	c->tick++;
 	best = cheaper(c);
-	if (c->again) {
-		c->again = false;
-		k = ZCR_LAND_COPY;
-	} else if (warming(c, ZCR_LAND_COPY)) {
-		k = ZCR_LAND_COPY;
-	} else if (warming(c, ZCR_LAND_REMAP)) {
-		k = ZCR_LAND_REMAP;
+	if (warming(c, ZCR_LAND_COPY) || warming(c, ZCR_LAND_REMAP)) {
+		/* Warming up: the kind with fewer samples, else the cheaper. */
+		k = c->n[ZCR_LAND_COPY] < c->n[ZCR_LAND_REMAP] ?
+		    ZCR_LAND_COPY : ZCR_LAND_REMAP;
+		if (c->n[ZCR_LAND_COPY] == c->n[ZCR_LAND_REMAP] ||
+		    !warming(c, k))
+			k = best;
 	} else if (++c->since >= __zcr_land_explore_period(c)) {
 		c->since = 0;
 		k = !best;
-		c->again = k == ZCR_LAND_COPY;
 	} else {
 		k = best;
 	}
-	land_note(c, k);
+	c->last = k;
 	return k;
-}
-
-void __zcr_land_forced(struct zcr_land_class *c, int k)
-{
-	land_note(c, k);
 }
 
 bool __zcr_land_copy_ahead(struct zcr_land_class *c)
@@ -199,8 +172,7 @@ bool __zcr_land_copy_ahead(struct zcr_land_class *c)
 	 * next exploring one. */
 	c->tick++;
 	c->since++;
-	c->again = false;
-	land_note(c, ZCR_LAND_COPY);
+	c->last = ZCR_LAND_COPY;
 	return true;
 }
 
@@ -215,8 +187,6 @@ bool __zcr_land_timed(struct zcr_land_class *c, int k, double clock_ns)
 {
 	double every;
 
-	if (!copy_counts(c, k))
-		return false;
 	if (warming(c, ZCR_LAND_COPY) || warming(c, ZCR_LAND_REMAP) ||
 	    k != cheaper(c) || c->cost[k] <= 0)
 		return true;
@@ -233,8 +203,6 @@ void __zcr_land_record(struct zcr_land_class *c, int k, double ns)
 {
 	double *avg = &c->cost[k];
 
-	if (!copy_counts(c, k))
-		return;
 	if (ns < 0)
 		ns = 0;
 	if (c->n[k] == c->prior[k]) {
@@ -653,13 +621,12 @@ void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
 	    !s->ops->eligible(ctx, bs->priv, (void *)a, e - a))
 		goto copy_all;
 	c = &bs->cls[class_of(n)];
-	if (ctx->policy == ZCRECV_POLICY_AUTO) {
+	if (ctx->policy == ZCRECV_POLICY_COPY)
+		k = ZCR_LAND_COPY;
+	else if (ctx->policy == ZCRECV_POLICY_REMAP)
+		k = ZCR_LAND_REMAP;
+	else
 		k = __zcr_land_choose(c);
-	} else {
-		k = ctx->policy == ZCRECV_POLICY_REMAP ? ZCR_LAND_REMAP :
-		    ZCR_LAND_COPY;
-		__zcr_land_forced(c, k);
-	}
 	timed = __zcr_land_timed(c, k, bs->clock_ns);
 	if (timed)
 		t = now_ns();

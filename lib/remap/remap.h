@@ -127,8 +127,6 @@ struct zcr_land_class {
 	uint64_t since;			/* landings since the last explored */
 	uint64_t untimed;		/* cheaper kind's, since one timed */
 	int last;			/* last choice */
-	int prev;			/* the choice before it */
-	bool again;			/* copy once more: an exploring pair */
 };
 
 /* Landings between two explorations of the dearer kind of c. */
@@ -136,8 +134,6 @@ uint64_t __zcr_land_explore_period(const struct zcr_land_class *c);
 
 /* Pick ZCR_LAND_COPY or ZCR_LAND_REMAP for the next landing of c. */
 int __zcr_land_choose(struct zcr_land_class *c);
-/* A landing of c of kind k the policy did not choose (copy or remap). */
-void __zcr_land_forced(struct zcr_land_class *c, int k);
 /* Record that a landing of kind k cost ns. */
 void __zcr_land_record(struct zcr_land_class *c, int k, double ns);
 /* Seed kind k of an empty class with an estimate (one sample's weight). */

@@ -5,8 +5,7 @@
  * one landing in 64 times the ratio of their costs, recovers when the
  * costs flip, is not flipped by one outlier, nor decided by one slow
  * first landing, even one that would end the warm-up of its kind, times
- * landings cheap next to a clock read one in many, does not count a copy
- * that pays for the remap before it),
+ * landings cheap next to a clock read one in many),
  * and the uffd-move exchange through the library's own landing
  * code: 2 MiB slots reused at two offsets (a spare with pages left over), a
  * user range unmapped and mapped again at the
@@ -50,15 +49,10 @@ ZT_TEST(policy_picks_the_cheaper_after_warmup)
 	ZT_EXPECT_EQ(__zcr_land_explore_period(&c), 3 * ZCR_LAND_EXPLORE);
 	r = drive(&c, 100, 300, 6 * 3 * ZCR_LAND_EXPLORE);
 	ZT_EXPECT_EQ(r, 6);
-	/*
-	 * Copy 3x dearer: explored as a pair of copies (the second one,
-	 * after a copy, is the one timed), one pair per 3 * 64 + 1
-	 * landings: 5 pairs in 6 * 3 * 64.
-	 */
 	memset(&c, 0, sizeof(c));
 	drive(&c, 300, 100, 2 * ZCR_LAND_WARM);
 	ZT_EXPECT_EQ(drive(&c, 300, 100, 6 * 3 * ZCR_LAND_EXPLORE),
-		     6 * 3 * ZCR_LAND_EXPLORE - 2 * 5);
+		     6 * 3 * ZCR_LAND_EXPLORE - 6);
 	/* Nearly equal costs: one in 64. */
 	memset(&c, 0, sizeof(c));
 	drive(&c, 100, 101, 2 * ZCR_LAND_WARM);
@@ -87,12 +81,10 @@ ZT_TEST(policy_a_wrong_prior_is_corrected)
 	struct zcr_land_class c = { 0 };
 
 	/* Calibration said remap is 10x cheaper; it is 3x dearer: the
-	 * first real sample outweighs the prior. Copies warm up first
-	 * (three real ones after the prior), then remap. */
+	 * first real sample outweighs the prior. */
 	__zcr_land_prior(&c, ZCR_LAND_COPY, 1000);
 	__zcr_land_prior(&c, ZCR_LAND_REMAP, 100);
-	ZT_EXPECT_EQ(drive(&c, 1000, 3000, ZCR_LAND_WARM), 1);
-	ZT_EXPECT_EQ(c.cost[ZCR_LAND_REMAP], 3000);
+	ZT_EXPECT_EQ(drive(&c, 1000, 3000, 2), 1);
 	/* Then remap, 3x dearer: the rest of the warm-up, then once in
 	 * 3 * 64 landings at most. */
 	ZT_ASSERT(drive(&c, 1000, 3000, 3 * ZCR_LAND_EXPLORE) <=
@@ -154,61 +146,13 @@ ZT_TEST(policy_recovers_when_costs_flip)
 		      "still copying after %d landings: copy %.0f remap %.0f",
 		      4 * ZCR_LAND_EXPLORE, c.cost[ZCR_LAND_COPY],
 		      c.cost[ZCR_LAND_REMAP]);
-	/* And once switched it stays on the cheaper one (copy explored in
-	 * pairs: at most 5 in 5 * 5 * 64 landings). */
+	/* And once switched it stays on the cheaper one. */
 	r = drive(&c, 1000, 200, 5 * 5 * ZCR_LAND_EXPLORE);
-	ZT_ASSERT(r >= 5 * 5 * ZCR_LAND_EXPLORE - 2 * 6);
+	ZT_ASSERT(r >= 5 * 5 * ZCR_LAND_EXPLORE - 6);
 	/* Flip back: the chosen kind got 10x dearer; it is measured on
 	 * every landing, so a few landings see it. */
 	ZT_ASSERT(drive(&c, 100, 2000, 16) <= 8);
 	ZT_ASSERT(c.cost[ZCR_LAND_COPY] < c.cost[ZCR_LAND_REMAP]);
-}
-
-/*
- * As drive(), but a copy right after a remap costs after_remap_ns: it pays
- * for what the remap left behind (in an emulated guest, the whole TLB).
- */
-static int drive_after(struct zcr_land_class *c, double copy_ns,
-		       double remap_ns, double after_remap_ns, int n)
-{
-	int i, k, prev = ZCR_LAND_COPY, remaps = 0;
-
-	for (i = 0; i < n; i++) {
-		k = __zcr_land_choose(c);
-		remaps += k == ZCR_LAND_REMAP;
-		__zcr_land_record(c, k, k == ZCR_LAND_REMAP ? remap_ns :
-				  prev == ZCR_LAND_REMAP ? after_remap_ns :
-				  copy_ns);
-		prev = k;
-	}
-	return remaps;
-}
-
-/*
- * Copies of 100 that cost 1000 right after a remap, remaps of 300: copy
- * is the cheaper kind in a class that copies, and the policy must see
- * that from the copies that follow copies. Both from a cold class and
- * from one that remaps (copy explored in pairs, the second one timed).
- */
-ZT_TEST(policy_copies_after_a_remap_do_not_count)
-{
-	struct zcr_land_class c = { 0 };
-	int r;
-
-	r = drive_after(&c, 100, 300, 1000, 2 * ZCR_LAND_WARM +
-			6 * 3 * ZCR_LAND_EXPLORE);
-	ZT_ASSERT_MSG(r <= ZCR_LAND_WARM + 6, "%d remaps (copy %.0f remap %.0f)",
-		      r, c.cost[ZCR_LAND_COPY], c.cost[ZCR_LAND_REMAP]);
-	ZT_EXPECT_EQ(c.cost[ZCR_LAND_COPY], 100);
-	/* A class that settled on remap while copies cost 400 ... */
-	memset(&c, 0, sizeof(c));
-	drive_after(&c, 400, 300, 1000, 2 * ZCR_LAND_WARM + 8);
-	ZT_ASSERT(c.cost[ZCR_LAND_REMAP] < c.cost[ZCR_LAND_COPY]);
-	/* ... turns to copy when copies get cheap, at its first pair. */
-	drive_after(&c, 100, 300, 1000, 2 * ZCR_LAND_EXPLORE);
-	ZT_ASSERT_MSG(c.cost[ZCR_LAND_COPY] < c.cost[ZCR_LAND_REMAP],
-		      "copy %.0f remap %.0f", c.cost[ZCR_LAND_COPY],
-		      c.cost[ZCR_LAND_REMAP]);
 }
 
 ZT_TEST(policy_one_outlier_does_not_flip)
@@ -317,11 +261,10 @@ ZT_TEST(policy_times_cheap_landings_one_in_many)
 	drive_timed(&c, 200, 600, 30, 2 * ZCR_LAND_WARM);
 	ZT_EXPECT_EQ(drive_timed(&c, 200, 600, 30, n),
 		     6 + (n - 6) / 30);
-	/* 1 ms landings, a 30 ns clock: all but the copy right after each
-	 * exploring remap (it pays for the remap; see copy_counts()). */
+	/* 1 ms landings, a 30 ns clock: all. */
 	memset(&c, 0, sizeof(c));
 	drive_timed(&c, 1e6, 3e6, 30, 2 * ZCR_LAND_WARM);
-	ZT_EXPECT_EQ(drive_timed(&c, 1e6, 3e6, 30, n), n - 6);
+	ZT_EXPECT_EQ(drive_timed(&c, 1e6, 3e6, 30, n), n);
 	/* The cheap copies of the first case turn 20x dearer. */
 	memset(&c, 0, sizeof(c));
 	drive_timed(&c, 1000, 3000, 3000, 2 * ZCR_LAND_WARM + n);
