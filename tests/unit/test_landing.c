@@ -5,7 +5,8 @@
  * one landing in 64 times the ratio of their costs, recovers when the
  * costs flip, is not flipped by one outlier, nor decided by one slow
  * first landing, even one that would end the warm-up of its kind, times
- * landings cheap next to a clock read one in many),
+ * landings cheap next to a clock read one in many, remaps only when they
+ * win by a margin),
  * and the uffd-move exchange through the library's own landing
  * code: 2 MiB slots reused at two offsets (a spare with pages left over), a
  * user range unmapped and mapped again at the
@@ -153,6 +154,26 @@ ZT_TEST(policy_recovers_when_costs_flip)
 	 * every landing, so a few landings see it. */
 	ZT_ASSERT(drive(&c, 100, 2000, 16) <= 8);
 	ZT_ASSERT(c.cost[ZCR_LAND_COPY] < c.cost[ZCR_LAND_REMAP]);
+}
+
+/*
+ * A remap is chosen only when its landings cost a quarter less than a
+ * copy's at least: an exchange's TLB flush falls on what is touched next,
+ * outside the landing. Remaps 10% cheaper: the class copies (and explores
+ * remap); 30% cheaper: it remaps.
+ */
+ZT_TEST(policy_remap_must_win_by_a_margin)
+{
+	struct zcr_land_class c = { 0 };
+	uint64_t p;
+
+	drive(&c, 100, 90, 2 * ZCR_LAND_WARM);
+	p = __zcr_land_explore_period(&c);
+	ZT_EXPECT_EQ(drive(&c, 100, 90, 640), 640 / p);
+	memset(&c, 0, sizeof(c));
+	drive(&c, 100, 70, 2 * ZCR_LAND_WARM);
+	p = __zcr_land_explore_period(&c);
+	ZT_EXPECT_EQ(drive(&c, 100, 70, 640), 640 - 640 / p);
 }
 
 ZT_TEST(policy_one_outlier_does_not_flip)
