@@ -42,19 +42,7 @@
 #define LAND_WARM_SKIP	8.0	/* warm-up ends for a kind 8x dearer */
 #define LAND_WEIGHT	0.25	/* of a sample in the moving average */
 #define LAND_WEIGHT_RARE 0.5	/* of one of the dearer kind */
-/*
- * A remap is chosen only when its landings cost less than a copy's by
- * this factor: an exchange costs more than its landing shows. Its TLB
- * flush (a full one past 33 pages on x86; under TCG all of the vCPU's
- * TLB) falls on whatever the process touches next. Where the two kinds'
- * landings cost about the same, forced remap ran the round trip slower:
- * on the 2026-11-26 host, 512 KiB landings of 38 us either way (rank 1),
- * remap's round trips 9-11% slower than copy's; in the 6.12 and 6.1 TCG
- * guests, 64 KiB remaps of 388-403 us against copies of 422-440, remap's
- * round trips 16-20% slower. Where remap wins (1 MiB and up natively, 128
- * KiB and up in the guest) its landings are 2-12 times cheaper.
- */
-#define LAND_REMAP_BIAS	1.25
+
 
 /* Every backend, in the order auto tries them; copy is always last. */
 static const struct zcr_remap_ops *const registry[] = {
@@ -148,7 +136,7 @@ static bool warming(const struct zcr_land_class *c, int k)
 
 static int cheaper(const struct zcr_land_class *c)
 {
-	return c->cost[ZCR_LAND_REMAP] * LAND_REMAP_BIAS <
+	return c->cost[ZCR_LAND_REMAP] * ZCR_LAND_REMAP_BIAS <
 	       c->cost[ZCR_LAND_COPY] ? ZCR_LAND_REMAP : ZCR_LAND_COPY;
 }
 

@@ -109,6 +109,19 @@ extern const struct zcr_remap_ops __zcr_remap_copy;
 #define ZCR_LAND_EXPLORE	64
 #define ZCR_LAND_EXPLORE_SCALE	64
 /*
+ * A remap is chosen only when its landings cost less than a copy's by
+ * this factor: an exchange costs more than its landing shows. Its TLB
+ * flush (a full one past 33 pages on x86; under TCG all of the vCPU's
+ * TLB) falls on whatever the process touches next. Where the two kinds'
+ * landings cost about the same, forced remap ran the round trip slower:
+ * on the 2026-11-26 host, 512 KiB landings of 38 us either way (rank 1),
+ * remap's round trips 9-11% slower than copy's; in the 6.12 and 6.1 TCG
+ * guests, 64 KiB remaps of 388-403 us against copies of 422-440, remap's
+ * round trips 16-20% slower. Where remap wins (1 MiB and up natively, 128
+ * KiB and up in the guest) its landings are 2-12 times cheaper.
+ */
+#define ZCR_LAND_REMAP_BIAS	1.25
+/*
  * Timing a landing costs two clock reads, each 30 ns natively and 3 us in
  * an emulated guest whose clock is the HPET: there as much as a small
  * landing. Once a class is warm, its cheaper kind is timed one landing in
