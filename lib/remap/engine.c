@@ -43,7 +43,6 @@
 #define LAND_WEIGHT	0.25	/* of a sample in the moving average */
 #define LAND_WEIGHT_RARE 0.5	/* of one of the dearer kind */
 
-
 /* Every backend, in the order auto tries them; copy is always last. */
 static const struct zcr_remap_ops *const registry[] = {
 	&__zcr_remap_kmod,
@@ -419,8 +418,8 @@ const struct zcr_remap_ops *__zcr_remap_pick(struct zcr_ctx *ctx,
 		/*
 		 * Auto, and the class lands by copy: stage in plain memory.
 		 * In the emulated guest a message staged in a zone slot of
-		 * /dev/zcrecv and copied out cost 3% more at 4-64 KiB than
-		 * one staged in anonymous memory (Documentation/library.md,
+		 * /dev/zcrecv and copied out cost about 3% more at 4-256
+		 * KiB than one staged in anonymous memory (Documentation/library.md,
 		 * "Staging pool"). The landing that explores remap still
 		 * gets the backend's slot.
 		 */
@@ -559,21 +558,25 @@ static void land_remap(struct zcr_ctx *ctx, struct zcr_backend_state *bs,
 }
 
 /*
- * A message staged in plain memory because the class of by it belongs to
- * lands by copy (__zcr_remap_pick): the copy is that class's landing and
- * is timed for it as a copy landing from the backend's slot would be.
+ * One landing of class c of bs by kind k, timed when the policy asks for
+ * a sample: [a, e) is what a remap may move.
  */
-static void land_copy_for(struct zcr_ctx *ctx, struct zcr_backend_state *by,
-			  const char *src, char *dst, size_t n)
+static void land_kind(struct zcr_ctx *ctx, struct zcr_backend_state *bs,
+		      struct zcr_land_class *c, int k, struct zcr_slot *s,
+		      size_t off, char *dst, size_t n, uintptr_t a,
+		      uintptr_t e)
 {
-	struct zcr_land_class *c = &by->cls[class_of(n)];
-	bool timed = __zcr_land_timed(c, ZCR_LAND_COPY, by->clock_ns);
+	bool timed = __zcr_land_timed(c, k, bs->clock_ns);
 	double t = timed ? now_ns() : 0;
 
-	memcpy(dst, src, n);
-	ctx->st.bytes_copied += n;
+	if (k == ZCR_LAND_REMAP) {
+		land_remap(ctx, bs, s, off, dst, n, a, e);
+	} else {
+		memcpy(dst, s->base + off, n);
+		ctx->st.bytes_copied += n;
+	}
 	if (timed)
-		__zcr_land_record(c, ZCR_LAND_COPY, now_ns() - t);
+		__zcr_land_record(c, k, now_ns() - t);
 }
 
 void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
@@ -582,12 +585,21 @@ void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
 {
 	uintptr_t a = ((uintptr_t)dst + ctx->page - 1) & ~(ctx->page - 1);
 	uintptr_t e = ((uintptr_t)dst + n) & ~(ctx->page - 1);
-	struct zcr_backend_state *bs = __zcr_remap_state(ctx, s->ops);
+	struct zcr_backend_state *bs;
 	struct zcr_land_class *c;
-	double t = 0;
-	bool timed;
 	int k;
 
+	if (by && same_offset && n) {
+		/*
+		 * Staged in plain memory because auto's landing of its class
+		 * at by copies (__zcr_remap_pick): that copy is the class's
+		 * landing, timed for it as one from by's slot would be.
+		 */
+		land_kind(ctx, by, &by->cls[class_of(n)], ZCR_LAND_COPY, s,
+			  off, dst, n, 0, 0);
+		return;
+	}
+	bs = __zcr_remap_state(ctx, s->ops);
 	if (s->ops->units_only && s->ops->unit) {
 		/* the slot is unit aligned: so is dst's part at its offset */
 		uintptr_t u = s->ops->unit(ctx, bs->priv, s->cap);
@@ -603,10 +615,6 @@ void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
 		if (room && off + n + room <= s->cap &&
 		    !((off ^ (uintptr_t)dst) & (u - 1)))
 			e = (uintptr_t)dst + n + room;
-	}
-	if (by && same_offset && !s->ops->remap && n) {
-		land_copy_for(ctx, by, s->base + off, dst, n);
-		return;
 	}
 	if (!same_offset || !s->ops->remap || e <= a)
 		goto copy_all;
@@ -627,17 +635,7 @@ void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
 		k = ZCR_LAND_REMAP;
 	else
 		k = __zcr_land_choose(c);
-	timed = __zcr_land_timed(c, k, bs->clock_ns);
-	if (timed)
-		t = now_ns();
-	if (k == ZCR_LAND_REMAP) {
-		land_remap(ctx, bs, s, off, dst, n, a, e);
-	} else {
-		memcpy(dst, s->base + off, n);
-		ctx->st.bytes_copied += n;
-	}
-	if (timed)
-		__zcr_land_record(c, k, now_ns() - t);
+	land_kind(ctx, bs, c, k, s, off, dst, n, a, e);
 	return;
 copy_all:
 	/* dst may be NULL for a zero-size receive: memcpy must not see it. */
