@@ -429,6 +429,26 @@ static unsigned int iters_for(uint64_t size, unsigned int max_iters)
 	return n < 3 ? 3 : (unsigned int)n;
 }
 
+/*
+ * Which of nrun modes runs j-th in trial t. Three modes take the six
+ * orders in a sequence in which, read round and round, each mode comes
+ * right after each other mode three times and never after itself; so
+ * with a number of trials that is a multiple of six, each mode follows
+ * each other one equally often. Two modes alternate.
+ */
+static unsigned int mode_turn(unsigned int t, unsigned int j,
+			      unsigned int nrun)
+{
+	static const unsigned char six[6][3] = {
+		{ 0, 1, 2 }, { 0, 2, 1 }, { 2, 1, 0 },
+		{ 1, 0, 2 }, { 1, 2, 0 }, { 2, 0, 1 },
+	};
+
+	if (nrun == 3)
+		return six[t % 6][j];
+	return (t + j) % nrun;
+}
+
 /* What the trials of one point add up to. */
 struct acc {
 	double best, sum;
@@ -1341,7 +1361,12 @@ int main(int argc, char **argv)
 	 * Per size, the arrivals and the modes take turns trial by trial
 	 * (each first, second... in turn), so that what the machine does
 	 * meanwhile (other load, frequency, the other rank's state) falls on
-	 * all of them alike: their ratios are what the table is for. With
+	 * all of them alike: their ratios are what the table is for. Three
+	 * modes go through all six orders (mode_turn()), so that each
+	 * follows each other one equally often: what a trial leaves behind
+	 * (zone slots, size-class samples, a flushed TLB) falls on the next
+	 * mode, and with plain rotation auto would follow remap in two
+	 * trials of three. With
 	 * --npopenmpi, NPopenmpi runs at the size after each trial, one
 	 * reference measured beside both arrivals.
 	 */
@@ -1376,7 +1401,7 @@ int main(int argc, char **argv)
 			for (k = 0; k < narr; k++) {
 				a = arr[(t + k) % narr];
 				for (j = 0; j < nrun; j++) {
-					m = run[(t + j) % nrun];
+					m = run[mode_turn(t, j, nrun)];
 					run_trial(ctx, ep, order[m], a == 0,
 						  size, per, &acc[a][m]);
 				}
