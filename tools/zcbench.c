@@ -131,6 +131,8 @@ static int nrefs;
 static const char *transport = "tcp";
 
 static struct point points[512];
+/* auto is "within 5%" of the faster mode up to this vs_fast */
+#define AUTO_WITHIN	1.05
 static int npoints;
 
 static void die(const char *what, int err)
@@ -621,6 +623,53 @@ static void write_csv(FILE *f)
 	fputs(csv_head, f);
 	for (i = 0; i < npoints; i++)
 		print_row(f, &points[i], true);
+}
+
+/*
+ * Per arrival, the check the table is for: at how many sizes auto came
+ * within 5% of the faster of copy and remap (vs_fast, the median of
+ * paired trials), and where it did not. Only with all three modes.
+ */
+static void print_auto_check(void)
+{
+	static const char *const arr[] = { "early", "posted" };
+	unsigned int a;
+	int i;
+
+	for (a = 0; a < 2; a++) {
+		char out[512];
+		size_t used = 0;
+		int n = 0, in = 0;
+
+		out[0] = 0;
+		for (i = 0; i < npoints; i++) {
+			const struct point *p = &points[i];
+
+			if (strcmp(p->mode, "auto") || strcmp(p->arrival,
+							     arr[a]) ||
+			    p->vs_faster <= 0)
+				continue;
+			n++;
+			if (p->vs_faster <= AUTO_WITHIN) {
+				in++;
+				continue;
+			}
+			if (used < sizeof(out) - 40)
+				used += (size_t)snprintf(out + used,
+							 sizeof(out) - used,
+							 "%s%llu: %.3f",
+							 used ? ", " : "",
+							 (unsigned long long)
+							 p->size,
+							 p->vs_faster);
+		}
+		if (!n)
+			continue;
+		printf("zcbench: %s arrivals: auto within %.0f%% of the faster "
+		       "of copy and remap at %d of %d sizes%s%s%s\n", arr[a],
+		       (AUTO_WITHIN - 1) * 100, in, n, used ? " (not at " : "",
+		       out, used ? ")" : "");
+	}
 }
 
 /* What the landing policy of rank 0 measured, per size class. */
@@ -1451,6 +1500,7 @@ int main(int argc, char **argv)
 	}
 	print_landing(ctx, 0);
 	zcr_ctx_destroy(ctx);
+	print_auto_check();
 	printf("zcbench: %llu iteration(s) failed to verify\n",
 	       (unsigned long long)bad);
 

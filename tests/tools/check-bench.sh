@@ -34,6 +34,13 @@ for tp in tcp shm; do
 		bad "zcbench --transport $tp: iterations failed to verify"
 	# 3 modes x 2 arrivals x 7 sizes
 	rows "$tmp/zcbench-$tp.csv" 42
+	# The check of auto against the faster mode, per arrival, over the
+	# 7 sizes (how many pass is timing: not looked at).
+	for a in early posted; do
+		grep -Eq "^zcbench: $a arrivals: auto within 5% of the faster of copy and remap at [0-7] of 7 sizes" \
+			"$tmp/zcbench-$tp.out" ||
+			bad "zcbench --transport $tp: no auto check for $a arrivals"
+	done
 done
 
 if ! timeout 120 build/tools/zcland-bench --min 4096 --max 4194304 \
