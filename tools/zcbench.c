@@ -25,10 +25,12 @@
  * --arrival early,posted --reply own|echo (rank 1 answers from a buffer of
  * its own, as NetPIPE does, or with the ping's) --iters N (most timed
  * iterations per trial; fewer for big sizes) --trials N (trials per
- * point, 3) --csv FILE|- (- prints it between "zcbench-csv-begin" and
- * "zcbench-csv-end" lines) --png FILE --nptcp --emulated (marks figures
- * as measured under emulation) --no-bind (the two local ranks are bound
- * to two processors unless this is given, as mpirun binds NPopenmpi's).
+ * point, 3) --point-time S (rounds of six more trials while a size's
+ * took less than S seconds) --csv FILE|- (- prints it between
+ * "zcbench-csv-begin" and "zcbench-csv-end" lines) --png FILE --nptcp
+ * --emulated (marks figures as measured under emulation) --no-bind (the
+ * two local ranks are bound to two processors unless this is given, as
+ * mpirun binds NPopenmpi's).
  * Exit status 1 if any iteration fails to verify.
  *
  * --transport tcp|shm: shm sets ZCRECV_SHM=1 for both ranks, so a peer on
@@ -1142,6 +1144,9 @@ static void usage(FILE *f)
 "  --trials N         trials per point (default 3, at most 1000), the\n"
 "                     arrivals and modes of a size taking turns; the\n"
 "                     fastest trial's mean is reported\n"
+"  --point-time S     more trials at a size (in rounds of six, up to\n"
+"                     1000) until its trials took S seconds: quick\n"
+"                     sizes get many, slow ones --trials\n"
 "  --csv FILE|-       write CSV (-: to stdout between zcbench-csv-begin\n"
 "                     and zcbench-csv-end lines)\n"
 "  --png FILE         plot with gnuplot\n"
@@ -1187,6 +1192,7 @@ int main(int argc, char **argv)
 		{ "npopenmpi-layer", 1, NULL, 'Y' },
 		{ "perftest", 0, NULL, 'R' }, { "ref", 1, NULL, 'r' },
 		{ "reply", 1, NULL, 'e' }, { "no-bind", 0, NULL, 'B' },
+		{ "point-time", 1, NULL, 'x' },
 		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	uint64_t min = 4096, max = 16 << 20, size;
@@ -1200,7 +1206,7 @@ int main(int argc, char **argv)
 	bool ompi_first_ok = false;
 	int modes = 0x7, arrivals = 0x3, nptcp = 0, emulated = 0, o, m, a;
 	unsigned int j;
-	unsigned int max_iters = 50, trials = TRIALS;
+	unsigned int max_iters = 50, trials = TRIALS, point_s = 0;
 	char npbuf[64], csvtmp[64], addr[64];
 	struct zcr_ctx_attr attr = { 0 };
 	struct zcr_stats st;
@@ -1223,6 +1229,13 @@ int main(int argc, char **argv)
 		case 't':
 			if (parse_count(optarg, TRIALS_MAX, &trials))
 				trials = 0;
+			break;
+		case 'x':
+			if (parse_count(optarg, 3600, &point_s)) {
+				fprintf(stderr, "zcbench: --point-time: whole "
+					"seconds, 1 to 3600\n");
+				return 2;
+			}
 			break;
 		case 'c': csv = optarg; break;
 		case 'p': png = optarg; break;
@@ -1428,8 +1441,11 @@ int main(int argc, char **argv)
 		int run[3], arr[2];
 		struct acc acc[2][3];
 		double vs[3], vn[3], *npo, npo_best = 0;
+		/* --point-time: whole rounds of six orders, up to the most */
+		unsigned int ntr = trials, cap = point_s ? TRIALS_MAX : trials;
+		double t0 = zct_now_us();
 
-		npo = calloc(trials, sizeof(*npo));
+		npo = calloc(cap, sizeof(*npo));
 		if (!npo)
 			die("calloc", -ENOMEM);
 		memset(acc, 0, sizeof(acc));
@@ -1441,12 +1457,12 @@ int main(int argc, char **argv)
 				arr[narr++] = a;
 		for (a = 0; a < 2; a++)
 			for (m = 0; m < 3; m++) {
-				acc[a][m].tmean = calloc(trials,
+				acc[a][m].tmean = calloc(cap,
 							 sizeof(double));
 				if (!acc[a][m].tmean)
 					die("calloc", -ENOMEM);
 			}
-		for (t = 0; t < trials; t++) {
+		for (t = 0; t < ntr; t++) {
 			for (k = 0; k < narr; k++) {
 				a = arr[(t + k) % narr];
 				for (j = 0; j < nrun; j++) {
@@ -1459,11 +1475,14 @@ int main(int argc, char **argv)
 				npo[t] = npompi_at(size);
 			if (npo[t] > 0 && (!npo_best || npo[t] < npo_best))
 				npo_best = npo[t];
+			if (t + 1 == ntr && point_s && ntr + 6 <= cap &&
+			    zct_now_us() - t0 < point_s * 1e6)
+				ntr += 6;
 		}
 		for (k = 0; k < narr; k++) {
 			a = arr[k];
 			vs_faster(acc[a], order, modes, vs);
-			vs_npompi(acc[a], npo, trials, modes, order, vn);
+			vs_npompi(acc[a], npo, ntr, modes, order, vn);
 			for (m = 0; m < 3; m++) {
 				struct point *pt = &points[npoints];
 
