@@ -87,6 +87,8 @@
  */
 #define TRIALS		3
 #define TRIALS_MAX	1000
+/* auto is "within 5%" of the faster mode up to this vs_fast */
+#define AUTO_WITHIN	1.05
 #define WORD_MAGIC	0x7a63626e00000000ULL	/* "zcbn" */
 
 struct ctrl {
@@ -133,8 +135,6 @@ static int nrefs;
 static const char *transport = "tcp";
 
 static struct point points[512];
-/* auto is "within 5%" of the faster mode up to this vs_fast */
-#define AUTO_WITHIN	1.05
 static int npoints;
 
 static void die(const char *what, int err)
