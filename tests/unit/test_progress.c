@@ -348,7 +348,8 @@ ZT_TEST(a_sleeper_takes_in_a_connection_it_was_not_woken_for)
 	struct pair p;
 	char addr[32];
 	bool taken = false;
-	int port, tries;
+	int port, tries, err;
+	const char *why;
 	uint64_t v;
 	double t;
 
@@ -370,7 +371,13 @@ ZT_TEST(a_sleeper_takes_in_a_connection_it_was_not_woken_for)
 			usleep(1000);
 		}
 		t = pair_now() - t;
-		ZT_EXPECT_EQ(zcr_ep_rank(ep), 5);
+		/* Say why it failed, so that a rare failure can be read. */
+		why = NULL;
+		err = zcr_ep_error(ep, &why);
+		ZT_ASSERT_MSG(zcr_ep_rank(ep) == 5, "try %d: rank %d after "
+			      "%.0f ms, error %d (%s)", tries + 1,
+			      zcr_ep_rank(ep), t * 1e3, err,
+			      why ? why : "none");
 	}
 	atomic_store(&l.stop, 1);
 	v = 1;
