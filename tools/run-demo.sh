@@ -60,7 +60,7 @@ kver=$(tools/vm/kernels.sh "${ZCRECV_RUN_KERNEL:-6.12}")
 log=$out/vm/$kver/demo.log
 mkdir -p "$(dirname "$log")"
 vmmax=${ZCRECV_DEMO_MAX:-$((1 << 20))}
-tools/vm/run-vm.sh -k "$kver" -o "$log" -f build/tools/zcinfo -f "$bench" -- \
+tools/vm/run-vm.sh -B -k "$kver" -o "$log" -f build/tools/zcinfo -f "$bench" -- \
 	./zcinfo \
 	"./zcbench --min 4096 --max $vmmax --iters 8 --modes copy,remap --csv - --emulated"
 sed -n '/^zcbench-csv-begin/,/^zcbench-csv-end/p' "$log" | tr -d '\r' |

@@ -2,7 +2,7 @@
 # run-vm.sh - boot a Debian kernel in QEMU with zcrecv.ko and run commands.
 #
 # Usage: tools/vm/run-vm.sh [-k 6.1|6.12|6.12-rxe|all|VERSION] [-t TIMEOUT]
-#                           [-n] [-R] [-o LOG] [-r RESULTS] [-f FILE]...
+#                           [-n] [-R] [-B] [-o LOG] [-r RESULTS] [-f FILE]...
 #                           -- CMD [CMD...]
 #        tools/vm/run-vm.sh -h|--help
 #   -k  kernel: a series (6.1, 6.12: the newest installed Debian cloud
@@ -14,6 +14,12 @@
 #       kernel's modules, give dummy0 10.77.0.1/24 and create rxe0 on it
 #       (needs a kernel with rdma_rxe: -k 6.12-rxe); ibv_devices, ibv_devinfo
 #       and the rxe provider of libibverbs come along
+#   -B  boot for a benchmark: the TSC as clock source (under TCG the
+#       default HPET makes each clock read a system call and an emulated
+#       device access, about 3 us), no slub_debug or KFENCE sampling (they
+#       slow every kernel allocation), and under TCG no ERMS/FSRM (TCG runs
+#       rep movsb a byte per step: copies of 16 KiB-1 MiB 20-30x slower
+#       than the rest of the guest); kernel errors still fail
 #   -o  write the serial console to LOG (default build/vm/KVER/console.log)
 #   -r  append "pass fail skip" totals to RESULTS
 #   -f  copy FILE (an executable; its shared libraries come along) into /vm
@@ -32,22 +38,24 @@ series=6.12
 timeout_s=900
 load=yes
 rxe=no
+bench=no
 log=
 results=
 files=()
-usage() { sed -n '2,27s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,33s/^# \{0,1\}//p' "$0"; }
 for a in "$@"; do
 	case $a in
 	--) break ;;
 	--help) usage; exit 0 ;;
 	esac
 done
-while getopts "k:t:nRo:r:f:h" opt; do
+while getopts "k:t:nRBo:r:f:h" opt; do
 	case $opt in
 	k) series=$OPTARG ;;
 	t) timeout_s=$OPTARG ;;
 	n) load=no ;;
 	R) rxe=yes ;;
+	B) bench=yes ;;
 	o) log=$OPTARG ;;
 	r) results=$OPTARG ;;
 	f) files+=("$OPTARG") ;;
@@ -160,7 +168,7 @@ printf '%s\n' "$@" > "$rootfs/vm/tests"
 # (nested KVM here aborts in QEMU at once), TCG is used without a word.
 # ZCRECV_VM_ACCEL=tcg|kvm forces one.
 accel=tcg
-cpu=max
+cpu=${ZCRECV_VM_CPU:-max}
 case ${ZCRECV_VM_ACCEL:-auto} in
 kvm) accel=kvm; cpu=host ;;
 auto)
@@ -187,11 +195,22 @@ auto)
 	;;
 esac
 
+# ZCRECV_VM_CPU: the -cpu model (default max; for -B under TCG without the
+# fast string moves, see -B).
+if [ $bench = yes ] && [ $accel = tcg ] && [ -z "${ZCRECV_VM_CPU:-}" ]; then
+	cpu=max,-erms,-fsrm
+fi
+
 # slub_debug and a fast KFENCE catch memory misuse by the module; the console
 # shows kernel errors, and init prints each test's full kernel log.
-append="console=ttyS0 loglevel=4 panic=-1 oops=panic slub_debug=FZPU"
-append+=" kfence.sample_interval=10 hung_task_timeout_secs=60"
-append+=" softlockup_panic=0 rdinit=/init"
+# -B trades them for timings closer to a real machine's.
+append="console=ttyS0 loglevel=4 panic=-1 oops=panic"
+if [ $bench = yes ]; then
+	append+=" clocksource=tsc tsc=reliable"
+else
+	append+=" slub_debug=FZPU kfence.sample_interval=10"
+fi
+append+=" hung_task_timeout_secs=60 softlockup_panic=0 rdinit=/init"
 
 boot() {
 	echo "run-vm.sh: booting $kver ($accel, 2 vCPUs) for: $*"
