@@ -164,14 +164,20 @@ int __zcr_land_choose(struct zcr_land_class *c)
 
 bool __zcr_land_copy_ahead(struct zcr_land_class *c)
 {
-	if (warming(c, ZCR_LAND_COPY) || warming(c, ZCR_LAND_REMAP) ||
-	    cheaper(c) != ZCR_LAND_COPY ||
-	    c->since + 1 >= __zcr_land_explore_period(c))
+	bool explore;
+
+	if (warming(c, ZCR_LAND_COPY) || warming(c, ZCR_LAND_REMAP))
 		return false;
-	/* This landing is decided now: a copy, and one more towards the
-	 * next exploring one. */
+	explore = c->since + 1 >= __zcr_land_explore_period(c);
+	if ((cheaper(c) == ZCR_LAND_COPY) == explore)
+		return false;
+	/*
+	 * This landing is decided now, as __zcr_land_choose() would: a copy,
+	 * either the class's own (one more towards the next exploring
+	 * landing) or the one that explores copy for a remapping class.
+	 */
 	c->tick++;
-	c->since++;
+	c->since = explore ? 0 : c->since + 1;
 	c->last = ZCR_LAND_COPY;
 	return true;
 }
@@ -329,6 +335,20 @@ static double cal_clock(void)
 	return best;
 }
 
+_Static_assert(ZCR_LAND_CLASSES <= 64, "a bit per class in remapping");
+
+/* Keep bit k of bs->remapping for class k = c after its costs changed. */
+static void note_class(struct zcr_backend_state *bs,
+		       const struct zcr_land_class *c)
+{
+	uint64_t bit = 1ULL << (c - bs->cls);
+
+	if (c->n[ZCR_LAND_REMAP] && cheaper(c) == ZCR_LAND_REMAP)
+		bs->remapping |= bit;
+	else
+		bs->remapping &= ~bit;
+}
+
 /* Seed every size class with one sample scaled from the calibration. */
 static void calibrate(struct zcr_ctx *ctx, struct zcr_backend_state *bs)
 {
@@ -352,6 +372,7 @@ static void calibrate(struct zcr_ctx *ctx, struct zcr_backend_state *bs)
 		__zcr_land_prior(cl, ZCR_LAND_COPY, c[i] * size / base);
 		__zcr_land_prior(cl, ZCR_LAND_REMAP, size < base ? r[i] :
 				 r[i] * size / base);
+		note_class(bs, cl);
 	}
 }
 
@@ -416,12 +437,15 @@ const struct zcr_remap_ops *__zcr_remap_pick(struct zcr_ctx *ctx,
 		if (!bs->ops->eligible(ctx, bs->priv, dst, len))
 			continue;
 		/*
-		 * Auto, and the class lands by copy: stage in plain memory.
-		 * In the emulated guest a message staged in a zone slot of
-		 * /dev/zcrecv and copied out cost about 3% more at 4-256
-		 * KiB than one staged in anonymous memory (Documentation/library.md,
-		 * "Staging pool"). The landing that explores remap still
-		 * gets the backend's slot.
+		 * Auto, and this landing will copy (the class copies, or it
+		 * remaps and this one explores copy): stage in plain memory,
+		 * as a copy in earnest is. In the emulated guest a message
+		 * staged in a zone slot of /dev/zcrecv and copied out cost
+		 * about 3% more at 4-256 KiB than one staged in anonymous
+		 * memory, and up to 4 times as much at 1 MiB
+		 * (Documentation/library.md, "Staging pool"): timed from
+		 * the slot, copy would be explored at a cost it never has.
+		 * The landing that explores remap gets the backend's slot.
 		 */
 		if (by && ctx->policy == ZCRECV_POLICY_AUTO &&
 		    __zcr_land_copy_ahead(&bs->cls[class_of(len)])) {
@@ -487,11 +511,10 @@ uint64_t __zcr_remap_min_pages(struct zcr_ctx *ctx)
 		return 0;
 	if (ctx->policy == ZCRECV_POLICY_REMAP)
 		return 1;
-	for (k = 0; k < ZCR_LAND_CLASSES; k++)
-		if (bs->cls[k].n[ZCR_LAND_REMAP] &&
-		    cheaper(&bs->cls[k]) == ZCR_LAND_REMAP)
-			return ((1ULL << k) + ctx->page - 1) / ctx->page;
-	return 0;
+	if (!bs->remapping)
+		return 0;
+	k = (unsigned int)__builtin_ctzll(bs->remapping);
+	return ((1ULL << k) + ctx->page - 1) / ctx->page;
 }
 
 /* ---- landing -------------------------------------------------------------- */
@@ -575,8 +598,10 @@ static void land_kind(struct zcr_ctx *ctx, struct zcr_backend_state *bs,
 		memcpy(dst, s->base + off, n);
 		ctx->st.bytes_copied += n;
 	}
-	if (timed)
+	if (timed) {
 		__zcr_land_record(c, k, now_ns() - t);
+		note_class(bs, c);
+	}
 }
 
 void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,

@@ -314,7 +314,6 @@ static struct zcr_ctx *uffd_ctx(int policy)
 	return ctx;
 }
 
-/* Stage n bytes (seed) as the transport would, land them into dst. */
 /*
  * Stage n bytes for dst as the receive path does (with the room after the
  * message when with_room, as match.c asks for it) and land them; every
@@ -349,12 +348,17 @@ static void land(struct zcr_ctx *ctx, char *dst, size_t n, unsigned seed)
 	land_as(ctx, dst, n, seed, false);
 }
 
-static uint64_t pages(struct zcr_ctx *ctx)
+static struct zcr_stats stats_of(struct zcr_ctx *ctx)
 {
 	struct zcr_stats st;
 
 	ZT_EXPECT_EQ(zcr_ctx_stats(ctx, &st), 0);
-	return st.pages_remapped;
+	return st;
+}
+
+static uint64_t pages(struct zcr_ctx *ctx)
+{
+	return stats_of(ctx).pages_remapped;
 }
 
 ZT_TEST(uffd_munmap_and_mmap_at_the_same_address)
@@ -388,6 +392,74 @@ ZT_TEST(uffd_munmap_and_mmap_at_the_same_address)
 }
 
 /*
+ * The 64 KiB class of ctx's first backend (uffd-move), warmed up at the
+ * given costs, and an anonymous mapping of n bytes to land in (*u).
+ */
+static struct zcr_land_class *warm_class(struct zcr_ctx *ctx, double copy_ns,
+					 double remap_ns, size_t n, char **u)
+{
+	struct zcr_backend_state *bs = &ctx->be[0];
+	struct zcr_land_class *c = &bs->cls[16];	/* 64 KiB - 128 KiB */
+
+	ZT_EXPECT_EQ(bs->ops->id, ZCRECV_BACKEND_UFFD);
+	*u = mmap(NULL, n, PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ZT_ASSERT(*u != MAP_FAILED);
+	memset(c, 0, sizeof(*c));
+	drive(c, copy_ns, remap_ns, 2 * ZCR_LAND_WARM);
+	ZT_EXPECT_EQ(__zcr_land_explore_period(c), 3 * ZCR_LAND_EXPLORE);
+	return c;
+}
+
+/* Land a patterned message from a plain-memory slot for class of bs. */
+static void land_plain(struct zcr_ctx *ctx, struct zcr_backend_state *bs,
+		       char *u, size_t n, unsigned int seed)
+{
+	struct zcr_slot *s = __zcr_slot_get_locked(ctx, &__zcr_remap_copy, n);
+	size_t j;
+
+	ZT_ASSERT(s);
+	for (j = 0; j < n; j++)
+		s->base[j] = (char)(j * 3 + seed);
+	__zcr_remap_deliver_locked(ctx, s, 0, u, n, true, bs);
+	for (j = 0; j < n; j++)
+		if (u[j] != (char)(j * 3 + seed))
+			zt_fail(__FILE__, __LINE__, "byte %zu wrong", j);
+	__zcr_slot_put_locked(ctx, s);
+}
+
+/*
+ * Stage 2 periods' worth of messages for u under auto, as match.c asks:
+ * how many were staged in plain memory (the first of them: *first). The
+ * others get the backend's slot and land by remap at remap_ns.
+ */
+static uint64_t pick_round(struct zcr_ctx *ctx, struct zcr_land_class *c,
+			   char *u, size_t n, double remap_ns,
+			   uint64_t *first)
+{
+	struct zcr_backend_state *bs = &ctx->be[0], *by;
+	uint64_t period = __zcr_land_explore_period(c), i, plain = 0;
+	const struct zcr_remap_ops *ops;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (i = 0; i < 2 * period; i++) {
+		ops = __zcr_remap_pick(ctx, u, n, &by);
+		if (ops == &__zcr_remap_copy) {
+			ZT_ASSERT(by == bs);
+			ZT_EXPECT_EQ(c->last, ZCR_LAND_COPY);
+			if (!plain++ && first)
+				*first = i;
+			continue;
+		}
+		ZT_ASSERT(ops == bs->ops && !by);
+		ZT_EXPECT_EQ(__zcr_land_choose(c), ZCR_LAND_REMAP);
+		__zcr_land_record(c, ZCR_LAND_REMAP, remap_ns);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return plain;
+}
+
+/*
  * Auto, a class that lands by copy: its messages are staged in plain
  * memory (the copy backend's slots), all but the one in each exploring
  * period that tries remap, which gets the backend's slot; exploring goes
@@ -398,55 +470,112 @@ ZT_TEST(uffd_auto_stages_a_copy_class_in_plain_memory)
 {
 	struct zcr_ctx *ctx = uffd_ctx(ZCRECV_POLICY_AUTO);
 	const size_t n = 64 << 10;
-	const struct zcr_remap_ops *ops;
-	struct zcr_backend_state *bs, *by;
+	struct zcr_backend_state *bs = &ctx->be[0];
 	struct zcr_land_class *c;
-	uint64_t period, i, plain = 0, timed0;
-	struct zcr_slot *s;
+	uint64_t period, i, timed0;
 	char *u;
-	size_t j;
 
-	bs = &ctx->be[0];
-	ZT_EXPECT_EQ(bs->ops->id, ZCRECV_BACKEND_UFFD);
-	u = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		 -1, 0);
-	ZT_ASSERT(u != MAP_FAILED);
-	c = &bs->cls[16];			/* 64 KiB to 128 KiB - 1 */
-	memset(c, 0, sizeof(*c));
-	drive(c, 100, 300, 2 * ZCR_LAND_WARM);	/* warm; copy the cheaper */
+	c = warm_class(ctx, 100, 300, n, &u);	/* copy the cheaper */
 	period = __zcr_land_explore_period(c);
-	ZT_EXPECT_EQ(period, 3 * ZCR_LAND_EXPLORE);
+	/* all in plain memory but the two exploring remaps */
+	ZT_EXPECT_EQ(pick_round(ctx, c, u, n, 300, NULL), 2 * period - 2);
 	pthread_mutex_lock(&ctx->lock);
-	for (i = 0; i < 2 * period; i++) {
-		ops = __zcr_remap_pick(ctx, u, n, &by);
-		if (ops == &__zcr_remap_copy) {
-			ZT_ASSERT(by == bs);
-			plain++;
-			continue;
-		}
-		/* the exploring landing: the backend's slot, remap */
-		ZT_ASSERT(ops == bs->ops && !by);
-		ZT_EXPECT_EQ(__zcr_land_choose(c), ZCR_LAND_REMAP);
-		__zcr_land_record(c, ZCR_LAND_REMAP, 300);
-	}
-	ZT_EXPECT_EQ(plain, 2 * period - 2);
 	/* Without by the policy is not asked. */
 	ZT_ASSERT(__zcr_remap_pick(ctx, u, n, NULL) == bs->ops);
 	/* Landings from plain memory for bs: timed as copies of the class. */
 	timed0 = c->n[ZCR_LAND_COPY];
-	s = __zcr_slot_get_locked(ctx, &__zcr_remap_copy, n);
-	ZT_ASSERT(s);
-	for (i = 0; i < ZCR_LAND_SAMPLE_MAX; i++) {
-		for (j = 0; j < n; j++)
-			s->base[j] = (char)(j * 3 + i);
-		__zcr_remap_deliver_locked(ctx, s, 0, u, n, true, bs);
-		for (j = 0; j < n; j++)
-			if (u[j] != (char)(j * 3 + i))
-				zt_fail(__FILE__, __LINE__, "byte %zu wrong", j);
-	}
-	__zcr_slot_put_locked(ctx, s);
+	for (i = 0; i < ZCR_LAND_SAMPLE_MAX; i++)
+		land_plain(ctx, bs, u, n, (unsigned int)i);
 	pthread_mutex_unlock(&ctx->lock);
 	ZT_ASSERT(c->n[ZCR_LAND_COPY] > timed0);
+	munmap(u, n);
+	zcr_ctx_destroy(ctx);
+}
+
+/*
+ * Auto, a class that lands by remap: the one landing in each exploring
+ * period that tries copy is staged in plain memory too, where a copy in
+ * earnest would come from, and times copy for the class; every other
+ * message gets the backend's slot. The exploring rate is the one the
+ * landing itself would keep.
+ */
+ZT_TEST(uffd_auto_explores_copy_from_plain_memory)
+{
+	struct zcr_ctx *ctx = uffd_ctx(ZCRECV_POLICY_AUTO);
+	const size_t n = 64 << 10;
+	struct zcr_backend_state *bs = &ctx->be[0];
+	struct zcr_land_class *c;
+	uint64_t period, first = 0, timed0;
+	char *u;
+
+	c = warm_class(ctx, 300, 100, n, &u);	/* remap the cheaper */
+	period = __zcr_land_explore_period(c);
+	/* one exploring copy per period, a period apart */
+	ZT_EXPECT_EQ(pick_round(ctx, c, u, n, 100, &first), 2);
+	ZT_ASSERT(first < period);
+	/* Its copy from plain memory is timed for the class. */
+	timed0 = c->n[ZCR_LAND_COPY];
+	pthread_mutex_lock(&ctx->lock);
+	land_plain(ctx, bs, u, n, 1);
+	pthread_mutex_unlock(&ctx->lock);
+	ZT_EXPECT_EQ(c->n[ZCR_LAND_COPY], timed0 + 1);
+	munmap(u, n);
+	zcr_ctx_destroy(ctx);
+}
+
+/* min_remap_pages as a walk over every class computes it. */
+static uint64_t min_pages_walked(struct zcr_ctx *ctx)
+{
+	struct zcr_backend_state *bs = &ctx->be[0];
+	unsigned int k;
+
+	for (k = 0; k < ZCR_LAND_CLASSES; k++) {
+		const struct zcr_land_class *c = &bs->cls[k];
+
+		if (c->n[ZCR_LAND_REMAP] && c->cost[ZCR_LAND_REMAP] *
+		    ZCR_LAND_REMAP_BIAS < c->cost[ZCR_LAND_COPY])
+			return ((1ULL << k) + ctx->page - 1) / ctx->page;
+	}
+	return 0;
+}
+
+/*
+ * zcr_ctx_stats() reports the least class that remaps without walking the
+ * classes: what it says must follow every change of a class's choice
+ * made by a timed landing, both ways.
+ */
+ZT_TEST(uffd_min_remap_pages_follows_the_classes)
+{
+	struct zcr_ctx *ctx = uffd_ctx(ZCRECV_POLICY_AUTO);
+	const size_t n = 64 << 10;
+	struct zcr_backend_state *bs = &ctx->be[0];
+	struct zcr_land_class *c;
+	uint64_t first;
+	unsigned int i;
+	char *u;
+
+	ZT_EXPECT_EQ(stats_of(ctx).min_remap_pages, min_pages_walked(ctx));
+	/* The 64 KiB class remaps once a landing is timed in it. */
+	c = warm_class(ctx, 300, 100, n, &u);
+	pthread_mutex_lock(&ctx->lock);
+	land_plain(ctx, bs, u, n, 7);
+	pthread_mutex_unlock(&ctx->lock);
+	first = min_pages_walked(ctx);
+	ZT_ASSERT(first && first <= n / ctx->page);
+	ZT_EXPECT_EQ(stats_of(ctx).min_remap_pages, first);
+	/* Remap becomes dear: the next timed landing (at least one in
+	 * ZCR_LAND_SAMPLE_MAX) turns the class to copy, and the report
+	 * moves on to the next class that remaps. */
+	c->cost[ZCR_LAND_REMAP] = 1e12;
+	pthread_mutex_lock(&ctx->lock);
+	for (i = 0; i < ZCR_LAND_SAMPLE_MAX; i++)
+		land_plain(ctx, bs, u, n, 8 + i);
+	pthread_mutex_unlock(&ctx->lock);
+	ZT_ASSERT(c->cost[ZCR_LAND_REMAP] * ZCR_LAND_REMAP_BIAS >=
+		  c->cost[ZCR_LAND_COPY]);
+	ZT_EXPECT_EQ(stats_of(ctx).min_remap_pages, min_pages_walked(ctx));
+	if (first == n / ctx->page)	/* no smaller class remapped */
+		ZT_ASSERT(stats_of(ctx).min_remap_pages != first);
 	munmap(u, n);
 	zcr_ctx_destroy(ctx);
 }
