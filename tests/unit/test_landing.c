@@ -430,15 +430,16 @@ static void land_plain(struct zcr_ctx *ctx, struct zcr_backend_state *bs,
 
 /*
  * Stage 2 periods' worth of messages for u under auto, as match.c asks:
- * how many were staged in plain memory (the first of them: *first). The
- * others get the backend's slot and land by remap at remap_ns.
+ * how many were staged in plain memory (the first two of them at at[0],
+ * at[1]). The others get the backend's slot and land by remap at
+ * remap_ns. Every message counts as one landing decided.
  */
 static uint64_t pick_round(struct zcr_ctx *ctx, struct zcr_land_class *c,
-			   char *u, size_t n, double remap_ns,
-			   uint64_t *first)
+			   char *u, size_t n, double remap_ns, uint64_t *at)
 {
 	struct zcr_backend_state *bs = &ctx->be[0], *by;
 	uint64_t period = __zcr_land_explore_period(c), i, plain = 0;
+	uint64_t tick0 = c->tick;
 	const struct zcr_remap_ops *ops;
 
 	pthread_mutex_lock(&ctx->lock);
@@ -447,8 +448,9 @@ static uint64_t pick_round(struct zcr_ctx *ctx, struct zcr_land_class *c,
 		if (ops == &__zcr_remap_copy) {
 			ZT_ASSERT(by == bs);
 			ZT_EXPECT_EQ(c->last, ZCR_LAND_COPY);
-			if (!plain++ && first)
-				*first = i;
+			if (at && plain < 2)
+				at[plain] = i;
+			plain++;
 			continue;
 		}
 		ZT_ASSERT(ops == bs->ops && !by);
@@ -456,6 +458,7 @@ static uint64_t pick_round(struct zcr_ctx *ctx, struct zcr_land_class *c,
 		__zcr_land_record(c, ZCR_LAND_REMAP, remap_ns);
 	}
 	pthread_mutex_unlock(&ctx->lock);
+	ZT_EXPECT_EQ(c->tick - tick0, 2 * period);
 	return plain;
 }
 
@@ -505,14 +508,15 @@ ZT_TEST(uffd_auto_explores_copy_from_plain_memory)
 	const size_t n = 64 << 10;
 	struct zcr_backend_state *bs = &ctx->be[0];
 	struct zcr_land_class *c;
-	uint64_t period, first = 0, timed0;
+	uint64_t period, at[2] = { 0, 0 }, timed0;
 	char *u;
 
 	c = warm_class(ctx, 300, 100, n, &u);	/* remap the cheaper */
 	period = __zcr_land_explore_period(c);
-	/* one exploring copy per period, a period apart */
-	ZT_EXPECT_EQ(pick_round(ctx, c, u, n, 100, &first), 2);
-	ZT_ASSERT(first < period);
+	/* one exploring copy per period, exactly a period apart */
+	ZT_EXPECT_EQ(pick_round(ctx, c, u, n, 100, at), 2);
+	ZT_ASSERT(at[0] < period);
+	ZT_EXPECT_EQ(at[1] - at[0], period);
 	/* Its copy from plain memory is timed for the class. */
 	timed0 = c->n[ZCR_LAND_COPY];
 	pthread_mutex_lock(&ctx->lock);
@@ -563,6 +567,7 @@ ZT_TEST(uffd_min_remap_pages_follows_the_classes)
 	first = min_pages_walked(ctx);
 	ZT_ASSERT(first && first <= n / ctx->page);
 	ZT_EXPECT_EQ(stats_of(ctx).min_remap_pages, first);
+	ZT_ASSERT(bs->remapping & (1ULL << 16));	/* 64 KiB: class 16 */
 	/* Remap becomes dear: the next timed landing (at least one in
 	 * ZCR_LAND_SAMPLE_MAX) turns the class to copy, and the report
 	 * moves on to the next class that remaps. */
@@ -574,6 +579,7 @@ ZT_TEST(uffd_min_remap_pages_follows_the_classes)
 	ZT_ASSERT(c->cost[ZCR_LAND_REMAP] * ZCR_LAND_REMAP_BIAS >=
 		  c->cost[ZCR_LAND_COPY]);
 	ZT_EXPECT_EQ(stats_of(ctx).min_remap_pages, min_pages_walked(ctx));
+	ZT_ASSERT(!(bs->remapping & (1ULL << 16)));
 	if (first == n / ctx->page)	/* no smaller class remapped */
 		ZT_ASSERT(stats_of(ctx).min_remap_pages != first);
 	munmap(u, n);
