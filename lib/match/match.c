@@ -333,6 +333,8 @@ int __zcr_match_arrive_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
  */
 static void msg_free(struct zcr_ctx *ctx, struct zcr_msg *m)
 {
+	/* Not delivered (aborted, or the context goes): dst as it was. */
+	__zcr_remap_unprepare_locked(ctx, m->slot);
 	zcr_list_del(&m->link);
 	ctx->nunexpected--;
 	if (m->peer) {
@@ -345,13 +347,37 @@ static void msg_free(struct zcr_ctx *ctx, struct zcr_msg *m)
 	free(m);
 }
 
+/* Bytes of m for r, and may they be remapped (r has m's page offset)? */
+static size_t msg_fit(struct zcr_ctx *ctx, struct zcr_msg *m,
+		      struct zcr_req *r, bool *same)
+{
+	*same = ((uintptr_t)r->buf & (ctx->page - 1)) ==
+		(m->off & (ctx->page - 1));
+	return m->len < r->size ? m->len : r->size;
+}
+
+/*
+ * Receive r takes m, whose payload is still landing: delivered when it is
+ * in; meanwhile the landing is decided and a remap prepared (the backend
+ * may take r's old pages out while the payload comes).
+ */
+static void msg_await(struct zcr_ctx *ctx, struct zcr_msg *m,
+		      struct zcr_req *r)
+{
+	bool same;
+	size_t n = msg_fit(ctx, m, r, &same);
+
+	m->req = r;
+	__zcr_remap_prepare_locked(ctx, m->slot, m->off, r->buf, n,
+				   same && m->len <= r->size, m->by);
+}
+
 /* Copy or remap a complete staged message into receive r, free it. */
 static void msg_deliver(struct zcr_ctx *ctx, struct zcr_msg *m,
 			struct zcr_req *r)
 {
-	size_t n = m->len < r->size ? m->len : r->size;
-	bool same = ((uintptr_t)r->buf & (ctx->page - 1)) ==
-		    (m->off & (ctx->page - 1));
+	bool same;
+	size_t n = msg_fit(ctx, m, r, &same);
 
 	if (same)
 		ctx->st.hits++;
@@ -520,7 +546,7 @@ static bool take_queued(struct zcr_ctx *ctx, struct zcr_req *r)
 		if (m->complete)
 			msg_deliver(ctx, m, r);
 		else
-			m->req = r;	/* delivered when the payload is in */
+			msg_await(ctx, m, r);
 		return true;
 	}
 	for (pos = ctx->stalled.next; pos != &ctx->stalled; pos = pos->next) {

@@ -582,7 +582,8 @@ static void land_remap(struct zcr_ctx *ctx, struct zcr_backend_state *bs,
 
 /*
  * One landing of class c of bs by kind k, timed when the policy asks for
- * a sample: [a, e) is what a remap may move.
+ * a sample: [a, e) is what a remap may move. What preparing it cost
+ * (s->prep_ns) is part of its time.
  */
 static void land_kind(struct zcr_ctx *ctx, struct zcr_backend_state *bs,
 		      struct zcr_land_class *c, int k, struct zcr_slot *s,
@@ -599,32 +600,25 @@ static void land_kind(struct zcr_ctx *ctx, struct zcr_backend_state *bs,
 		ctx->st.bytes_copied += n;
 	}
 	if (timed) {
-		__zcr_land_record(c, k, now_ns() - t);
+		__zcr_land_record(c, k, now_ns() - t + s->prep_ns);
 		note_class(bs, c);
 	}
+	s->prep_ns = 0;
 }
 
-void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
-				size_t off, char *dst, size_t n,
-				bool same_offset, struct zcr_backend_state *by)
+/*
+ * The part [*ap, *ep) of dst that a landing of n bytes staged in s at off
+ * may remap, with the backend's state; false when it can only be copied.
+ */
+static bool remap_range(struct zcr_ctx *ctx, struct zcr_slot *s, size_t off,
+			char *dst, size_t n, bool same_offset,
+			struct zcr_backend_state **bsp, uintptr_t *ap,
+			uintptr_t *ep)
 {
 	uintptr_t a = ((uintptr_t)dst + ctx->page - 1) & ~(ctx->page - 1);
 	uintptr_t e = ((uintptr_t)dst + n) & ~(ctx->page - 1);
-	struct zcr_backend_state *bs;
-	struct zcr_land_class *c;
-	int k;
+	struct zcr_backend_state *bs = __zcr_remap_state(ctx, s->ops);
 
-	if (by && same_offset && n) {
-		/*
-		 * Staged in plain memory because auto's landing of its class
-		 * at by copies (__zcr_remap_pick): that copy is the class's
-		 * landing, timed for it as one from by's slot would be.
-		 */
-		land_kind(ctx, by, &by->cls[class_of(n)], ZCR_LAND_COPY, s,
-			  off, dst, n, 0, 0);
-		return;
-	}
-	bs = __zcr_remap_state(ctx, s->ops);
 	if (s->ops->units_only && s->ops->unit) {
 		/* the slot is unit aligned: so is dst's part at its offset */
 		uintptr_t u = s->ops->unit(ctx, bs->priv, s->cap);
@@ -642,7 +636,7 @@ void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
 			e = (uintptr_t)dst + n + room;
 	}
 	if (!same_offset || !s->ops->remap || e <= a)
-		goto copy_all;
+		return false;
 	/*
 	 * [a, e) must be the backend's memory and, where it comes in several
 	 * units (kmod), of the slot's unit (a huge zone and a 4 KiB one
@@ -652,17 +646,84 @@ void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
 	    s->ops->unit_at(ctx, bs->priv, (void *)a, e - a) !=
 	    s->ops->unit(ctx, bs->priv, s->cap) :
 	    !s->ops->eligible(ctx, bs->priv, (void *)a, e - a))
-		goto copy_all;
-	c = &bs->cls[class_of(n)];
+		return false;
+	*bsp = bs;
+	*ap = a;
+	*ep = e;
+	return true;
+}
+
+static int land_decide(struct zcr_ctx *ctx, struct zcr_land_class *c)
+{
 	if (ctx->policy == ZCRECV_POLICY_COPY)
-		k = ZCR_LAND_COPY;
-	else if (ctx->policy == ZCRECV_POLICY_REMAP)
-		k = ZCR_LAND_REMAP;
-	else
-		k = __zcr_land_choose(c);
-	land_kind(ctx, bs, c, k, s, off, dst, n, a, e);
+		return ZCR_LAND_COPY;
+	if (ctx->policy == ZCRECV_POLICY_REMAP)
+		return ZCR_LAND_REMAP;
+	return __zcr_land_choose(c);
+}
+
+void __zcr_remap_unprepare_locked(struct zcr_ctx *ctx, struct zcr_slot *s)
+{
+	if (s->prep && s->ops->unprepare)
+		s->ops->unprepare(ctx, __zcr_remap_state(ctx, s->ops)->priv, s);
+	s->prep = NULL;
+	s->kind = 0;
+	s->prep_ns = 0;
+}
+
+void __zcr_remap_prepare_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
+				size_t off, char *dst, size_t n,
+				bool same_offset, struct zcr_backend_state *by)
+{
+	struct zcr_backend_state *bs;
+	uintptr_t a, e;
+	double t;
+	int k;
+
+	/* Staged in plain memory to be copied (by), or nothing to move. */
+	if (by || !n || !s->ops->prepare || s->kind ||
+	    !remap_range(ctx, s, off, dst, n, same_offset, &bs, &a, &e))
+		return;
+	k = land_decide(ctx, &bs->cls[class_of(n)]);
+	s->kind = k + 1;
+	if (k != ZCR_LAND_REMAP)
+		return;
+	/* Exactly what land_remap() will ask ops->remap() to move. */
+	t = now_ns();
+	if (s->ops->prepare(ctx, bs->priv, (void *)a, s,
+			    off + (a - (uintptr_t)dst), e - a) == 0)
+		s->prep_ns = now_ns() - t;
+}
+
+void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
+				size_t off, char *dst, size_t n,
+				bool same_offset, struct zcr_backend_state *by)
+{
+	struct zcr_backend_state *bs;
+	uintptr_t a, e;
+	int k;
+
+	if (by && same_offset && n) {
+		/*
+		 * Staged in plain memory because auto's landing of its class
+		 * at by copies (__zcr_remap_pick): that copy is the class's
+		 * landing, timed for it as one from by's slot would be.
+		 */
+		land_kind(ctx, by, &by->cls[class_of(n)], ZCR_LAND_COPY, s,
+			  off, dst, n, 0, 0);
+		return;
+	}
+	if (!remap_range(ctx, s, off, dst, n, same_offset, &bs, &a, &e))
+		goto copy_all;
+	/* Decided when the receive took the message still landing. */
+	k = s->kind ? s->kind - 1 : land_decide(ctx, &bs->cls[class_of(n)]);
+	s->kind = 0;
+	if (k != ZCR_LAND_REMAP && s->prep)
+		__zcr_remap_unprepare_locked(ctx, s);
+	land_kind(ctx, bs, &bs->cls[class_of(n)], k, s, off, dst, n, a, e);
 	return;
 copy_all:
+	__zcr_remap_unprepare_locked(ctx, s);
 	/* dst may be NULL for a zero-size receive: memcpy must not see it. */
 	if (n)
 		memcpy(dst, s->base + off, n);

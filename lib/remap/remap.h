@@ -73,6 +73,18 @@ struct zcr_remap_ops {
 			  size_t len);
 	long (*remap)(struct zcr_ctx *ctx, void *priv, void *dst,
 		      struct zcr_slot *s, size_t off, size_t len);
+	/*
+	 * Optional. A receive for [dst, dst + len) was posted while the
+	 * payload still lands in s at off: do now, while the receiver
+	 * waits, what of remap() does not need the payload (uffd-move takes
+	 * the user's pages out). 0 when done (s->prep set): remap() of
+	 * exactly that range then finishes it, unprepare() puts dst back as
+	 * it was; else -errno, with nothing changed.
+	 */
+	int (*prepare)(struct zcr_ctx *ctx, void *priv, void *dst,
+		       struct zcr_slot *s, size_t off, size_t len);
+	void (*unprepare)(struct zcr_ctx *ctx, void *priv,
+			  struct zcr_slot *s);
 };
 
 extern const struct zcr_remap_ops __zcr_remap_kmod;
@@ -210,6 +222,17 @@ size_t __zcr_remap_stage_offset(struct zcr_ctx *ctx,
 void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
 				size_t off, char *dst, size_t n,
 				bool same_offset, struct zcr_backend_state *by);
+/*
+ * A receive for dst (n bytes, same_offset and by as for delivery) took s's
+ * message while its payload still lands: decide the landing now and let
+ * the backend prepare a remap (ops->prepare) while the payload comes in.
+ * __zcr_remap_deliver_locked() then lands it as decided.
+ */
+void __zcr_remap_prepare_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
+				size_t off, char *dst, size_t n,
+				bool same_offset, struct zcr_backend_state *by);
+/* The message in s will not be delivered: undo what was prepared. */
+void __zcr_remap_unprepare_locked(struct zcr_ctx *ctx, struct zcr_slot *s);
 /* The least full pages auto remaps now (0: none), for zcr_stats. */
 uint64_t __zcr_remap_min_pages(struct zcr_ctx *ctx);
 

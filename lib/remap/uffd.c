@@ -282,18 +282,16 @@ static void user_restore(struct uffd_priv *u, char *dst, char *old,
 		memcpy(dst + r, old + r, len - (size_t)r);
 }
 
-static long uffd_remap(struct zcr_ctx *ctx, void *priv, void *dstp,
-		       struct zcr_slot *s, size_t off, size_t len)
+/*
+ * First half of an exchange: the user's pages of [dst, dst + len) into the
+ * empty spare sp at old (= sp + the slot offset). 0, or -errno with dst as
+ * it was.
+ */
+static long evict(struct uffd_priv *u, char *dst, char *old, size_t len,
+		  size_t cap)
 {
-	struct uffd_priv *u = priv;
-	char *dst = dstp, *src = s->base + off, *sp, *old;
 	long a, b;
 
-	(void)ctx;
-	sp = spare_get(u, s->cap);
-	if (!sp)
-		return -ENOMEM;
-	old = sp + off;
 	a = uffd_move(u, old, dst, len);
 	if (a == -EINVAL && user_register(u, dst, len) == 0) {
 		/*
@@ -317,18 +315,28 @@ static long uffd_remap(struct zcr_ctx *ctx, void *priv, void *dstp,
 		madvise(old, len, MADV_DONTNEED);
 		a = uffd_move(u, old, dst, len);
 	}
-	if (a < 0) {
-		spare_put(u, sp, s->cap);
+	if (a < 0)
 		return a;
-	}
 	if ((size_t)a < len) {
 		/* Put back what left dst; nothing was delivered. */
 		user_restore(u, dst, old, (size_t)a);
-		spare_put(u, sp, s->cap);
 		return -EBUSY;
 	}
-	if (is_huge(s->cap))
+	if (is_huge(cap))
 		user_drop_tables(dst, len);
+	return 0;
+}
+
+/*
+ * Second half: the slot's pages at off into dst, emptied by evict() into
+ * the spare sp. Returns the bytes delivered (a prefix).
+ */
+static long fill(struct uffd_priv *u, char *dst, struct zcr_slot *s,
+		 char *sp, size_t off, size_t len)
+{
+	char *src = s->base + off, *old = sp + off;
+	long b;
+
 	b = uffd_move(u, dst, src, len);
 	if (b == -EINVAL && user_register(u, dst, len) == 0)
 		b = uffd_move(u, dst, src, len);
@@ -351,6 +359,69 @@ static long uffd_remap(struct zcr_ctx *ctx, void *priv, void *dstp,
 	return b;
 }
 
+static void uffd_unprepare(struct zcr_ctx *ctx, void *priv,
+			   struct zcr_slot *s)
+{
+	struct uffd_priv *u = priv;
+	char *sp = s->prep;
+
+	(void)ctx;
+	if (!sp)
+		return;
+	s->prep = NULL;
+	user_restore(u, s->prep_dst, sp + s->prep_off, s->prep_len);
+	madvise(sp + s->prep_off, s->prep_len, MADV_DONTNEED);
+	spare_put(u, sp, s->cap);
+}
+
+/*
+ * The receive is posted, the payload still lands in the slot: take the
+ * user's pages out now, so that the landing only moves the slot's in.
+ */
+static int uffd_prepare(struct zcr_ctx *ctx, void *priv, void *dstp,
+			struct zcr_slot *s, size_t off, size_t len)
+{
+	struct uffd_priv *u = priv;
+	char *sp;
+	long ret;
+
+	(void)ctx;
+	if (s->prep)
+		return -EBUSY;
+	sp = spare_get(u, s->cap);
+	if (!sp)
+		return -ENOMEM;
+	ret = evict(u, dstp, sp + off, len, s->cap);
+	if (ret < 0) {
+		spare_put(u, sp, s->cap);
+		return (int)ret;
+	}
+	s->prep = sp;
+	s->prep_dst = dstp;
+	s->prep_off = off;
+	s->prep_len = len;
+	return 0;
+}
+
+static long uffd_remap(struct zcr_ctx *ctx, void *priv, void *dstp,
+		       struct zcr_slot *s, size_t off, size_t len)
+{
+	char *dst = dstp, *sp;
+	int ret;
+
+	if (s->prep && (s->prep_dst != dst || s->prep_off != off ||
+			s->prep_len != len))
+		uffd_unprepare(ctx, priv, s);	/* another range: undo */
+	if (!s->prep) {
+		ret = uffd_prepare(ctx, priv, dstp, s, off, len);
+		if (ret)
+			return ret;
+	}
+	sp = s->prep;			/* the user's pages are out */
+	s->prep = NULL;
+	return fill(priv, dst, s, sp, off, len);
+}
+
 const struct zcr_remap_ops __zcr_remap_uffd = {
 	.name = "uffd-move",
 	.alias = "uffd",
@@ -364,4 +435,6 @@ const struct zcr_remap_ops __zcr_remap_uffd = {
 	.slot_free = uffd_slot_free,
 	.eligible = uffd_eligible,
 	.remap = uffd_remap,
+	.prepare = uffd_prepare,
+	.unprepare = uffd_unprepare,
 };

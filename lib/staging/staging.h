@@ -18,6 +18,18 @@ struct zcr_slot {
 	const struct zcr_remap_ops *ops;
 	char *base;
 	size_t cap;
+	/*
+	 * A receive waits for the payload still landing here: what the
+	 * engine decided for it then (kind + 1; 0: nothing yet), and, when
+	 * that was a remap the backend prepared (ops->prepare), the
+	 * backend's note of it until remap() or unprepare() (prep != NULL)
+	 * and what preparing cost (ns, added to the landing's time).
+	 */
+	int kind;
+	void *prep;
+	char *prep_dst;
+	size_t prep_off, prep_len;
+	double prep_ns;
 };
 
 struct zcr_slot *__zcr_slot_get_locked(struct zcr_ctx *ctx,
