@@ -331,10 +331,11 @@ int __zcr_match_arrive_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
  * Take m off the queue and give its slot back. Staging room was freed:
  * stalled arrivals may land at the next drain.
  */
-static void msg_free(struct zcr_ctx *ctx, struct zcr_msg *m)
+static void msg_free_as(struct zcr_ctx *ctx, struct zcr_msg *m,
+			bool abandoned)
 {
 	/* Not delivered (aborted, or the context goes): dst as it was. */
-	__zcr_remap_unprepare_locked(ctx, m->slot);
+	__zcr_remap_unprepare_locked(ctx, m->slot, abandoned);
 	zcr_list_del(&m->link);
 	ctx->nunexpected--;
 	if (m->peer) {
@@ -345,6 +346,11 @@ static void msg_free(struct zcr_ctx *ctx, struct zcr_msg *m)
 	if (!zcr_list_empty(&ctx->stalled))
 		ctx->drain_pending = true;
 	free(m);
+}
+
+static void msg_free(struct zcr_ctx *ctx, struct zcr_msg *m)
+{
+	msg_free_as(ctx, m, false);
 }
 
 /* Bytes of m for r, and may they be remapped (r has m's page offset)? */
@@ -718,7 +724,7 @@ void __zcr_match_fini(struct zcr_ctx *ctx)
 
 		if (m->req && !m->req->done)
 			free(m->req);
-		msg_free(ctx, m);
+		msg_free_as(ctx, m, true);	/* its receive is abandoned */
 	}
 	zcr_list_for_each_safe(pos, tmp, &ctx->peers) {
 		zcr_list_del(pos);

@@ -590,9 +590,11 @@ static void land_kind(struct zcr_ctx *ctx, struct zcr_backend_state *bs,
 		      size_t off, char *dst, size_t n, uintptr_t a,
 		      uintptr_t e)
 {
-	bool timed = __zcr_land_timed(c, k, bs->clock_ns);
+	bool timed = s->timed ? s->timed == 2 :
+		     __zcr_land_timed(c, k, bs->clock_ns);
 	double t = timed ? now_ns() : 0;
 
+	s->timed = 0;
 	if (k == ZCR_LAND_REMAP) {
 		land_remap(ctx, bs, s, off, dst, n, a, e);
 	} else {
@@ -662,12 +664,15 @@ static int land_decide(struct zcr_ctx *ctx, struct zcr_land_class *c)
 	return __zcr_land_choose(c);
 }
 
-void __zcr_remap_unprepare_locked(struct zcr_ctx *ctx, struct zcr_slot *s)
+void __zcr_remap_unprepare_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
+				  bool abandoned)
 {
 	if (s->prep && s->ops->unprepare)
-		s->ops->unprepare(ctx, __zcr_remap_state(ctx, s->ops)->priv, s);
+		s->ops->unprepare(ctx, __zcr_remap_state(ctx, s->ops)->priv, s,
+				  abandoned);
 	s->prep = NULL;
 	s->kind = 0;
+	s->timed = 0;
 	s->prep_ns = 0;
 }
 
@@ -676,22 +681,28 @@ void __zcr_remap_prepare_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
 				bool same_offset, struct zcr_backend_state *by)
 {
 	struct zcr_backend_state *bs;
+	struct zcr_land_class *c;
 	uintptr_t a, e;
-	double t;
+	double t = 0;
 	int k;
 
 	/* Staged in plain memory to be copied (by), or nothing to move. */
 	if (by || !n || !s->ops->prepare || s->kind ||
 	    !remap_range(ctx, s, off, dst, n, same_offset, &bs, &a, &e))
 		return;
-	k = land_decide(ctx, &bs->cls[class_of(n)]);
+	c = &bs->cls[class_of(n)];
+	k = land_decide(ctx, c);
 	s->kind = k + 1;
 	if (k != ZCR_LAND_REMAP)
 		return;
+	/* Whether the landing is a sample: decided now, as for its kind. */
+	s->timed = __zcr_land_timed(c, k, bs->clock_ns) ? 2 : 1;
+	if (s->timed == 2)
+		t = now_ns();
 	/* Exactly what land_remap() will ask ops->remap() to move. */
-	t = now_ns();
 	if (s->ops->prepare(ctx, bs->priv, (void *)a, s,
-			    off + (a - (uintptr_t)dst), e - a) == 0)
+			    off + (a - (uintptr_t)dst), e - a) == 0 &&
+	    s->timed == 2)
 		s->prep_ns = now_ns() - t;
 }
 
@@ -718,12 +729,10 @@ void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
 	/* Decided when the receive took the message still landing. */
 	k = s->kind ? s->kind - 1 : land_decide(ctx, &bs->cls[class_of(n)]);
 	s->kind = 0;
-	if (k != ZCR_LAND_REMAP && s->prep)
-		__zcr_remap_unprepare_locked(ctx, s);
 	land_kind(ctx, bs, &bs->cls[class_of(n)], k, s, off, dst, n, a, e);
 	return;
 copy_all:
-	__zcr_remap_unprepare_locked(ctx, s);
+	__zcr_remap_unprepare_locked(ctx, s, false);
 	/* dst may be NULL for a zero-size receive: memcpy must not see it. */
 	if (n)
 		memcpy(dst, s->base + off, n);

@@ -79,12 +79,14 @@ struct zcr_remap_ops {
 	 * waits, what of remap() does not need the payload (uffd-move takes
 	 * the user's pages out). 0 when done (s->prep set): remap() of
 	 * exactly that range then finishes it, unprepare() puts dst back as
-	 * it was; else -errno, with nothing changed.
+	 * it was; else -errno, with nothing changed. abandoned: the receive
+	 * will never complete (the context goes) and dst may no longer be
+	 * the application's: give back only what needs no write into it.
 	 */
 	int (*prepare)(struct zcr_ctx *ctx, void *priv, void *dst,
 		       struct zcr_slot *s, size_t off, size_t len);
 	void (*unprepare)(struct zcr_ctx *ctx, void *priv,
-			  struct zcr_slot *s);
+			  struct zcr_slot *s, bool abandoned);
 };
 
 extern const struct zcr_remap_ops __zcr_remap_kmod;
@@ -231,8 +233,12 @@ void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
 void __zcr_remap_prepare_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
 				size_t off, char *dst, size_t n,
 				bool same_offset, struct zcr_backend_state *by);
-/* The message in s will not be delivered: undo what was prepared. */
-void __zcr_remap_unprepare_locked(struct zcr_ctx *ctx, struct zcr_slot *s);
+/*
+ * The message in s will not be delivered: undo what was prepared;
+ * abandoned as for ops->unprepare.
+ */
+void __zcr_remap_unprepare_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
+				  bool abandoned);
 /* The least full pages auto remaps now (0: none), for zcr_stats. */
 uint64_t __zcr_remap_min_pages(struct zcr_ctx *ctx);
 

@@ -360,7 +360,7 @@ static long fill(struct uffd_priv *u, char *dst, struct zcr_slot *s,
 }
 
 static void uffd_unprepare(struct zcr_ctx *ctx, void *priv,
-			   struct zcr_slot *s)
+			   struct zcr_slot *s, bool abandoned)
 {
 	struct uffd_priv *u = priv;
 	char *sp = s->prep;
@@ -369,7 +369,15 @@ static void uffd_unprepare(struct zcr_ctx *ctx, void *priv,
 	if (!sp)
 		return;
 	s->prep = NULL;
-	user_restore(u, s->prep_dst, sp + s->prep_off, s->prep_len);
+	/*
+	 * A receive that will never complete: its buffer may have been freed
+	 * and reused. A move into a range nothing was mapped into again
+	 * changes nothing the application has; no registration, no copy.
+	 */
+	if (abandoned)
+		uffd_move(u, s->prep_dst, sp + s->prep_off, s->prep_len);
+	else
+		user_restore(u, s->prep_dst, sp + s->prep_off, s->prep_len);
 	madvise(sp + s->prep_off, s->prep_len, MADV_DONTNEED);
 	spare_put(u, sp, s->cap);
 }
@@ -411,7 +419,7 @@ static long uffd_remap(struct zcr_ctx *ctx, void *priv, void *dstp,
 
 	if (s->prep && (s->prep_dst != dst || s->prep_off != off ||
 			s->prep_len != len))
-		uffd_unprepare(ctx, priv, s);	/* another range: undo */
+		uffd_unprepare(ctx, priv, s, false);	/* another range */
 	if (!s->prep) {
 		ret = uffd_prepare(ctx, priv, dstp, s, off, len);
 		if (ret)

@@ -20,12 +20,13 @@ struct zcr_slot {
 	size_t cap;
 	/*
 	 * A receive waits for the payload still landing here: what the
-	 * engine decided for it then (kind + 1; 0: nothing yet), and, when
-	 * that was a remap the backend prepared (ops->prepare), the
-	 * backend's note of it until remap() or unprepare() (prep != NULL)
-	 * and what preparing cost (ns, added to the landing's time).
+	 * engine decided for it then (kind + 1; 0: nothing yet; timed: 0
+	 * not decided, 1 untimed, 2 timed), and, when that was a remap the
+	 * backend prepared (ops->prepare), the backend's note of it until
+	 * remap() or unprepare() (prep != NULL) and what preparing cost
+	 * (ns, added to the landing's time).
 	 */
-	int kind;
+	int kind, timed;
 	void *prep;
 	char *prep_dst;
 	size_t prep_off, prep_len;
