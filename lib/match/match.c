@@ -626,7 +626,8 @@ void __zcr_match_mrecv_locked(struct zcr_ctx *ctx, struct zcr_req *r,
 	r->size = size;
 	if (r->mmsg->complete)
 		msg_deliver(ctx, r->mmsg, r);
-	/* else delivered when its payload is in */
+	else
+		msg_await(ctx, r->mmsg, r);
 }
 
 /* Where take_queued() would look, in the same order; nothing taken. */

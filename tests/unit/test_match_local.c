@@ -613,19 +613,22 @@ static struct zcr_msg *half_landed(struct zcr_ctx *c, struct zcr_ep *ep,
  * A receive that takes a message still landing has its remap prepared at
  * once: the user's pages leave while the rest of the payload comes (the
  * slot notes it), and the landing then only moves the staged pages in.
- * Every byte checked, at 4 KiB units (256 KiB) and at one 2 MiB unit.
+ * Every byte checked, at 4 KiB units (256 KiB) and at one 2 MiB unit, and
+ * through zcr_improbe() + zcr_imrecv() (MPI_Mprobe, MPI_Mrecv): prepared
+ * when zcr_imrecv() names the buffer.
  */
 ZT_TEST(receive_posted_while_landing_prepares_the_remap)
 {
-	static const size_t sizes[] = { 256 << 10, 2 << 20 };
+	static const size_t sizes[] = { 256 << 10, 2 << 20, 2 << 20 };
 	unsigned int k;
 
-	for (k = 0; k < 2; k++) {
+	for (k = 0; k < 3; k++) {
 		size_t n = sizes[k], maplen;
 		struct zcr_ctx *c = uffd_ctx_new();
 		struct fake_ep fe;
 		struct zcr_ep *ep = ep_new(c, &fe, 1);
 		char *src = malloc(n), *buf;
+		struct zcr_message *msg;
 		struct zcr_stats st0;
 		struct zcr_status s;
 		struct zcr_slot *slot;
@@ -639,7 +642,15 @@ ZT_TEST(receive_posted_while_landing_prepares_the_remap)
 		st0 = stats(c);
 		memset(buf, 0x5a, n);
 		ZT_EXPECT_EQ(resident(buf, n, c->page), n / c->page);
-		ZT_EXPECT_EQ(zcr_irecv(c, buf, n, 1, 3, &r), 0);
+		if (k == 2) {
+			ZT_EXPECT_EQ(zcr_improbe(c, 0, 1, 3, &msg, &s), 1);
+			pthread_mutex_lock(&c->lock);
+			ZT_ASSERT(m->slot->prep == NULL);  /* no buffer yet */
+			pthread_mutex_unlock(&c->lock);
+			ZT_EXPECT_EQ(zcr_imrecv(msg, buf, n, &r), 0);
+		} else {
+			ZT_EXPECT_EQ(zcr_irecv(c, buf, n, 1, 3, &r), 0);
+		}
 		ZT_EXPECT_EQ(zcr_test(r, NULL), 0);
 		pthread_mutex_lock(&c->lock);
 		slot = m->slot;
