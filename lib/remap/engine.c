@@ -711,6 +711,7 @@ void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
 				bool same_offset, struct zcr_backend_state *by)
 {
 	struct zcr_backend_state *bs;
+	struct zcr_land_class *c;
 	uintptr_t a, e;
 	int k;
 
@@ -726,10 +727,11 @@ void __zcr_remap_deliver_locked(struct zcr_ctx *ctx, struct zcr_slot *s,
 	}
 	if (!remap_range(ctx, s, off, dst, n, same_offset, &bs, &a, &e))
 		goto copy_all;
+	c = &bs->cls[class_of(n)];
 	/* Decided when the receive took the message still landing. */
-	k = s->kind ? s->kind - 1 : land_decide(ctx, &bs->cls[class_of(n)]);
+	k = s->kind ? s->kind - 1 : land_decide(ctx, c);
 	s->kind = 0;
-	land_kind(ctx, bs, &bs->cls[class_of(n)], k, s, off, dst, n, a, e);
+	land_kind(ctx, bs, c, k, s, off, dst, n, a, e);
 	return;
 copy_all:
 	__zcr_remap_unprepare_locked(ctx, s, false);
