@@ -38,7 +38,11 @@ run_shm() {
 	echo "run-demo: ranks on one host: the shm transport beside Open MPI's"
 	echo "run-demo: shared-memory path (NPopenmpi, vader BTL, CMA) and NPtcp"
 	uptime
+	# Eight rounds, each beside an NPopenmpi run: vs_npo is their median.
+	# With three, one demo read 0.87 of NPopenmpi at 2 MiB (early) while
+	# runs of twelve in the same hour read 1.2-1.4; eight cost a minute.
 	"$bench" --transport shm --min 4096 --max $((16 << 20)) --iters 20 \
+		--trials 8 \
 		--csv "$out/zcbench-shm.csv" --png "$out/zcbench-shm.png" \
 		--nptcp --nptcp-file "$out/nptcp-shm.out" \
 		--npopenmpi --npompi-file "$out/npopenmpi-shm.out" \
