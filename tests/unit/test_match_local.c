@@ -541,20 +541,6 @@ static struct zcr_ctx *uffd_ctx_new(void)
 	return c;
 }
 
-/* Pages of [p, p + n) in memory (mincore(2)); p page aligned. */
-static size_t resident(const char *p, size_t n, size_t page)
-{
-	size_t i, k = 0, np = (n + page - 1) / page;
-	unsigned char *v = malloc(np);
-
-	ZT_ASSERT(v);
-	ZT_EXPECT_EQ(mincore((void *)p, n, v), 0);
-	for (i = 0; i < np; i++)
-		k += v[i] & 1;
-	free(v);
-	return k;
-}
-
 /* n bytes of anonymous memory at a 2 MiB boundary, huge pages advised. */
 static char *huge_buf(size_t n, void **map, size_t *maplen)
 {
@@ -641,7 +627,7 @@ ZT_TEST(receive_posted_while_landing_prepares_the_remap)
 		m = half_landed(c, ep, buf, src, n);
 		st0 = stats(c);
 		memset(buf, 0x5a, n);
-		ZT_EXPECT_EQ(resident(buf, n, c->page), n / c->page);
+		ZT_EXPECT_EQ(zt_resident(buf, n, c->page), n / c->page);
 		if (k == 2) {
 			ZT_EXPECT_EQ(zcr_improbe(c, 0, 1, 3, &msg, &s), 1);
 			pthread_mutex_lock(&c->lock);
@@ -661,7 +647,7 @@ ZT_TEST(receive_posted_while_landing_prepares_the_remap)
 		ZT_EXPECT_EQ(slot->kind, ZCR_LAND_REMAP + 1);
 		pthread_mutex_unlock(&c->lock);
 		/* The user's pages left at the post, not at the landing. */
-		ZT_EXPECT_EQ(resident(buf, n, c->page), 0);
+		ZT_EXPECT_EQ(zt_resident(buf, n, c->page), 0);
 		pump(ep);
 		ZT_EXPECT_EQ(zcr_test(r, &s), 1);
 		ZT_EXPECT_EQ(s.len, n);

@@ -17,12 +17,15 @@
  * Run: build/tests/unit/test_shm_tp [name]
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 
@@ -1608,4 +1611,210 @@ ZT_TEST(peer_killed_mid_message)
 	zcr_ctx_destroy(c0);
 	expect_no_leftovers();
 	free(rb);
+}
+
+#define TAKE_TRAIN	4	/* messages that teach the receiver's predictor */
+#define TAKE_TRIES	200
+
+/*
+ * One byte from the pipe fd (O_NONBLOCK), read by spinning, or -1 after
+ * 20 s or at its end. A read that sleeps would be woken on the writer's
+ * CPU: the two processes of the test below must each keep their own.
+ */
+static int spin_read(int fd)
+{
+	double t0 = pair_now();
+	ssize_t k;
+	char x;
+
+	while ((k = read(fd, &x, 1)) < 0 && errno == EAGAIN &&
+	       pair_now() - t0 < 20)
+		;
+	return k == 1 ? x : -1;
+}
+
+/* Two processors this process may run on (both -1 if not two). */
+static void pin_two(int cpu[2])
+{
+	cpu_set_t set;
+	int i, k = 0;
+
+	cpu[0] = cpu[1] = -1;
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return;
+	for (i = 0; i < CPU_SETSIZE && k < 2; i++)
+		if (CPU_ISSET(i, &set))
+			cpu[k++] = i;
+	if (k < 2)
+		cpu[0] = cpu[1] = -1;
+}
+
+static void pin_to(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+/*
+ * The child of the test below. Before each message it waits for 'g' on
+ * in (the receive of the one before is complete). It sends TAKE_TRAIN
+ * messages of n bytes, then announces one more (from a buffer no
+ * announcement named before, so that find_rts() sees only this one) and
+ * says 'f' on out; takes the part the receiver offers and says 't', and
+ * writes nothing until it is killed; or says 'm' when the receiver
+ * withdrew its offer first, and tries again.
+ */
+static void taking_child(const char *addr, size_t n, int in, int out,
+			 pid_t parent)
+{
+	struct zcr_ctx_attr b = { .quiet = 1, .rank = 1 };
+	char *sb = malloc(n);
+	struct zcr_ctx *c;
+	struct zcr_ep *e;
+	struct zcr_req *s;
+	int i;
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+		_exit(1);
+	if (!sb || zcr_ctx_create(&b, &c) || zcr_ep_connect(c, addr, &e))
+		_exit(2);
+	while (strcmp(tp_of(e), "shm"))
+		if (zcr_progress(c, 10) < 0 || *tp_of(e) == 't')
+			_exit(3);
+	for (i = 0; i < TAKE_TRAIN; i++) {
+		pattern_fill(sb, n, (uint32_t)i);
+		if (spin_read(in) != 'g' || zcr_send(e, sb, n, 8))
+			_exit(4);
+	}
+	for (; i < TAKE_TRAIN + TAKE_TRIES; i++) {
+		int32_t st = ZCR_SHM_HELP_OFFERED;
+		struct zcr_shm_cell *cell;
+		char *fresh = malloc(n), x = 'm';
+		double t0;
+
+		if (!fresh)
+			_exit(5);
+		pattern_fill(fresh, n, (uint32_t)i);
+		if (spin_read(in) != 'g' || zcr_isend(e, fresh, n, 8, &s) ||
+		    zcr_progress(c, 0) < 0)
+			_exit(6);
+		cell = find_rts(fresh, n);
+		if (!cell || write(out, "f", 1) != 1)
+			_exit(7);
+		t0 = pair_now();
+		while (__atomic_load_n(&cell->status, __ATOMIC_ACQUIRE) ==
+		       ZCR_SHM_HELP_NONE && pair_now() - t0 < 5)
+			;
+		if (__atomic_compare_exchange_n(&cell->status, &st,
+						ZCR_SHM_HELP_TAKEN, false,
+						__ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			x = 't';
+		if (write(out, &x, 1) != 1)
+			_exit(8);
+		/* Killed by the test (or with it, whatever happened). */
+		while (x == 't')
+			pause();
+		if (zcr_wait(s, NULL))
+			_exit(9);
+	}
+	_exit(10);
+}
+
+/*
+ * A receive posted while its early message still lands has the user's
+ * pages moved out at once (uffd-move); here the sender, a child process,
+ * took a part of that message's copy and is killed before it wrote it.
+ * The two processes run on two processors of their own where there are
+ * two: on one, the receiver would offer and withdraw its offer within
+ * the time the child waits for the processor.
+ * The receive fails (no hang: the sender's exit ends the wait for its
+ * part), the buffer has its pages back with what they held (the message
+ * before), and no segment of the dead peer is left.
+ */
+ZT_TEST(peer_killed_while_its_part_lands_in_a_prepared_receive)
+{
+	const size_t n = 2 << 20, page = (size_t)sysconf(_SC_PAGESIZE);
+	struct zcr_ctx_attr a = { .quiet = 1,
+				  .backend = ZCRECV_BACKEND_UFFD,
+				  .policy = ZCRECV_POLICY_REMAP,
+				  .predictor = "cycle" };
+	int i, x = 0, ret, port, status, up[2], down[2], cpu[2];
+	struct zcr_ep *ep = NULL;
+	struct zcr_status st;
+	struct zcr_ctx *c0;
+	struct zcr_req *r;
+	pid_t pid, parent;
+	char addr[32];
+	void *rb;
+
+	setenv("ZCRECV_SHM", "1", 1);
+	ret = zcr_ctx_create(&a, &c0);
+	if (ret == -EOPNOTSUPP || ret == -EPERM || ret == -ENOSYS)
+		ZT_SKIP("no UFFDIO_MOVE here");
+	ZT_ASSERT(ret == 0);
+	ZT_ASSERT(zcr_mem_alloc(c0, n, &rb) == 0);
+	port = zcr_ctx_listen(c0, "127.0.0.1:0");
+	ZT_ASSERT(port > 0);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	ZT_ASSERT(pipe2(up, O_NONBLOCK) == 0 && pipe2(down, O_NONBLOCK) == 0);
+	parent = getpid();
+	pin_two(cpu);
+	pid = fork();
+	ZT_ASSERT(pid >= 0);
+	if (pid == 0) {
+		close(up[0]);
+		close(down[1]);
+		pin_to(cpu[1]);
+		taking_child(addr, n, down[0], up[1], parent);
+	}
+	pin_to(cpu[0]);
+	close(up[1]);
+	close(down[0]);
+	ZT_EXPECT_EQ(zcr_ep_accept(c0, 20000, &ep), 0);
+	/* Each message early: staged before its receive is posted. */
+	for (i = 0;; i++) {
+		uint64_t e = pair_stats(c0).early;
+
+		ZT_ASSERT_MSG(i < TAKE_TRAIN + TAKE_TRIES,
+			      "the child never took an offered part");
+		ZT_ASSERT(write(down[1], "g", 1) == 1);
+		if (i >= TAKE_TRAIN)
+			ZT_EXPECT_EQ(spin_read(up[0]), 'f');
+		while (pair_stats(c0).early == e) {
+			ZT_ASSERT(zcr_progress(c0, 10) >= 0);
+			ZT_ASSERT(waitpid(pid, &status, WNOHANG) == 0);
+		}
+		if (i >= TAKE_TRAIN)
+			x = spin_read(up[0]);
+		if (x == 't')
+			break;
+		ZT_EXPECT_EQ(zcr_recv(c0, rb, n, 1, 8, &st), 0);
+		ZT_EXPECT_EQ(pattern_bad(rb, n, (uint32_t)i), 0);
+	}
+	ZT_EXPECT_EQ(zt_resident(rb, n, page), n / page);
+	ZT_EXPECT_EQ(zcr_irecv(c0, rb, n, 1, 8, &r), 0);
+	ZT_EXPECT_EQ(zcr_test(r, NULL), 0);
+	/* Prepared: the user's pages left at the post. */
+	ZT_EXPECT_EQ(zt_resident(rb, n, page), 0);
+	ZT_ASSERT(kill(pid, SIGKILL) == 0);
+	ZT_EXPECT_EQ(waitpid(pid, &status, 0), pid);
+	close(up[0]);
+	close(down[1]);
+	ret = zcr_wait(r, &st);
+	ZT_ASSERT_MSG(ret == -ECONNRESET || ret == -ESRCH,
+		      "receive from the dead peer: %d", ret);
+	ZT_ASSERT(zcr_ep_error(ep, NULL) < 0);
+	/* The pages are back, with the message before. */
+	ZT_EXPECT_EQ(zt_resident(rb, n, page), n / page);
+	ZT_EXPECT_EQ(pattern_bad(rb, n, (uint32_t)i - 1), 0);
+	expect_no_leftovers();
+	zcr_mem_free(c0, rb);
+	zcr_ctx_destroy(c0);
+	expect_no_leftovers();
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -129,4 +130,17 @@ int main(int argc, char **argv)
 	printf("1..%d\n", n);
 	printf("# Totals: pass:%d fail:%d skip:%d\n", pass, fail, skip);
 	return fail ? 1 : 0;
+}
+
+size_t zt_resident(const void *p, size_t n, size_t page)
+{
+	size_t i, k = 0, np = (n + page - 1) / page;
+	unsigned char *v = malloc(np);
+
+	if (!v || mincore((void *)p, n, v))
+		zt_fail(__FILE__, __LINE__, "mincore of %zu bytes failed", n);
+	for (i = 0; i < np; i++)
+		k += v[i] & 1;
+	free(v);
+	return k;
 }

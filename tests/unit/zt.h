@@ -57,6 +57,9 @@ void zt_skip(const char *fmt, ...)
 
 #define ZT_SKIP(...) zt_skip(__VA_ARGS__)
 
+/* How many pages of [p, p + n) are in memory (mincore(2)); p page aligned. */
+size_t zt_resident(const void *p, size_t n, size_t page);
+
 /* A timed test cannot hold under a sanitizer's slowdown: it skips there. */
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define ZT_SKIP_IF_SANITIZED() \
