@@ -14,7 +14,13 @@
 #      pointers (the core driving a transport, the engine a backend) are
 #      not seen here: they are how an upper layer drives a lower one.
 # Prints every violation; exit 1 if any.
+#
+# Usage: tools/check-layers.sh   (no arguments, after make: reads build/lib)
 set -uo pipefail
+case ${1:-} in
+-h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+-*) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+esac
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
 

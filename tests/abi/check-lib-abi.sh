@@ -3,7 +3,13 @@
 # (tests/abi/zcrecv-0.1.h, a fixture) must run with the current
 # build/lib/libzcrecv.so: the 0.1 symbol versions must still be exported
 # and the 0.1 entry points must keep the 0.1 struct sizes.
+#
+# Usage: tests/abi/check-lib-abi.sh   (no arguments, after make; make test runs it)
 set -euo pipefail
+case ${1:-} in
+-h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+-*) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 lib=$root/build/lib
 out=$(mktemp -d)

@@ -11,7 +11,13 @@
 # sees a call when there is one. KBUILD_DIRS= keeps make -n from running
 # kbuild (make runs lines that call $(MAKE) even under -n); which goals
 # install does not depend on it.
+#
+# Usage: tests/deps/check-no-install.sh   (no arguments; make test runs it)
 set -uo pipefail
+case ${1:-} in
+-h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+-*) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

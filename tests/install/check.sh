@@ -2,7 +2,13 @@
 # check.sh - `make install` into a scratch DESTDIR, then build and run a
 # program with nothing but pkg-config's flags for the installed zcrecv.pc
 # (and check the shared library's soname and exported symbols).
+#
+# Usage: tests/install/check.sh   (no arguments, after make; make test runs it)
 set -euo pipefail
+case ${1:-} in
+-h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+-*) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -8,7 +8,13 @@
 # page must have, carries another version than the Makefile's, when
 # zcrecv(4) misses a counter or module parameter of kmod/, or when
 # `man --warnings` prints anything on stderr while rendering it.
+#
+# Usage: tests/man/check.sh   (no arguments; make test runs it)
 set -uo pipefail
+case ${1:-} in
+-h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+-*) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root/man" || exit 1
 fail=0

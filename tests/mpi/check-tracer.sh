@@ -5,7 +5,13 @@
 # exactly the calls of the committed trace: the same seq, op, size, source
 # and tag on every line (buffer addresses, communicator handles and call
 # sites change from run to run with address-space randomisation).
+#
+# Usage: tests/mpi/check-tracer.sh   (no arguments, after make; make test runs it)
 set -euo pipefail
+case ${1:-} in
+-h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+-*) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 tmp=$(mktemp -d)

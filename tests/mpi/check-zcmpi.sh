@@ -12,8 +12,10 @@
 #   - bad use: a rank that exits mid-job makes the job fail, not hang; a
 #     job asked to use PMIx without a PMIx server says so and fails.
 # Prints one "ok"/"not ok" line per check; exits 1 on any failure.
+#
+# Usage: tests/mpi/check-zcmpi.sh   (no arguments, after make; make test runs it)
 set -uo pipefail
-usage() { sed -n '2,12s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; }
 case ${1:-} in
 -h|--help) usage; exit 0 ;;
 -*) usage >&2; exit 2 ;;

@@ -4,7 +4,13 @@
 # checksum checked by both ranks) and a short zcland-bench (every landing
 # checked page by page). Their timings are not looked at, only that every
 # iteration verified and each tool's table has its rows.
+#
+# Usage: tests/tools/check-bench.sh   (no arguments, after make; make test runs it)
 set -uo pipefail
+case ${1:-} in
+-h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+-*) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 1
 tmp=$(mktemp -d)

@@ -1,8 +1,14 @@
 #!/bin/bash
-# check-help.sh - every built tool (tools/*.c) and every script users run
+# check-help.sh - every built tool (tools/*.c) and every script of the tree
 # answers --help with its usage on stdout and exit status 0, and an unknown
 # option with the usage on stderr, nothing on stdout and exit status 2.
+#
+# Usage: tests/tools/check-help.sh   (no arguments, after make; make test runs it)
 set -uo pipefail
+case ${1:-} in
+-h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+-*) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 1
 tmp=$(mktemp -d)
@@ -34,9 +40,7 @@ for c in tools/*.c; do
 		bad "$t is not built (run make)"
 	fi
 done
-for s in tools/deps.sh tools/run-tests.sh tools/run-demo.sh tools/bench-verbs.sh \
-	 tools/vm/run-vm.sh tools/mpi/make-traces.sh \
-	 tests/unit/check-sanitizers.sh; do
+for s in $(git ls-files '*.sh' 2>/dev/null || ls tools/*.sh tools/*/*.sh tests/*/*.sh); do
 	check "$s" "$s"
 done
 [ "$fail" -eq 0 ] && echo "help check: $n programs answer --help and refuse a bad option"

@@ -9,6 +9,10 @@
 # "done" line or a QEMU timeout is a failure. Prints one summary line and, with
 # RESULTS, appends "pass fail skip" to it. Exit 0 only when nothing failed.
 set -uo pipefail
+case ${1:-} in
+-h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+-*) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+esac
 log=$1 kver=$2 qrc=$3 ntests=$4 results=${5:-}
 
 awk -v ntests="$ntests" -v qrc="$qrc" -v kver="$kver" '

@@ -6,6 +6,10 @@
 # 6.12-rxe is the newest generic (non-cloud) 6.12 kernel: it has rdma_rxe
 # (soft-RoCE) for the verbs tests; "all" does not include it.
 set -euo pipefail
+case ${1:-} in
+-h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+-*) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+esac
 newest() {
 	local pat=$1
 	ls /boot 2>/dev/null | sed -n "s/^vmlinuz-\($pat\)\$/\1/p" | sort -V | tail -n 1

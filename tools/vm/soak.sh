@@ -15,11 +15,14 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
+usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; }
+[ "${1:-}" = --help ] && { usage; exit 0; }
 n=20
 while getopts "n:h" opt; do
 	case $opt in
 	n) n=$OPTARG ;;
-	*) sed -n '2,14s/^# \{0,1\}//p' "$0"; [ "$opt" = h ] && exit 0; exit 2 ;;
+	h) usage; exit 0 ;;
+	*) usage >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
