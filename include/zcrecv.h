@@ -176,10 +176,11 @@ struct zcr_ctx_attr {
  * @stalls:		times a peer was paused because staging was full
  * @staging_peak:	most bytes the staging pool held at once
  * @staging_limit:	the pool's limit in bytes
- * @min_remap_pages:	calibrated least number of full pages worth
- *			remapping (0: remapping never pays off)
- * @copy_ns_per_page:	calibrated cost of copying a page, ns
- * @remap_ns_per_page:	calibrated cost of remapping a page, ns
+ * @min_remap_pages:	full pages of the smallest size class the
+ *			landing policy remaps now (0: none; 1 under
+ *			ZCRECV_POLICY_REMAP)
+ * @copy_ns_per_page:	calibrated cost of copying a page (64 KiB), ns
+ * @remap_ns_per_page:	calibrated cost of remapping a page (64 KiB), ns
  * @policy:		enum zcr_policy in use
  * @backend:		enum zcr_backend in use
  * @predictor:		name of the predictor in use

@@ -824,10 +824,11 @@ static bool other_transports(struct zcr_ctx *ctx)
 }
 
 /*
- * How long to look at the rings before sleeping: ZCRECV_SHM_SPIN_US, the
- * time our announced sends should take to be pulled, or 1.5 times the
- * peak of recent waits while that is short (SHM_SPIN_MAX_US) and no
- * connection of another transport could need us meanwhile.
+ * How long to look at the rings before sleeping: ZCRECV_SHM_SPIN_US plus
+ * the time our announced sends should take to be pulled, or 1.5 times
+ * the peak of recent waits if that is longer, while the peak is short
+ * (SHM_SPIN_MAX_US) and no connection of another transport could need
+ * us meanwhile.
  */
 static uint64_t spin_for(struct zcr_ctx *ctx, struct shm_ctx *sc)
 {
