@@ -80,11 +80,12 @@ int main(int argc, char **argv)
 	printf("  abi_version        %u\n", info.abi_version);
 	printf("  page_size          %u\n", info.page_size);
 	printf("  max_batch          %u\n", info.max_batch);
-	printf("  features           0x%llx%s%s%s\n",
+	printf("  features           0x%llx%s%s%s%s\n",
 	       (unsigned long long)info.features,
 	       info.features & ZCRECV_FEATURE_ZONES ? " zones" : "",
 	       info.features & ZCRECV_FEATURE_REMAP ? " remap" : "",
-	       info.features & ZCRECV_FEATURE_PINCHECK ? " pincheck" : "");
+	       info.features & ZCRECV_FEATURE_PINCHECK ? " pincheck" : "",
+	       info.features & ZCRECV_FEATURE_HUGE ? " huge" : "");
 	printf("  max_zone_pages     %llu\n",
 	       (unsigned long long)info.max_zone_pages);
 	printf("  max_process_pages  %llu\n",

@@ -36,9 +36,11 @@ enum zcr_wire_type {
 #define ZCR_HELLO_COMM		2
 /*
  * The sender acknowledges synchronous sends: with it (and ZCR_HELLO_COMM)
- * on both HELLOs of a wire version 1 connection, DATA's seq bit 31 asks
- * for an ACK once a receive matched it, and the message number takes
- * bits 0-30 only. Offered and answered as ZCR_HELLO_COMM.
+ * on both HELLOs, DATA's seq bit 31 asks for an ACK once a receive
+ * matched it, and the message number takes bits 0-30 only. Offered and
+ * answered as ZCR_HELLO_COMM. On wire version 2 it also says that the
+ * sender's shm transport acknowledges them (zcrecv 0.2.0 offered it on
+ * version 1 only: Documentation/design.md).
  */
 #define ZCR_HELLO_SYNC		4
 #define ZCR_HELLO_FLAGS		(ZCR_HELLO_AUTH | ZCR_HELLO_COMM | \
