@@ -38,11 +38,15 @@ for s in "${series[@]}"; do
 	for i in $(seq 1 "$n"); do
 		log=$out/$s-$i.log
 		t0=$(date +%s)
+		: > "$out/.start"
 		tools/run-tests.sh --vm-only "$s" > "$log" 2>&1
 		rc=$?
 		t=$(($(date +%s) - t0))
 		total=$((total + t))
-		cp build/results/vm-*.log "$out/$s-$i.console.log" 2>/dev/null
+		# This run's consoles: the kernel's VM and the soft-RoCE one.
+		find build/results -maxdepth 1 -name 'vm-*.log' \
+			-newer "$out/.start" -exec cat {} + \
+			> "$out/$s-$i.console.log" 2>/dev/null
 		echo "soak: $s run $i/$n: $(tail -n 1 "$log") (${t}s)"
 		if [ "$rc" != 0 ]; then
 			echo "soak: FAILED on $s run $i: $log, $out/$s-$i.console.log"
@@ -51,6 +55,7 @@ for s in "${series[@]}"; do
 		fi
 		rm -f "$log" "$out/$s-$i.console.log"
 	done
+	rm -f "$out/.start"
 	summary+=("$s: $n runs, $((total / n)) s per run")
 done
 (IFS=";"; echo "soak: all passed (${summary[*]})")
