@@ -17,28 +17,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "zcr_job.h"
 #include "zcrecv.h"
 #include "zt.h"
-
-static void unset_launcher(void)
-{
-	static const char *const vars[] = {
-		"PMIX_NAMESPACE", "ZCRECV_RANK", "ZCRECV_SIZE", "PMI_RANK",
-		"PMI_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-		"SLURM_PROCID", "SLURM_NTASKS", "ZCRECV_JOB_DIR",
-		"ZCRECV_WIREUP", "ZCRECV_JOB_SECRET",
-	};
-	unsigned int i;
-
-	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
-		unsetenv(vars[i]);
-}
 
 ZT_TEST(no_launcher_is_enoent)
 {
 	struct zcr_ctx *ctx = NULL;
 
-	unset_launcher();
+	job_unset_launcher();
 	setenv("ZCRECV_QUIET", "1", 1);
 	ZT_EXPECT_EQ(zcr_ctx_create_job(NULL, 0, NULL, 0, &ctx), -ENOENT);
 	ZT_ASSERT(ctx == NULL);
@@ -164,20 +151,6 @@ static int claim_main(int rank)
 	return last_word(ctx_of_rank, ep, rank, rank == 0 ? 18 : 26);
 }
 
-/* What carries ep once the shm negotiation is over, or NULL. */
-static const char *carrier(struct zcr_ctx *ctx, struct zcr_ep *ep)
-{
-	const char *msg = "";
-	int i;
-
-	for (i = 0; i < 500 && !*msg; i++) {
-		zcr_ep_error(ep, &msg);
-		if (!*msg)
-			zcr_progress(ctx, 10);
-	}
-	return *msg ? msg : NULL;
-}
-
 #define SYNC_BIG	(1u << 20)
 
 /*
@@ -202,7 +175,7 @@ static int sync_shm_main(int rank)
 		return 10;
 	if (zcr_job_ep(ctx_of_rank, 1 - rank, &ep))
 		return 12;
-	via = carrier(ctx_of_rank, ep);
+	via = job_carrier(ctx_of_rank, ep);
 	if (!via || strcmp(via, "shm")) {
 		fprintf(stderr, "rank %d: carried by %s\n", rank,
 			via ? via : "(unknown)");
@@ -291,7 +264,7 @@ static int pingpong_main(int rank)
 		return 10;
 	if (zcr_job_ep(ctx_of_rank, 1 - rank, &ep))
 		return 12;
-	via = carrier(ctx_of_rank, ep);
+	via = job_carrier(ctx_of_rank, ep);
 	if (!via || strcmp(via, "shm"))
 		return 13;
 	for (k = 0; k < PP_ROUNDS; k++) {
@@ -332,14 +305,7 @@ static void two_ranks(int (*fn)(int rank))
 		pid[rank] = fork();
 		ZT_ASSERT(pid[rank] >= 0);
 		if (pid[rank] == 0) {
-			char v[8];
-
-			unset_launcher();
-			snprintf(v, sizeof(v), "%d", rank);
-			setenv("ZCRECV_RANK", v, 1);
-			setenv("ZCRECV_SIZE", "2", 1);
-			setenv("ZCRECV_JOB_DIR", dir, 1);
-			setenv("ZCRECV_JOB_TIMEOUT_MS", "20000", 1);
+			job_rank_env(rank, 2, dir, "20000");
 			_exit(fn(rank));
 		}
 	}

@@ -296,7 +296,7 @@ static void side_open(struct side *s, int rfd, int wfd)
 	ZT_ASSERT(write(wfd, &me, sizeof(me)) == sizeof(me));
 	ZT_ASSERT(read(rfd, &them, sizeof(them)) == sizeof(them));
 	s->peer = them.pid;
-	ZT_EXPECT_EQ(__zcr_shm_allow_peer(them.pid), 0);
+	ZT_EXPECT_EQ(__zcr_shm_allow_peer(them.pid, NULL, 0), 0);
 	/* Both have allowed each other before either attaches. */
 	ZT_ASSERT(write(wfd, &me, 1) == 1);
 	ZT_ASSERT(read(rfd, &them, 1) == 1);
@@ -522,4 +522,88 @@ ZT_TEST(pull_unmapped_range)
 	ZT_EXPECT_EQ(__zcr_shm_pull(getpid(), buf, (uintptr_t)p, 64),
 		     -EFAULT);
 	munmap(p, 4096);
+}
+
+/*
+ * Whom we let read us under Yama (shm.h, __zcr_shm_ptracer_decide()):
+ * nothing to do without Yama, at scope 0, 2 or 3, for an ancestor or for
+ * the process named already; at scope 1 the first peer is named, and a
+ * second one makes auto let any process read us, peer refuse it; any
+ * lets any from the first.
+ */
+ZT_TEST(ptracer_decisions)
+{
+	const enum zcr_shm_ptracer_mode A = ZCR_SHM_PTRACER_MODE_AUTO,
+		P = ZCR_SHM_PTRACER_MODE_PEER, Y = ZCR_SHM_PTRACER_MODE_ANY;
+	const pid_t any = ZCR_SHM_PTRACER_ANY_PID;
+	int s;
+
+	for (s = -1; s <= 3; s++) {
+		if (s == 1)
+			continue;
+		ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(s, false, 0, 10, A),
+			     ZCR_SHM_PTRACER_KEEP);
+		ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(s, false, 7, 10, P),
+			     ZCR_SHM_PTRACER_KEEP);
+		ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(s, false, 0, 10, Y),
+			     ZCR_SHM_PTRACER_KEEP);
+	}
+	/* Scope 1: an ancestor, or the one named, or any named already. */
+	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, true, 7, 10, P),
+		     ZCR_SHM_PTRACER_KEEP);
+	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, 10, 10, P),
+		     ZCR_SHM_PTRACER_KEEP);
+	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, any, 10, P),
+		     ZCR_SHM_PTRACER_KEEP);
+	/* The first peer. */
+	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, 0, 10, A),
+		     ZCR_SHM_PTRACER_SET_PID);
+	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, 0, 10, P),
+		     ZCR_SHM_PTRACER_SET_PID);
+	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, 0, 10, Y),
+		     ZCR_SHM_PTRACER_SET_ANY);
+	/* A second one. */
+	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, 7, 10, A),
+		     ZCR_SHM_PTRACER_SET_ANY);
+	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, 7, 10, P),
+		     ZCR_SHM_PTRACER_REFUSE);
+	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, 7, 10, Y),
+		     ZCR_SHM_PTRACER_SET_ANY);
+}
+
+/* ZCRECV_SHM_PTRACER: auto (or unset, or empty), peer, any; else -EINVAL,
+ * and __zcr_shm_allow_peer() then says why. */
+ZT_TEST(ptracer_mode_from_the_environment)
+{
+	static const struct {
+		const char *v;
+		int ret;
+		enum zcr_shm_ptracer_mode m;
+	} cases[] = {
+		{ NULL, 0, ZCR_SHM_PTRACER_MODE_AUTO },
+		{ "", 0, ZCR_SHM_PTRACER_MODE_AUTO },
+		{ "auto", 0, ZCR_SHM_PTRACER_MODE_AUTO },
+		{ "peer", 0, ZCR_SHM_PTRACER_MODE_PEER },
+		{ "any", 0, ZCR_SHM_PTRACER_MODE_ANY },
+		{ "ANY", -EINVAL, 0 },
+		{ "1", -EINVAL, 0 },
+	};
+	enum zcr_shm_ptracer_mode m;
+	char why[96] = "";
+	unsigned int i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (cases[i].v)
+			setenv("ZCRECV_SHM_PTRACER", cases[i].v, 1);
+		else
+			unsetenv("ZCRECV_SHM_PTRACER");
+		m = (enum zcr_shm_ptracer_mode)-1;
+		ZT_EXPECT_EQ(__zcr_shm_ptracer_mode(&m), cases[i].ret);
+		if (!cases[i].ret)
+			ZT_EXPECT_EQ(m, cases[i].m);
+	}
+	ZT_EXPECT_EQ(__zcr_shm_allow_peer(getppid(), why, sizeof(why)),
+		     -EINVAL);
+	ZT_ASSERT_MSG(strstr(why, "ZCRECV_SHM_PTRACER=1"), "why: %s", why);
+	unsetenv("ZCRECV_SHM_PTRACER");
 }

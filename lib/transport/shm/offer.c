@@ -108,12 +108,10 @@ int __zcr_shm_offer_take(struct zcr_shm_nego *n,
 		return -EBADMSG;
 	}
 	/* Two contexts of one process need no ptrace exception. */
-	ret = n->peer == getpid() ? 0 : __zcr_shm_allow_peer(n->peer);
-	if (ret) {
-		snprintf(n->why, sizeof(n->why),
-			 "prctl(PR_SET_PTRACER) refused: %s", strerror(-ret));
+	ret = n->peer == getpid() ? 0 :
+	      __zcr_shm_allow_peer(n->peer, n->why, sizeof(n->why));
+	if (ret)
 		return ret;
-	}
 	return 0;
 }
 

@@ -23,7 +23,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -37,6 +39,9 @@
 
 #ifndef PR_SET_PTRACER
 #define PR_SET_PTRACER 0x59616d61
+#endif
+#ifndef PR_SET_PTRACER_ANY
+#define PR_SET_PTRACER_ANY ((unsigned long)-1)
 #endif
 
 static int read_line(const char *path, char *buf, size_t len)
@@ -343,11 +348,123 @@ void __zcr_shm_ring_drain(struct zcr_shm_ring *r)
 	}
 }
 
-int __zcr_shm_allow_peer(pid_t pid)
+enum zcr_shm_ptracer __zcr_shm_ptracer_decide(int scope, bool ancestor,
+					      pid_t named, pid_t pid,
+					      enum zcr_shm_ptracer_mode mode)
 {
-	if (prctl(PR_SET_PTRACER, (unsigned long)pid, 0, 0, 0) < 0)
-		return errno == EINVAL ? 0 : -errno;	/* EINVAL: no Yama */
+	if (scope != 1 || ancestor || named == ZCR_SHM_PTRACER_ANY_PID ||
+	    named == pid)
+		return ZCR_SHM_PTRACER_KEEP;
+	if (mode == ZCR_SHM_PTRACER_MODE_ANY ||
+	    (named && mode == ZCR_SHM_PTRACER_MODE_AUTO))
+		return ZCR_SHM_PTRACER_SET_ANY;
+	return named ? ZCR_SHM_PTRACER_REFUSE : ZCR_SHM_PTRACER_SET_PID;
+}
+
+/* /proc/sys/kernel/yama/ptrace_scope, or -1 without Yama. */
+static int yama_scope(void)
+{
+	char b[16];
+
+	return read_line("/proc/sys/kernel/yama/ptrace_scope", b, sizeof(b)) ?
+	       -1 : atoi(b);
+}
+
+/* The parent of process pid, from /proc/PID/stat; 0 when unknown. */
+static pid_t parent_of(pid_t pid)
+{
+	char path[32], b[512], *p;
+	int ppid;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (read_line(path, b, sizeof(b)))
+		return 0;
+	/* "pid (comm) state ppid ...": comm may hold anything but ')'
+	 * at its end. */
+	p = strrchr(b, ')');
+	if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
+		return 0;
+	return (pid_t)ppid;
+}
+
+/* Is pid one of our ancestors (Yama lets those read us at scope 1)? */
+static bool is_ancestor(pid_t pid)
+{
+	pid_t p = getppid();
+	int depth;
+
+	for (depth = 0; p > 1 && depth < 256; depth++, p = parent_of(p))
+		if (p == pid)
+			return true;
+	return false;
+}
+
+int __zcr_shm_ptracer_mode(enum zcr_shm_ptracer_mode *mode)
+{
+	const char *v = getenv("ZCRECV_SHM_PTRACER");
+
+	if (!v || !*v || !strcmp(v, "auto"))
+		*mode = ZCR_SHM_PTRACER_MODE_AUTO;
+	else if (!strcmp(v, "peer"))
+		*mode = ZCR_SHM_PTRACER_MODE_PEER;
+	else if (!strcmp(v, "any"))
+		*mode = ZCR_SHM_PTRACER_MODE_ANY;
+	else
+		return -EINVAL;
 	return 0;
+}
+
+/*
+ * Whom Yama lets read us besides our ancestors: no one (0), one process,
+ * or any (ZCR_SHM_PTRACER_ANY_PID), as far as this library set it. One
+ * per process, like the setting itself, whatever context asks.
+ */
+static pthread_mutex_t ptracer_lock = PTHREAD_MUTEX_INITIALIZER;
+static pid_t ptracer_named;
+static pid_t ptracer_owner;	/* who set it: a forked child has not */
+
+int __zcr_shm_allow_peer(pid_t pid, char *why, size_t len)
+{
+	enum zcr_shm_ptracer_mode mode;
+	enum zcr_shm_ptracer act;
+	unsigned long arg;
+	int scope = yama_scope(), ret = 0;
+
+	if (__zcr_shm_ptracer_mode(&mode)) {
+		if (why)
+			snprintf(why, len, "ZCRECV_SHM_PTRACER=%s is none of "
+				 "auto, peer, any",
+				 getenv("ZCRECV_SHM_PTRACER"));
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&ptracer_lock);
+	if (ptracer_owner != getpid()) {
+		ptracer_owner = getpid();
+		ptracer_named = 0;
+	}
+	act = __zcr_shm_ptracer_decide(scope, scope == 1 && is_ancestor(pid),
+				       ptracer_named, pid, mode);
+	if (act == ZCR_SHM_PTRACER_REFUSE) {
+		if (why)
+			snprintf(why, len, "Yama ptrace_scope 1: only pid %d "
+				 "may read us (ZCRECV_SHM_PTRACER=peer)",
+				 (int)ptracer_named);
+		ret = -EBUSY;
+	} else if (act != ZCR_SHM_PTRACER_KEEP) {
+		arg = act == ZCR_SHM_PTRACER_SET_ANY ?
+		      (unsigned long)PR_SET_PTRACER_ANY : (unsigned long)pid;
+		if (prctl(PR_SET_PTRACER, arg, 0, 0, 0) < 0) {
+			ret = -errno;
+			if (why)
+				snprintf(why, len, "prctl(PR_SET_PTRACER) "
+					 "refused: %s", strerror(errno));
+		} else {
+			ptracer_named = act == ZCR_SHM_PTRACER_SET_ANY ?
+					ZCR_SHM_PTRACER_ANY_PID : pid;
+		}
+	}
+	pthread_mutex_unlock(&ptracer_lock);
+	return ret;
 }
 
 int __zcr_shm_pidfd(pid_t pid)

@@ -223,11 +223,46 @@ void __zcr_shm_ring_drain(struct zcr_shm_ring *r);
 
 /*
  * Let process pid use ptrace-mode access on us (process_vm_readv of our
- * buffers, pidfd_getfd of our descriptors) under Yama ptrace_scope 1:
- * prctl(PR_SET_PTRACER, pid). Yama keeps one such exception per process;
- * the last call wins. Returns 0 (also when Yama is absent) or -errno.
+ * buffers, pidfd_getfd of our descriptors). Only the Yama LSM's
+ * ptrace_scope 1 asks for anything: there only our ancestors and the one
+ * process we name with prctl(PR_SET_PTRACER) may, and naming another
+ * takes it away from the last, mid-connection. So, by
+ * ZCRECV_SHM_PTRACER: auto (default) names the first peer, and on a
+ * second one lets any process of ours read us (PR_SET_PTRACER_ANY, what
+ * Open MPI does for its single copies); peer names the first peer only
+ * and refuses later ones (-EBUSY: that connection stays on TCP); any lets
+ * any from the first. An ancestor needs nothing; scope 0 or no Yama
+ * needs nothing; scope 2 or 3 allows nothing (the attach fails: TCP).
+ * Returns 0 or -errno, with why (if not NULL) saying what went wrong.
  */
-int __zcr_shm_allow_peer(pid_t pid);
+int __zcr_shm_allow_peer(pid_t pid, char *why, size_t len);
+
+enum zcr_shm_ptracer_mode {
+	ZCR_SHM_PTRACER_MODE_AUTO,
+	ZCR_SHM_PTRACER_MODE_PEER,
+	ZCR_SHM_PTRACER_MODE_ANY,
+};
+
+/* ZCRECV_SHM_PTRACER read: 0, or -EINVAL for a value of none of them. */
+int __zcr_shm_ptracer_mode(enum zcr_shm_ptracer_mode *mode);
+
+enum zcr_shm_ptracer {
+	ZCR_SHM_PTRACER_KEEP,		/* pid may read us already */
+	ZCR_SHM_PTRACER_SET_PID,	/* name pid */
+	ZCR_SHM_PTRACER_SET_ANY,	/* let any process read us */
+	ZCR_SHM_PTRACER_REFUSE,		/* another is named: say no */
+};
+
+#define ZCR_SHM_PTRACER_ANY_PID	((pid_t)-1)
+
+/*
+ * What __zcr_shm_allow_peer() does for reader pid, at Yama scope (-1: no
+ * Yama), pid one of our ancestors or not, with named (0: none so far,
+ * ZCR_SHM_PTRACER_ANY_PID: any) allowed already.
+ */
+enum zcr_shm_ptracer __zcr_shm_ptracer_decide(int scope, bool ancestor,
+					      pid_t named, pid_t pid,
+					      enum zcr_shm_ptracer_mode mode);
 /* pidfd_open(2) of pid: descriptor or -errno. */
 int __zcr_shm_pidfd(pid_t pid);
 /*

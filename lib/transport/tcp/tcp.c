@@ -794,6 +794,15 @@ static bool rx_nego(struct zcr_ep *ep)
 		ret = -EOPNOTSUPP;
 		if (!te->h.tag && te->take_ok)
 			ret = __zcr_shm_attach_peer(te->sn);
+		else if (te->h.tag == EBUSY && !te->sn->why[0])
+			/* We were willing; the peer was not (shm.c). */
+			snprintf(te->sn->why, sizeof(te->sn->why),
+				 "the peer lets another process read it "
+				 "(Yama ptrace_scope 1)");
+		else if (te->h.tag && !te->sn->why[0])
+			snprintf(te->sn->why, sizeof(te->sn->why),
+				 "the peer did not let us read it: %s",
+				 strerror(te->h.tag));
 		te->my_switch = -ret;
 		te->nego |= NEGO_SENT_SWITCH;
 		if (send_ctl(ep, ZCR_WIRE_SHM_SWITCH, -ret, NULL, 0))
