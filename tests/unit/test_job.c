@@ -177,6 +177,8 @@ static int sync_shm_main(int rank)
 		return 12;
 	via = job_carrier(ctx_of_rank, ep);
 	if (!via || strcmp(via, "shm")) {
+		if (!via)
+			zcr_ep_error(ep, &via);
 		fprintf(stderr, "rank %d: carried by %s\n", rank,
 			via ? via : "(unknown)");
 		return 13;

@@ -526,7 +526,7 @@ ZT_TEST(pull_unmapped_range)
 
 /*
  * Whom we let read us under Yama (shm.h, __zcr_shm_ptracer_decide()):
- * nothing to do without Yama, at scope 0, 2 or 3, for an ancestor or for
+ * nothing to do without Yama, at scope 0, 2 or 3, for our parent or for
  * the process named already; at scope 1 the first peer is named, and a
  * second one makes auto let any process read us, peer refuse it; any
  * lets any from the first.
@@ -548,7 +548,7 @@ ZT_TEST(ptracer_decisions)
 		ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(s, false, 0, 10, Y),
 			     ZCR_SHM_PTRACER_KEEP);
 	}
-	/* Scope 1: an ancestor, or the one named, or any named already. */
+	/* Scope 1: our parent, or the one named, or any named already. */
 	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, true, 7, 10, P),
 		     ZCR_SHM_PTRACER_KEEP);
 	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, 10, 10, P),

@@ -9,8 +9,10 @@
  * and no connection may fail, whichever connections end up on shm and
  * whichever stay on TCP (printed).
  *
- * Needs Yama and root, to set ptrace_scope (restored afterwards): it runs
- * in the VMs (tests/vm.list) and is skipped where either is missing. The
+ * Needs Yama, root, and ZCRECV_VM=1 (tools/vm/init sets it), since it
+ * sets ptrace_scope for the whole machine (and puts it back, also when the
+ * test times out): it runs in the VMs (tests/vm.list) and is skipped
+ * elsewhere. The
  * ranks give up root first (CAP_SYS_PTRACE passes Yama by): they run as
  * user and group 65534, dumpable again as any process started so.
  *
@@ -23,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -51,17 +54,41 @@ static int read_scope(void)
 	return n > 0 ? atoi(b) : -1;
 }
 
+/* Async-signal-safe: the timeout's handler puts the scope back too. */
 static int write_scope(int v)
 {
-	char b[4];
+	char b[2] = { (char)('0' + v), '\n' };
 	int fd = open(YAMA, O_WRONLY | O_CLOEXEC), ok;
 
-	if (fd < 0)
-		return -errno;
-	snprintf(b, sizeof(b), "%d\n", v);
-	ok = write(fd, b, strlen(b)) == (ssize_t)strlen(b);
+	if (fd < 0 || v < 0 || v > 3)
+		return -EINVAL;
+	ok = write(fd, b, 2) == 2;
 	close(fd);
 	return ok ? 0 : -EACCES;
+}
+
+/* What to undo if the test ends early: the scope, and the ranks. */
+static int saved_scope = -1;
+static pid_t rank_pid[MAX_RANKS];
+
+static void undo(void)
+{
+	int r;
+
+	for (r = 0; r < MAX_RANKS; r++)
+		if (rank_pid[r] > 0)
+			kill(rank_pid[r], SIGKILL);
+	if (saved_scope >= 0)
+		write_scope(saved_scope);
+	saved_scope = -1;
+}
+
+/* zt's timeout (SIGALRM) would leave the machine at scope 1. */
+static void on_timeout(int sig)
+{
+	(void)sig;
+	undo();
+	_exit(1);
 }
 
 static unsigned char byte_of(int from, int to, int round, size_t i)
@@ -80,11 +107,11 @@ static int rank_main(int rank, int n)
 	unsigned char *sb[MAX_RANKS], *rb[MAX_RANKS];
 	struct zcr_req *rq[2 * MAX_RANKS];
 	struct zcr_ep *ep[MAX_RANKS] = { NULL };
-	struct zcr_status st;
+	struct zcr_status st = { 0 };
 	struct zcr_ctx *ctx;
 	const char *why, *mode = getenv("ZCRECV_SHM_PTRACER");
 	bool one_reader = mode && !strcmp(mode, "peer");
-	int j, k, q, bad = 0;
+	int j, k, q, bad = 0, shm_peer = -1;
 	size_t i;
 
 	if (setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY) ||
@@ -118,11 +145,13 @@ static int rank_main(int rank, int n)
 				return 14;
 		}
 		while (q-- > 0) {
-			if (zcr_wait(rq[q], &st) || st.error) {
+			int ret = zcr_wait(rq[q], &st);
+
+			if (ret || st.error) {
 				fprintf(stderr, "# rank %d round %d: a %s "
 					"failed: %s\n", rank, k,
 					q < n - 1 ? "receive" : "send",
-					strerror(-st.error));
+					strerror(ret ? -ret : -st.error));
 				bad = 15;
 			}
 		}
@@ -160,6 +189,12 @@ static int rank_main(int rank, int n)
 		    (!one_reader || strncmp(via, "tcp (shm: ", 10) ||
 		     !strstr(via, "Yama ptrace_scope 1")))
 			bad = bad ? bad : 20;
+		/* One named reader: shm with one peer at most. */
+		if (one_reader && !strcmp(via, "shm")) {
+			if (shm_peer >= 0 && shm_peer != j)
+				bad = bad ? bad : 21;
+			shm_peer = j;
+		}
 	}
 	if (bad)
 		return bad;
@@ -184,34 +219,52 @@ static int rank_main(int rank, int n)
 	return 0;
 }
 
-/* Run n sibling ranks under Yama ptrace_scope 1 through a job directory. */
+/*
+ * Run n sibling ranks under Yama ptrace_scope 1 through a job directory.
+ * The scope is the machine's: only in the test VMs (ZCRECV_VM=1, set by
+ * tools/vm/init), and put back however the test ends.
+ */
 static void ranks_under_scope_1(int n)
 {
 	char dir[] = "/tmp/zcr-yama-XXXXXX", cmd[64];
 	int rank, old = read_scope(), status[MAX_RANKS];
-	pid_t pid[MAX_RANKS];
+	const char *vm = getenv("ZCRECV_VM");
+	bool ok;
 
 	if (old < 0)
 		ZT_SKIP("no Yama here (%s)", YAMA);
-	ZT_ASSERT(mkdtemp(dir));
-	ZT_ASSERT(chmod(dir, 0777) == 0);	/* for the ranks, not root */
-	if (write_scope(1))
+	if (!vm || strcmp(vm, "1"))
+		ZT_SKIP("sets %s for the whole machine: only in the test VMs "
+			"(ZCRECV_VM=1)", YAMA);
+	signal(SIGALRM, on_timeout);
+	saved_scope = old;
+	if (write_scope(1)) {
+		saved_scope = -1;
 		ZT_SKIP("cannot set %s (not root)", YAMA);
-	for (rank = 0; rank < n; rank++) {
-		pid[rank] = fork();
-		ZT_ASSERT(pid[rank] >= 0);
-		if (pid[rank] == 0) {
-			job_rank_env(rank, n, dir, "60000");
+	}
+	ok = mkdtemp(dir) && chmod(dir, 0777) == 0;	/* ranks: not root */
+	for (rank = 0; ok && rank < n; rank++) {
+		rank_pid[rank] = fork();
+		if (rank_pid[rank] < 0)
+			ok = false;
+		if (rank_pid[rank] == 0) {
+			job_rank_env(rank, n, dir, "30000");
 			setenv("ZCRECV_SHM", "1", 1);
 			setenv("ZCRECV_QUIET", "1", 1);
 			_exit(rank_main(rank, n));
 		}
 	}
-	for (rank = 0; rank < n; rank++)
-		ZT_ASSERT(waitpid(pid[rank], &status[rank], 0) == pid[rank]);
-	ZT_EXPECT_EQ(write_scope(old), 0);
+	for (rank = 0; rank < n; rank++) {
+		if (rank_pid[rank] > 0 &&
+		    waitpid(rank_pid[rank], &status[rank], 0) != rank_pid[rank])
+			ok = false;
+		rank_pid[rank] = 0;
+	}
+	undo();
+	ZT_EXPECT_EQ(read_scope(), old);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	ZT_EXPECT_EQ(system(cmd), 0);
+	ZT_ASSERT_MSG(ok, "could not start or wait for the ranks");
 	for (rank = 0; rank < n; rank++)
 		ZT_ASSERT_MSG(WIFEXITED(status[rank]) &&
 			      !WEXITSTATUS(status[rank]),

@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,11 +349,11 @@ void __zcr_shm_ring_drain(struct zcr_shm_ring *r)
 	}
 }
 
-enum zcr_shm_ptracer __zcr_shm_ptracer_decide(int scope, bool ancestor,
+enum zcr_shm_ptracer __zcr_shm_ptracer_decide(int scope, bool parent,
 					      pid_t named, pid_t pid,
 					      enum zcr_shm_ptracer_mode mode)
 {
-	if (scope != 1 || ancestor || named == ZCR_SHM_PTRACER_ANY_PID ||
+	if (scope != 1 || parent || named == ZCR_SHM_PTRACER_ANY_PID ||
 	    named == pid)
 		return ZCR_SHM_PTRACER_KEEP;
 	if (mode == ZCR_SHM_PTRACER_MODE_ANY ||
@@ -361,42 +362,19 @@ enum zcr_shm_ptracer __zcr_shm_ptracer_decide(int scope, bool ancestor,
 	return named ? ZCR_SHM_PTRACER_REFUSE : ZCR_SHM_PTRACER_SET_PID;
 }
 
-/* /proc/sys/kernel/yama/ptrace_scope, or -1 without Yama. */
+/*
+ * /proc/sys/kernel/yama/ptrace_scope; -1 without Yama (no such file). If
+ * the file is there but cannot be read (or /proc is not mounted), assume
+ * 1: setting a reader costs nothing where Yama does not look.
+ */
 static int yama_scope(void)
 {
 	char b[16];
+	int ret = read_line("/proc/sys/kernel/yama/ptrace_scope", b, sizeof(b));
 
-	return read_line("/proc/sys/kernel/yama/ptrace_scope", b, sizeof(b)) ?
-	       -1 : atoi(b);
-}
-
-/* The parent of process pid, from /proc/PID/stat; 0 when unknown. */
-static pid_t parent_of(pid_t pid)
-{
-	char path[32], b[512], *p;
-	int ppid;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (read_line(path, b, sizeof(b)))
-		return 0;
-	/* "pid (comm) state ppid ...": comm may hold anything but ')'
-	 * at its end. */
-	p = strrchr(b, ')');
-	if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1)
-		return 0;
-	return (pid_t)ppid;
-}
-
-/* Is pid one of our ancestors (Yama lets those read us at scope 1)? */
-static bool is_ancestor(pid_t pid)
-{
-	pid_t p = getppid();
-	int depth;
-
-	for (depth = 0; p > 1 && depth < 256; depth++, p = parent_of(p))
-		if (p == pid)
-			return true;
-	return false;
+	if (ret == -ENOENT && !access("/proc/self", F_OK))
+		return -1;
+	return ret ? 1 : atoi(b);
 }
 
 int __zcr_shm_ptracer_mode(enum zcr_shm_ptracer_mode *mode)
@@ -421,7 +399,20 @@ int __zcr_shm_ptracer_mode(enum zcr_shm_ptracer_mode *mode)
  */
 static pthread_mutex_t ptracer_lock = PTHREAD_MUTEX_INITIALIZER;
 static pid_t ptracer_named;
-static pid_t ptracer_owner;	/* who set it: a forked child has not */
+static pthread_once_t ptracer_once = PTHREAD_ONCE_INIT;
+
+/* A forked child has set nothing (Yama's setting stays with the parent),
+ * and may have been forked while another thread held the lock. */
+static void ptracer_after_fork(void)
+{
+	pthread_mutex_init(&ptracer_lock, NULL);
+	ptracer_named = 0;
+}
+
+static void ptracer_init(void)
+{
+	pthread_atfork(NULL, NULL, ptracer_after_fork);
+}
 
 int __zcr_shm_allow_peer(pid_t pid, char *why, size_t len)
 {
@@ -437,12 +428,17 @@ int __zcr_shm_allow_peer(pid_t pid, char *why, size_t len)
 				 getenv("ZCRECV_SHM_PTRACER"));
 		return -EINVAL;
 	}
+	pthread_once(&ptracer_once, ptracer_init);
 	pthread_mutex_lock(&ptracer_lock);
-	if (ptracer_owner != getpid()) {
-		ptracer_owner = getpid();
+	/* A named reader that exited took Yama's exception with it. */
+	if (ptracer_named > 0 && kill(ptracer_named, 0) < 0 && errno == ESRCH)
 		ptracer_named = 0;
-	}
-	act = __zcr_shm_ptracer_decide(scope, scope == 1 && is_ancestor(pid),
+	/*
+	 * Our parent may read us as long as it lives (and the connection
+	 * lives no longer); a farther ancestor only while the processes in
+	 * between do, so it is named like any peer.
+	 */
+	act = __zcr_shm_ptracer_decide(scope, pid == getppid(),
 				       ptracer_named, pid, mode);
 	if (act == ZCR_SHM_PTRACER_REFUSE) {
 		if (why)
@@ -454,10 +450,11 @@ int __zcr_shm_allow_peer(pid_t pid, char *why, size_t len)
 		arg = act == ZCR_SHM_PTRACER_SET_ANY ?
 		      (unsigned long)PR_SET_PTRACER_ANY : (unsigned long)pid;
 		if (prctl(PR_SET_PTRACER, arg, 0, 0, 0) < 0) {
-			ret = -errno;
-			if (why)
+			/* EINVAL: no Yama after all (scope assumed). */
+			ret = errno == EINVAL ? 0 : -errno;
+			if (ret && why)
 				snprintf(why, len, "prctl(PR_SET_PTRACER) "
-					 "refused: %s", strerror(errno));
+					 "refused: %s", strerror(-ret));
 		} else {
 			ptracer_named = act == ZCR_SHM_PTRACER_SET_ANY ?
 					ZCR_SHM_PTRACER_ANY_PID : pid;

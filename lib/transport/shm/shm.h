@@ -231,8 +231,10 @@ void __zcr_shm_ring_drain(struct zcr_shm_ring *r);
  * second one lets any process of ours read us (PR_SET_PTRACER_ANY, what
  * Open MPI does for its single copies); peer names the first peer only
  * and refuses later ones (-EBUSY: that connection stays on TCP); any lets
- * any from the first. An ancestor needs nothing; scope 0 or no Yama
- * needs nothing; scope 2 or 3 allows nothing (the attach fails: TCP).
+ * any from the first. Our parent needs nothing; scope 0 or no Yama
+ * needs nothing; at scope 2 or 3 nothing we set helps (the attach fails
+ * unless the peer holds CAP_SYS_PTRACE: TCP). A ZCRECV_SHM_PTRACER of
+ * none of these refuses at every scope (-EINVAL).
  * Returns 0 or -errno, with why (if not NULL) saying what went wrong.
  */
 int __zcr_shm_allow_peer(pid_t pid, char *why, size_t len);
@@ -257,10 +259,10 @@ enum zcr_shm_ptracer {
 
 /*
  * What __zcr_shm_allow_peer() does for reader pid, at Yama scope (-1: no
- * Yama), pid one of our ancestors or not, with named (0: none so far,
- * ZCR_SHM_PTRACER_ANY_PID: any) allowed already.
+ * Yama), pid our parent (Yama lets it) or not, with named (0: none so
+ * far, ZCR_SHM_PTRACER_ANY_PID: any) allowed already.
  */
-enum zcr_shm_ptracer __zcr_shm_ptracer_decide(int scope, bool ancestor,
+enum zcr_shm_ptracer __zcr_shm_ptracer_decide(int scope, bool parent,
 					      pid_t named, pid_t pid,
 					      enum zcr_shm_ptracer_mode mode);
 /* pidfd_open(2) of pid: descriptor or -errno. */

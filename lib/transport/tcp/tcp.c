@@ -801,7 +801,7 @@ static bool rx_nego(struct zcr_ep *ep)
 				 "(Yama ptrace_scope 1)");
 		else if (te->h.tag && !te->sn->why[0])
 			snprintf(te->sn->why, sizeof(te->sn->why),
-				 "the peer did not let us read it: %s",
+				 "the peer refused shm: %s",
 				 strerror(te->h.tag));
 		te->my_switch = -ret;
 		te->nego |= NEGO_SENT_SWITCH;
