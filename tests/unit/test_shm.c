@@ -527,52 +527,48 @@ ZT_TEST(pull_unmapped_range)
 /*
  * Whom we let read us under Yama (shm.h, __zcr_shm_ptracer_decide()):
  * nothing to do without Yama, at scope 0, 2 or 3, for our parent or for
- * the process named already; at scope 1 the first peer is named, and a
- * second one makes auto let any process read us, peer refuse it; any
- * lets any from the first.
+ * the process named already; at scope 1 any (the default) lets any
+ * process read us from the first peer on, peer names the first peer and
+ * refuses a second one.
  */
 ZT_TEST(ptracer_decisions)
 {
-	const enum zcr_shm_ptracer_mode A = ZCR_SHM_PTRACER_MODE_AUTO,
-		P = ZCR_SHM_PTRACER_MODE_PEER, Y = ZCR_SHM_PTRACER_MODE_ANY;
+	const enum zcr_shm_ptracer_mode P = ZCR_SHM_PTRACER_MODE_PEER,
+		Y = ZCR_SHM_PTRACER_MODE_ANY;
 	const pid_t any = ZCR_SHM_PTRACER_ANY_PID;
 	int s;
 
 	for (s = -1; s <= 3; s++) {
 		if (s == 1)
 			continue;
-		ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(s, false, 0, 10, A),
+		ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(s, false, 0, 10, Y),
 			     ZCR_SHM_PTRACER_KEEP);
 		ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(s, false, 7, 10, P),
 			     ZCR_SHM_PTRACER_KEEP);
-		ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(s, false, 0, 10, Y),
-			     ZCR_SHM_PTRACER_KEEP);
 	}
-	/* Scope 1: our parent, or the one named, or any named already. */
+	/* Scope 1: our parent, or the one named, or any set already. */
+	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, true, 0, 10, Y),
+		     ZCR_SHM_PTRACER_KEEP);
 	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, true, 7, 10, P),
 		     ZCR_SHM_PTRACER_KEEP);
 	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, 10, 10, P),
 		     ZCR_SHM_PTRACER_KEEP);
 	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, any, 10, P),
 		     ZCR_SHM_PTRACER_KEEP);
+	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, any, 10, Y),
+		     ZCR_SHM_PTRACER_KEEP);
 	/* The first peer. */
-	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, 0, 10, A),
-		     ZCR_SHM_PTRACER_SET_PID);
-	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, 0, 10, P),
-		     ZCR_SHM_PTRACER_SET_PID);
 	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, 0, 10, Y),
 		     ZCR_SHM_PTRACER_SET_ANY);
+	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, 0, 10, P),
+		     ZCR_SHM_PTRACER_SET_PID);
 	/* A second one. */
-	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, 7, 10, A),
-		     ZCR_SHM_PTRACER_SET_ANY);
 	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, 7, 10, P),
 		     ZCR_SHM_PTRACER_REFUSE);
-	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, 7, 10, Y),
-		     ZCR_SHM_PTRACER_SET_ANY);
 }
 
-/* ZCRECV_SHM_PTRACER: auto (or unset, or empty), peer, any; else -EINVAL,
- * and __zcr_shm_allow_peer() then says why. */
+/* ZCRECV_SHM_PTRACER: any (or unset, or empty), peer; else -EINVAL, and
+ * __zcr_shm_allow_peer() then says why. */
 ZT_TEST(ptracer_mode_from_the_environment)
 {
 	static const struct {
@@ -580,11 +576,11 @@ ZT_TEST(ptracer_mode_from_the_environment)
 		int ret;
 		enum zcr_shm_ptracer_mode m;
 	} cases[] = {
-		{ NULL, 0, ZCR_SHM_PTRACER_MODE_AUTO },
-		{ "", 0, ZCR_SHM_PTRACER_MODE_AUTO },
-		{ "auto", 0, ZCR_SHM_PTRACER_MODE_AUTO },
-		{ "peer", 0, ZCR_SHM_PTRACER_MODE_PEER },
+		{ NULL, 0, ZCR_SHM_PTRACER_MODE_ANY },
+		{ "", 0, ZCR_SHM_PTRACER_MODE_ANY },
 		{ "any", 0, ZCR_SHM_PTRACER_MODE_ANY },
+		{ "peer", 0, ZCR_SHM_PTRACER_MODE_PEER },
+		{ "auto", -EINVAL, 0 },
 		{ "ANY", -EINVAL, 0 },
 		{ "1", -EINVAL, 0 },
 	};

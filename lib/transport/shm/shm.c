@@ -356,8 +356,7 @@ enum zcr_shm_ptracer __zcr_shm_ptracer_decide(int scope, bool parent,
 	if (scope != 1 || parent || named == ZCR_SHM_PTRACER_ANY_PID ||
 	    named == pid)
 		return ZCR_SHM_PTRACER_KEEP;
-	if (mode == ZCR_SHM_PTRACER_MODE_ANY ||
-	    (named && mode == ZCR_SHM_PTRACER_MODE_AUTO))
+	if (mode == ZCR_SHM_PTRACER_MODE_ANY)
 		return ZCR_SHM_PTRACER_SET_ANY;
 	return named ? ZCR_SHM_PTRACER_REFUSE : ZCR_SHM_PTRACER_SET_PID;
 }
@@ -381,12 +380,10 @@ int __zcr_shm_ptracer_mode(enum zcr_shm_ptracer_mode *mode)
 {
 	const char *v = getenv("ZCRECV_SHM_PTRACER");
 
-	if (!v || !*v || !strcmp(v, "auto"))
-		*mode = ZCR_SHM_PTRACER_MODE_AUTO;
+	if (!v || !*v || !strcmp(v, "any"))
+		*mode = ZCR_SHM_PTRACER_MODE_ANY;
 	else if (!strcmp(v, "peer"))
 		*mode = ZCR_SHM_PTRACER_MODE_PEER;
-	else if (!strcmp(v, "any"))
-		*mode = ZCR_SHM_PTRACER_MODE_ANY;
 	else
 		return -EINVAL;
 	return 0;
@@ -424,7 +421,7 @@ int __zcr_shm_allow_peer(pid_t pid, char *why, size_t len)
 	if (__zcr_shm_ptracer_mode(&mode)) {
 		if (why)
 			snprintf(why, len, "ZCRECV_SHM_PTRACER=%s is none of "
-				 "auto, peer, any",
+				 "any, peer",
 				 getenv("ZCRECV_SHM_PTRACER"));
 		return -EINVAL;
 	}

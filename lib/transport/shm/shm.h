@@ -224,25 +224,25 @@ void __zcr_shm_ring_drain(struct zcr_shm_ring *r);
 /*
  * Let process pid use ptrace-mode access on us (process_vm_readv of our
  * buffers, pidfd_getfd of our descriptors). Only the Yama LSM's
- * ptrace_scope 1 asks for anything: there only our ancestors and the one
- * process we name with prctl(PR_SET_PTRACER) may, and naming another
- * takes it away from the last, mid-connection. So, by
- * ZCRECV_SHM_PTRACER: auto (default) names the first peer, and on a
- * second one lets any process of ours read us (PR_SET_PTRACER_ANY, what
- * Open MPI does for its single copies); peer names the first peer only
- * and refuses later ones (-EBUSY: that connection stays on TCP); any lets
- * any from the first. Our parent needs nothing; scope 0 or no Yama
- * needs nothing; at scope 2 or 3 nothing we set helps (the attach fails
- * unless the peer holds CAP_SYS_PTRACE: TCP). A ZCRECV_SHM_PTRACER of
- * none of these refuses at every scope (-EINVAL).
- * Returns 0 or -errno, with why (if not NULL) saying what went wrong.
+ * ptrace_scope 1 asks for anything: there only our ancestors and the
+ * reader we set with prctl(PR_SET_PTRACER) may, one setting per process,
+ * and setting another replaces the last, mid-connection (ours, or those
+ * of another library in the process: Open MPI sets PR_SET_PTRACER_ANY
+ * for its own single copies). So, by ZCRECV_SHM_PTRACER: any (default)
+ * lets any process of ours read us (PR_SET_PTRACER_ANY), which never
+ * takes access from anyone; peer names the first peer only and refuses
+ * later ones (-EBUSY: that connection stays on TCP). Our parent needs
+ * nothing; scope 0 or no Yama needs nothing; at scope 2 or 3 nothing we
+ * set helps (the attach fails unless the peer holds CAP_SYS_PTRACE:
+ * TCP). A ZCRECV_SHM_PTRACER of neither refuses at every scope
+ * (-EINVAL). Returns 0 or -errno, with why (if not NULL) saying what
+ * went wrong.
  */
 int __zcr_shm_allow_peer(pid_t pid, char *why, size_t len);
 
 enum zcr_shm_ptracer_mode {
-	ZCR_SHM_PTRACER_MODE_AUTO,
-	ZCR_SHM_PTRACER_MODE_PEER,
 	ZCR_SHM_PTRACER_MODE_ANY,
+	ZCR_SHM_PTRACER_MODE_PEER,
 };
 
 /* ZCRECV_SHM_PTRACER read: 0, or -EINVAL for a value of none of them. */
