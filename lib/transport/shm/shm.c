@@ -364,15 +364,18 @@ enum zcr_shm_ptracer __zcr_shm_ptracer_decide(int scope, bool parent,
 /*
  * /proc/sys/kernel/yama/ptrace_scope; -1 without Yama (no such file). If
  * the file is there but cannot be read (or /proc is not mounted), assume
- * 1: setting a reader costs nothing where Yama does not look.
+ * 1 (*assumed set): setting a reader costs nothing where Yama does not
+ * look, and prctl then tells (EINVAL without Yama).
  */
-static int yama_scope(void)
+static int yama_scope(bool *assumed)
 {
 	char b[16];
 	int ret = read_line("/proc/sys/kernel/yama/ptrace_scope", b, sizeof(b));
 
+	*assumed = false;
 	if (ret == -ENOENT && !access("/proc/self", F_OK))
 		return -1;
+	*assumed = ret != 0;
 	return ret ? 1 : atoi(b);
 }
 
@@ -416,7 +419,8 @@ int __zcr_shm_allow_peer(pid_t pid, char *why, size_t len)
 	enum zcr_shm_ptracer_mode mode;
 	enum zcr_shm_ptracer act;
 	unsigned long arg;
-	int scope = yama_scope(), ret = 0;
+	bool assumed;
+	int scope = yama_scope(&assumed), ret = 0;
 
 	if (__zcr_shm_ptracer_mode(&mode)) {
 		if (why)
@@ -447,11 +451,16 @@ int __zcr_shm_allow_peer(pid_t pid, char *why, size_t len)
 		arg = act == ZCR_SHM_PTRACER_SET_ANY ?
 		      (unsigned long)PR_SET_PTRACER_ANY : (unsigned long)pid;
 		if (prctl(PR_SET_PTRACER, arg, 0, 0, 0) < 0) {
-			/* EINVAL: no Yama after all (scope assumed). */
-			ret = errno == EINVAL ? 0 : -errno;
+			/*
+			 * EINVAL: no Yama after all, if we only assumed it;
+			 * with Yama, no such process here (it exited, or its
+			 * pid is of another pid namespace).
+			 */
+			ret = errno != EINVAL ? -errno : assumed ? 0 : -ESRCH;
 			if (ret && why)
-				snprintf(why, len, "prctl(PR_SET_PTRACER) "
-					 "refused: %s", strerror(-ret));
+				snprintf(why, len, "prctl(PR_SET_PTRACER, %d) "
+					 "refused: %s", (int)pid,
+					 strerror(-ret));
 		} else {
 			ptracer_named = act == ZCR_SHM_PTRACER_SET_ANY ?
 					ZCR_SHM_PTRACER_ANY_PID : pid;
