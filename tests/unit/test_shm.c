@@ -536,7 +536,27 @@ ZT_TEST(ptracer_decisions)
 {
 	const enum zcr_shm_ptracer_mode P = ZCR_SHM_PTRACER_MODE_PEER,
 		Y = ZCR_SHM_PTRACER_MODE_ANY;
-	const pid_t any = ZCR_SHM_PTRACER_ANY_PID;
+	static const struct {
+		bool parent;
+		pid_t named;
+		enum zcr_shm_ptracer_mode mode;
+		enum zcr_shm_ptracer want;
+	} at1[] = {
+		/* Our parent, the one named, or any set already. */
+		{ true, 0, ZCR_SHM_PTRACER_MODE_ANY, ZCR_SHM_PTRACER_KEEP },
+		{ true, 7, ZCR_SHM_PTRACER_MODE_PEER, ZCR_SHM_PTRACER_KEEP },
+		{ false, 10, ZCR_SHM_PTRACER_MODE_PEER, ZCR_SHM_PTRACER_KEEP },
+		{ false, ZCR_SHM_PTRACER_ANY_PID, ZCR_SHM_PTRACER_MODE_PEER,
+		  ZCR_SHM_PTRACER_KEEP },
+		{ false, ZCR_SHM_PTRACER_ANY_PID, ZCR_SHM_PTRACER_MODE_ANY,
+		  ZCR_SHM_PTRACER_KEEP },
+		/* The first peer. */
+		{ false, 0, ZCR_SHM_PTRACER_MODE_ANY, ZCR_SHM_PTRACER_SET_ANY },
+		{ false, 0, ZCR_SHM_PTRACER_MODE_PEER, ZCR_SHM_PTRACER_SET_PID },
+		/* A second one. */
+		{ false, 7, ZCR_SHM_PTRACER_MODE_PEER, ZCR_SHM_PTRACER_REFUSE },
+	};
+	unsigned int i;
 	int s;
 
 	for (s = -1; s <= 3; s++) {
@@ -547,25 +567,11 @@ ZT_TEST(ptracer_decisions)
 		ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(s, false, 7, 10, P),
 			     ZCR_SHM_PTRACER_KEEP);
 	}
-	/* Scope 1: our parent, or the one named, or any set already. */
-	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, true, 0, 10, Y),
-		     ZCR_SHM_PTRACER_KEEP);
-	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, true, 7, 10, P),
-		     ZCR_SHM_PTRACER_KEEP);
-	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, 10, 10, P),
-		     ZCR_SHM_PTRACER_KEEP);
-	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, any, 10, P),
-		     ZCR_SHM_PTRACER_KEEP);
-	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, any, 10, Y),
-		     ZCR_SHM_PTRACER_KEEP);
-	/* The first peer. */
-	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, 0, 10, Y),
-		     ZCR_SHM_PTRACER_SET_ANY);
-	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, 0, 10, P),
-		     ZCR_SHM_PTRACER_SET_PID);
-	/* A second one. */
-	ZT_EXPECT_EQ(__zcr_shm_ptracer_decide(1, false, 7, 10, P),
-		     ZCR_SHM_PTRACER_REFUSE);
+	for (i = 0; i < sizeof(at1) / sizeof(at1[0]); i++)
+		ZT_ASSERT_MSG(__zcr_shm_ptracer_decide(1, at1[i].parent,
+						       at1[i].named, 10,
+						       at1[i].mode) ==
+			      at1[i].want, "scope 1, case %u", i);
 }
 
 /* ZCRECV_SHM_PTRACER: any (or unset, or empty), peer; else -EINVAL, and
