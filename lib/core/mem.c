@@ -193,6 +193,7 @@ int zcr_mem_alloc(struct zcr_ctx *ctx, size_t size, void **ptr)
 			free(m);
 			return ret;
 		}
+		m->thp = huge && __zcr_thp_enabled();
 	}
 	m->addr = a;
 	m->len = len;
@@ -233,6 +234,20 @@ bool __zcr_mem_in_zone(struct zcr_ctx *ctx, const void *p, size_t len)
 		struct zcr_mem *m = zcr_container_of(pos, struct zcr_mem, link);
 
 		if (m->zone && c >= m->addr && c + len <= m->addr + m->len)
+			return true;
+	}
+	return false;
+}
+
+bool __zcr_mem_thp(struct zcr_ctx *ctx, const void *p, size_t len)
+{
+	const char *c = p;
+	struct zcr_list *pos;
+
+	for (pos = ctx->mems.next; pos != &ctx->mems; pos = pos->next) {
+		struct zcr_mem *m = zcr_container_of(pos, struct zcr_mem, link);
+
+		if (m->thp && c < m->addr + m->len && c + len > m->addr)
 			return true;
 	}
 	return false;

@@ -21,6 +21,7 @@ struct zcr_mem {
 	size_t size;		/* asked for: the caller's bytes */
 	bool zone;
 	bool huge;		/* zone: a huge zone (2 MiB units) */
+	bool thp;		/* anonymous, advised MADV_HUGEPAGE, THP on */
 };
 
 /*
@@ -55,6 +56,14 @@ bool __zcr_mem_in_zone(struct zcr_ctx *ctx, const void *p, size_t len);
  * zone, the page size for a 4 KiB one, 0 if no zone holds it.
  */
 size_t __zcr_mem_zone_unit(struct zcr_ctx *ctx, const void *p, size_t len);
+/*
+ * Whether [p, p + len) overlaps an anonymous zcr_mem_alloc block whose 2
+ * MiB units may be transparent huge pages (2 MiB aligned, advised
+ * MADV_HUGEPAGE, THP not "never"). Moving less than a whole unit of such
+ * a block splits its huge page, and the 4 KiB pages then travel on
+ * through the staging slots. Under ctx->lock.
+ */
+bool __zcr_mem_thp(struct zcr_ctx *ctx, const void *p, size_t len);
 /* THP "always" or "madvise": MADV_HUGEPAGE may give huge pages here. */
 bool __zcr_thp_enabled(void);
 /*

@@ -23,8 +23,11 @@
  * empties the user's PMDs for the slot's. A user range of 4 KiB pages
  * keeps an (emptied) page table after the first move; dropping that with
  * MADV_DONTNEED (Linux >= 6.14 with CONFIG_PT_RECLAIM frees empty page
- * tables) lets the slot's huge page move in whole. Head and tail pages
- * that do not fill a 2 MiB unit move as 4 KiB pages.
+ * tables) lets the slot's huge page move in whole. In a zcr_mem_alloc
+ * block of 2 MiB units the engine moves only whole units and copies the
+ * rest (moving part of one would split its huge page and the slot's for
+ * good: remap_range()); elsewhere head and tail pages that do not fill a
+ * 2 MiB unit move as 4 KiB pages.
  *
  * Registration is in write-protect mode, and we never write-protect a page:
  * such a registration traps no fault at all. (Missing mode would trap the
