@@ -271,8 +271,8 @@ ZT_TEST(old_peer_accepts)
  * byte of every echo and that the child saw shm too.
  */
 #define ROUNDS 3
-static const size_t pp_sizes[] = { 1, 64, 4096, 16384, 16385, 65536,
-				   (1 << 20) + 3, 4 << 20 };
+static const size_t pp_sizes[] = { 1, 64, 4096, 16384, 16385, 32768,
+				   65536, 262144, (1 << 20) + 3, 4 << 20 };
 #define NSIZES (sizeof(pp_sizes) / sizeof(pp_sizes[0]))
 
 static void echo_child(const char *addr)
@@ -301,7 +301,7 @@ static void echo_child(const char *addr)
 	_exit(0);
 }
 
-ZT_TEST(pingpong_two_processes)
+static void pingpong(void)
 {
 	struct zcr_ctx_attr a = { .quiet = 1 };
 	char *sb = malloc(4 << 20), *rb = malloc(4 << 20), addr[32];
@@ -355,6 +355,19 @@ ZT_TEST(pingpong_two_processes)
 	expect_no_leftovers();
 	free(sb);
 	free(rb);
+}
+
+/* The defaults: eager up to 32 KiB (two cells), pulled above. */
+ZT_TEST(pingpong_two_processes)
+{
+	pingpong();
+}
+
+/* Eager over up to all 16 cells (256 KiB), as ZCRECV_SHM_FRAG_MAX allows. */
+ZT_TEST(pingpong_eager_over_sixteen_cells)
+{
+	setenv("ZCRECV_SHM_FRAG_MAX", "262144", 1);
+	pingpong();
 }
 
 /*

@@ -37,12 +37,15 @@
 #define SHM_SPINS_PER_YIELD	16
 /*
  * Messages up to this size travel eager over several cells (two copies,
- * no pull) to a peer that takes it: below it, the pull's system calls and
- * the wait for the receiver cost more than the second copy, even with the
- * copy shared (NPopenmpi under libzcrecv-mpi: 192 KiB 16-17 us eager, 21
- * us pulled). 256 KiB fits in ZCR_SHM_FRAG_CELLS cells of 16 KiB.
+ * no pull) to a peer that takes it (ZCRECV_SHM_FRAG_MAX overrides it, up
+ * to ZCR_SHM_FRAG_CELLS cells). Above it the shared pull wins: on the
+ * hosts of 2026-11-26 (Documentation/benchmarks.md, "Where eager ends"),
+ * 64 KiB 6.5-6.9 us pulled against 9.4-10.1 eager in zcbench and level
+ * in NPopenmpi under libzcrecv-mpi, 128 KiB 9-10 against 16 and 12
+ * against 17; at 32 KiB the two ways split (zcbench 4.9-5.1 pulled
+ * against 6.4, NPopenmpi 6.4-6.7 against 5.7-5.8).
  */
-#define SHM_FRAG_MAX		(256 << 10)
+#define SHM_FRAG_MAX		(32 << 10)
 /*
  * An announced message with no receive posted for it, while our own
  * announced send to that peer has not completed here yet: the
@@ -55,9 +58,10 @@
 /*
  * Pulls of at least this many bytes are shared with a sender that waits
  * for them (shm.h, enum zcr_shm_help); ZCRECV_SHM_SPLIT_MIN overrides it
- * (0: never).
+ * (0: never). From 64 KiB: a pull of 64 KiB took 14.6 us alone and 8.9-9.1
+ * shared (NPopenmpi under libzcrecv-mpi, benchmarks.md).
  */
-#define SHM_SPLIT_MIN		(128 << 10)
+#define SHM_SPLIT_MIN		(64 << 10)
 
 /*
  * While the recent peak of waits for a peer is at most this long, waits
