@@ -11,8 +11,10 @@
  * then times the landing with the policy forced to copy and to remap in
  * turn (alternating, same run). Points: message size (powers of two from
  * --min to --max), user buffer (aligned: zcr_mem_alloc, 2 MiB aligned;
- * page: 4 KiB past a 2 MiB boundary of zcr_mem_alloc memory; malloc: plain
- * malloc()), source (warm: the staged bytes were just written; cold: the
+ * page: 4 KiB past a 2 MiB boundary of zcr_mem_alloc memory, of which only
+ * whole 2 MiB units move, the rest is copied (kmod's huge zones; uffd-move
+ * since 2026-11-26, where THP is not "never"); malloc: plain malloc(), whose
+ * pages move one by one), source (warm: the staged bytes were just written; cold: the
  * caches were flushed after staging, by writing four times the last-level
  * cache elsewhere, which also evicts the page tables and kernel data an
  * exchange walks; flushed: only the staged message's and the user
@@ -73,7 +75,9 @@ static void usage(FILE *f)
 		"usage: zcland-bench [options]\n"
 		"  --min BYTES       smallest message (4096)\n"
 		"  --max BYTES       largest message (67108864)\n"
-		"  --align LIST      aligned,page,malloc (aligned,page)\n"
+		"  --align LIST      aligned,page,malloc (aligned,page): the\n"
+		"                    buffer from zcr_mem_alloc, 4 KiB into it\n"
+		"                    (only whole 2 MiB units move), or malloc\n"
 		"  --src LIST        warm,cold,flushed (warm,cold)\n"
 		"  --thread LIST     none,parked,busy,peer (none,busy)\n"
 		"  --iters N         most timed landings per point and mode (15)\n"

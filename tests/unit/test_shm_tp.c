@@ -301,7 +301,30 @@ static void echo_child(const char *addr)
 	_exit(0);
 }
 
-static void pingpong(void)
+/*
+ * Send len bytes. Over shm, a message of more than one cell and up to
+ * eager_max bytes must travel eager over several cells: its send is
+ * complete the moment it is posted, as the ring is empty in a ping-pong
+ * (a pulled one completes only once the peer has read it). Returns
+ * whether that was checked.
+ */
+static bool pp_send(struct zcr_ep *ep, const char *sb, size_t len, int tag,
+		    size_t eager_max)
+{
+	struct zcr_req *s;
+
+	if (len <= 16384 || len > eager_max || strcmp(tp_of(ep), "shm")) {
+		ZT_EXPECT_EQ(zcr_send(ep, sb, len, tag), 0);
+		return false;
+	}
+	ZT_EXPECT_EQ(zcr_isend(ep, sb, len, tag, &s), 0);
+	ZT_ASSERT_MSG(zcr_test(s, NULL) == 1,
+		      "a send of %zu bytes (eager up to %zu) is pending", len,
+		      eager_max);
+	return true;
+}
+
+static void pingpong(size_t eager_max)
 {
 	struct zcr_ctx_attr a = { .quiet = 1 };
 	char *sb = malloc(4 << 20), *rb = malloc(4 << 20), addr[32];
@@ -309,11 +332,13 @@ static void pingpong(void)
 	struct zcr_ctx *c0;
 	struct zcr_ep *ep = NULL;
 	struct zcr_req *r;
-	unsigned int i, k;
+	unsigned int i, k, checked = 0, want = 0;
 	int status, port;
 	uint64_t before;
 	pid_t pid;
 
+	for (i = 0; i < NSIZES; i++)	/* multi-cell eager sizes, rounds 2, 3 */
+		want += pp_sizes[i] > 16384 && pp_sizes[i] <= eager_max;
 	setenv("ZCRECV_SHM", "1", 1);
 	ZT_EXPECT_EQ(zcr_ctx_create(&a, &c0), 0);
 	port = zcr_ctx_listen(c0, "127.0.0.1:0");
@@ -333,10 +358,12 @@ static void pingpong(void)
 			if (k % 2) {	/* posted before the echo comes */
 				ZT_EXPECT_EQ(zcr_irecv(c0, rb, len, 1, (int)i,
 						       &r), 0);
-				ZT_EXPECT_EQ(zcr_send(ep, sb, len, (int)i), 0);
+				checked += pp_send(ep, sb, len, (int)i,
+						   eager_max);
 			} else {	/* early: staged, then received */
 				before = pair_stats(c0).early;
-				ZT_EXPECT_EQ(zcr_send(ep, sb, len, (int)i), 0);
+				checked += pp_send(ep, sb, len, (int)i,
+						   eager_max);
 				while (pair_stats(c0).early == before)
 					ZT_ASSERT(zcr_progress(c0, 10) >= 0);
 				ZT_EXPECT_EQ(zcr_irecv(c0, rb, len, 1, (int)i,
@@ -348,6 +375,9 @@ static void pingpong(void)
 				      "size %zu round %u", len, k);
 		}
 	ZT_ASSERT_MSG(!strcmp(tp_of(ep), "shm"), "%s", tp_of(ep));
+	/* shm may come up during the first round, not later */
+	ZT_ASSERT_MSG(checked >= (ROUNDS - 1) * want, "%u of %u eager sends "
+		      "checked", checked, ROUNDS * want);
 	ZT_EXPECT_EQ(waitpid(pid, &status, 0), pid);
 	ZT_ASSERT_MSG(WIFEXITED(status) && !WEXITSTATUS(status),
 		      "child status %d", status);
@@ -360,14 +390,14 @@ static void pingpong(void)
 /* The defaults: eager up to 32 KiB (two cells), pulled above. */
 ZT_TEST(pingpong_two_processes)
 {
-	pingpong();
+	pingpong(32768);
 }
 
 /* Eager over up to all 16 cells (256 KiB), as ZCRECV_SHM_FRAG_MAX allows. */
 ZT_TEST(pingpong_eager_over_sixteen_cells)
 {
 	setenv("ZCRECV_SHM_FRAG_MAX", "262144", 1);
-	pingpong();
+	pingpong(262144);
 }
 
 /*
@@ -378,7 +408,7 @@ ZT_TEST(pingpong_eager_over_sixteen_cells)
 ZT_TEST(interleavings)
 {
 	struct zcr_ctx_attr a = { .staging_bytes = 1 << 20 };
-	static const size_t sizes[] = { 10, 9000, 65536, 3 << 20 };
+	static const size_t sizes[] = { 10, 9000, 32768, 65536, 3 << 20 };
 	char *sb = malloc(3 << 20), *rb = malloc(3 << 20);
 	struct zcr_status st;
 	struct zcr_req *r, *s;
@@ -387,7 +417,7 @@ ZT_TEST(interleavings)
 	unsigned int i;
 
 	pair_shm(&p, 2, &a);
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		size_t len = sizes[i];
 
 		one_posted(&p, p.to0[1], p.c[0], 1, len, i);
@@ -1515,7 +1545,7 @@ ZT_TEST(polling_calls_progress_with_a_progress_thread)
 
 ZT_TEST(truncation)
 {
-	static const size_t sizes[] = { 5000, 300000 };
+	static const size_t sizes[] = { 5000, 32768, 300000 };
 	char *sb = malloc(300000), *rb = malloc(300000);
 	struct zcr_status st;
 	struct zcr_req *r, *s;
@@ -1524,7 +1554,7 @@ ZT_TEST(truncation)
 
 	pair_shm(&p, 2, NULL);
 	for (early = 0; early < 2; early++)
-		for (i = 0; i < 2; i++) {
+		for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 			size_t len = sizes[i];
 
 			pattern_fill(sb, len, i);

@@ -39,7 +39,7 @@
  * Messages up to this size travel eager over several cells (two copies,
  * no pull) to a peer that takes it (ZCRECV_SHM_FRAG_MAX overrides it, up
  * to ZCR_SHM_FRAG_CELLS cells). Above it the shared pull wins: on the
- * hosts of 2026-11-26 (Documentation/benchmarks.md, "Where eager ends"),
+ * host of 2026-11-26 (Documentation/benchmarks.md, "Where eager ends"),
  * 64 KiB 6.5-6.9 us pulled against 9.4-10.1 eager in zcbench and level
  * in NPopenmpi under libzcrecv-mpi, 128 KiB 9-10 against 16 and 12
  * against 17; at 32 KiB the two ways split (zcbench 4.9-5.1 pulled
@@ -58,10 +58,11 @@
 /*
  * Pulls of at least this many bytes are shared with a sender that waits
  * for them (shm.h, enum zcr_shm_help); ZCRECV_SHM_SPLIT_MIN overrides it
- * (0: never). From 64 KiB: a pull of 64 KiB took 14.6 us alone and 8.9-9.1
- * shared (NPopenmpi under libzcrecv-mpi, benchmarks.md).
+ * (0: never). Every pull above the eager limit: unshared, 48 KiB took
+ * 8.5-8.8 us in zcbench and 5.6 in NPopenmpi under libzcrecv-mpi, shared
+ * 5.9-6.0 and 3.9 (eager 8.3 and 3.7-3.9; benchmarks.md).
  */
-#define SHM_SPLIT_MIN		(64 << 10)
+#define SHM_SPLIT_MIN		(32 << 10)
 
 /*
  * While the recent peak of waits for a peer is at most this long, waits
