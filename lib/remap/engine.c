@@ -620,27 +620,25 @@ static bool remap_range(struct zcr_ctx *ctx, struct zcr_slot *s, size_t off,
 	uintptr_t a = ((uintptr_t)dst + ctx->page - 1) & ~(ctx->page - 1);
 	uintptr_t e = ((uintptr_t)dst + n) & ~(ctx->page - 1);
 	struct zcr_backend_state *bs = __zcr_remap_state(ctx, s->ops);
+	bool thp;
 
-	if (s->ops->units_only && s->ops->unit) {
+	/*
+	 * Whole units only: a backend whose memory comes in units (kmod),
+	 * or the huge pages of a zcr_mem_alloc block (uffd-move), from a
+	 * huge slot at the same offset; the rest is copied. A move of part
+	 * of a block's unit splits its huge page and the slot's, and their
+	 * 4 KiB pages go on circulating between slots and buffers: each
+	 * later exchange of those units moves 512 pages instead of one PMD
+	 * (a 2 MiB landing 30-40 times dearer, Documentation/library.md).
+	 */
+	thp = !s->ops->units_only && s->ops->unit && e > a &&
+	      __zcr_mem_thp(ctx, (void *)a, e - a);
+	if ((s->ops->units_only || thp) && s->ops->unit) {
 		/* the slot is unit aligned: so is dst's part at its offset */
 		uintptr_t u = s->ops->unit(ctx, bs->priv, s->cap);
 
-		a = (a + u - 1) & ~(u - 1);
-		e &= ~(u - 1);
-	} else if (s->ops->unit && e > a &&
-		   __zcr_mem_thp(ctx, (void *)a, e - a)) {
-		/*
-		 * Huge pages of a zcr_mem_alloc block (uffd-move): only whole
-		 * 2 MiB units from a huge slot at the same offset move; the
-		 * rest is copied. A move of part of a unit splits the block's
-		 * huge page and the slot's, and their 4 KiB pages go on
-		 * circulating between slots and buffers: each later exchange
-		 * of those units moves 512 pages instead of one PMD (a 2 MiB
-		 * landing 30-40 times dearer, Documentation/library.md).
-		 */
-		uintptr_t u = s->ops->unit(ctx, bs->priv, s->cap);
-
-		if (u < ZCR_HUGE_SIZE || ((off ^ (uintptr_t)dst) & (u - 1)))
+		if (thp && (u < ZCR_HUGE_SIZE ||
+			    ((off ^ (uintptr_t)dst) & (u - 1))))
 			return false;
 		a = (a + u - 1) & ~(u - 1);
 		e &= ~(u - 1);
