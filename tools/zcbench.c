@@ -7,8 +7,8 @@
  * remap, auto: the context's policy) and each arrival (early: the receiver
  * waits until the message has been staged before it posts the receive;
  * posted: the receive is posted before the message is sent). Every
- * message carries a checksum of its payload and its iteration number;
- * both sides verify every iteration. Receive buffers come from
+ * message carries its iteration number and words drawn from it; both
+ * sides check every word of every message (fill(), verify()). Receive buffers come from
  * zcr_mem_alloc, two per side used in turn (a period-2 pattern for the
  * predictor). Prints a table (half round-trip latency, bandwidth, hit
  * ratio, pages remapped per message, and the median of per-trial ratios
@@ -98,8 +98,11 @@ struct ctrl {
 	uint32_t iters;
 	uint32_t early;
 	uint32_t echo;		/* rank 1 answers with the ping itself */
-	uint32_t pad;
+	uint32_t payload;	/* PAYLOAD_VERSION: how fill() writes */
 };
+
+/* 0 (zcrecv 0.2.0): xorshift words and a checksum; 1: fill() now */
+#define PAYLOAD_VERSION	1
 
 /*
  * How rank 1 answers (--reply): from a buffer of its own, filled with the
@@ -109,6 +112,14 @@ struct ctrl {
  * dearer on some machines (Documentation/benchmarks.md).
  */
 static bool echo_replies;
+
+/*
+ * --rest US: rank 0 waits (spinning, touching no memory) this long after
+ * it wrote each ping before it sends it, outside the timed part: how
+ * long the buffers rest between messages, which at 16 MiB decides
+ * whether the copies find them in the host's cache.
+ */
+static unsigned int rest_us;
 
 struct peer_stats {
 	uint64_t early, hits, misses, pages, copied, bad;
@@ -246,42 +257,51 @@ static void rebind(void)
 		bind_rank(0);
 }
 
-static uint64_t csum(const uint64_t *w, size_t n)
-{
-	uint64_t h = 0x9e3779b97f4a7c15ULL;
-	size_t i;
+/*
+ * Payload: word 0 the iteration's tag, word i (i >= 1) seed ^ (i * STEP),
+ * the seed drawn from the iteration and the size. verify() compares every
+ * word with what it must be, so a stale page (another iteration), a page
+ * out of place (another i) or a torn copy fails it, as any changed bit
+ * does. Both loops run at memory speed (vectorised): at 16 MiB the
+ * checksum of xorshift words they replace took 12-13 ms a round on each side,
+ * time in which the host's other work evicted the buffers from its shared
+ * cache, so every copy of the next message ran cold at 5-7 GB/s where
+ * NetPIPE's untouched buffers copy hot at 10-11 (Documentation/
+ * benchmarks.md, "The benchmark's own work between messages").
+ */
+#define WORD_STEP	0x9e3779b97f4a7c15ULL
 
-	for (i = 0; i < n; i++) {
-		h ^= w[i];
-		h *= 0x100000001b3ULL;
-		h ^= h >> 29;
-	}
-	return h;
+static uint64_t word_seed(size_t len, uint64_t it)
+{
+	uint64_t x = it * 0x2545f4914f6cdd1dULL + len + 1;
+
+	x ^= x >> 31;
+	x *= 0xbf58476d1ce4e5b9ULL;
+	return x ^ (x >> 29);
 }
 
-/* Payload: word 0 iteration tag, word 1 checksum of the rest. */
+/* ZCBENCH_FLIP: the byte of each received message rank 0 damages, or -1 */
+static long long flip_at = -1;
+
 static void fill(void *buf, size_t len, uint64_t it)
 {
-	uint64_t *w = buf, x = it * 0x2545f4914f6cdd1dULL + len + 1;
+	uint64_t *w = buf, seed = word_seed(len, it);
 	size_t i, n = len / 8;
 
-	for (i = 2; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		w[i] = x;
-	}
+	for (i = 1; i < n; i++)
+		w[i] = seed ^ (i * WORD_STEP);
 	w[0] = WORD_MAGIC | (it & 0xffffffff);
-	w[1] = csum(w + 2, n - 2);
 }
 
 static int verify(const void *buf, size_t len, uint64_t it)
 {
 	const uint64_t *w = buf;
-	size_t n = len / 8;
+	uint64_t seed = word_seed(len, it), diff = 0;
+	size_t i, n = len / 8;
 
-	return w[0] == (WORD_MAGIC | (it & 0xffffffff)) &&
-	       w[1] == csum(w + 2, n - 2);
+	for (i = 1; i < n; i++)
+		diff |= w[i] ^ seed ^ (i * WORD_STEP);
+	return w[0] == (WORD_MAGIC | (it & 0xffffffff)) && !diff;
 }
 
 static void wait_early(struct zcr_ctx *ctx, uint64_t before)
@@ -341,7 +361,8 @@ static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 		struct zcr_status cs;
 
 		CHECK(zcr_recv(ctx, &c, sizeof(c), 0, TAG_CTRL, &cs));
-		if (cs.len != sizeof(c))
+		if (cs.len != sizeof(c) ||
+		    (c.cmd == 1 && c.payload != PAYLOAD_VERSION))
 			die("control message of another zcbench version",
 			    -EPROTO);
 		if (c.cmd != 1) {
@@ -473,7 +494,7 @@ static void run_trial(struct zcr_ctx *ctx, struct zcr_ep *ep, int policy,
 	struct peer_stats ps;
 	struct ctrl c = { .cmd = 1, .policy = (uint32_t)policy, .size = size,
 			  .iters = per, .early = early,
-			  .echo = echo_replies };
+			  .echo = echo_replies, .payload = PAYLOAD_VERSION };
 	struct zcr_req *r;
 	void *sb, *rb[2];
 	unsigned int it, total = per + WARMUP;
@@ -497,6 +518,12 @@ static void run_trial(struct zcr_ctx *ctx, struct zcr_ep *ep, int policy,
 		if (it == WARMUP)
 			CHECK(zcr_ctx_stats(ctx, &s0));
 		fill(sb, size, it);
+		if (rest_us) {
+			double r0 = zct_now_us();
+
+			while (zct_now_us() - r0 < rest_us)
+				;
+		}
 		if (early)
 			e = early_count(ctx);
 		else
@@ -512,6 +539,8 @@ static void run_trial(struct zcr_ctx *ctx, struct zcr_ep *ep, int policy,
 		t0 = zct_now_us() - t0;
 		if (it >= WARMUP)
 			t += t0;
+		if (flip_at >= 0)
+			((unsigned char *)cur)[(uint64_t)flip_at % size] ^= 0x10;
 		if (!verify(cur, size, it))
 			a->bad++;
 	}
@@ -1139,6 +1168,9 @@ static void usage(FILE *f)
 "                     after each answer as NetPIPE's receiver sends\n"
 "                     from its own (own, the default), or with the\n"
 "                     ping's own buffer (echo)\n"
+"  --rest US          rank 0 waits US microseconds (spinning) between\n"
+"                     writing each ping and sending it, untimed: how\n"
+"                     long buffers rest between messages\n"
 "  --iters N          most timed iterations per trial (default 50,\n"
 "                     at most 1000000)\n"
 "  --trials N         trials per point (default 3, at most 1000), the\n"
@@ -1171,6 +1203,9 @@ static void usage(FILE *f)
 "                     own, as mpirun binds NPopenmpi's)\n"
 "  --emulated         mark the figures as measured under emulation\n"
 "  -h, --help         this help\n"
+"Environment: ZCBENCH_FLIP=OFFSET (for the tests) rank 0 flips a bit of\n"
+"byte OFFSET (modulo the size) of every message it receives before it\n"
+"verifies it: each of its iterations must then fail to verify.\n"
 "Exit status: 0 every iteration verified, 1 an iteration failed to verify\n"
 "(or --plot-only failed), 2 bad usage or a failed library call.\n");
 }
@@ -1192,6 +1227,7 @@ int main(int argc, char **argv)
 		{ "npopenmpi-layer", 1, NULL, 'Y' },
 		{ "perftest", 0, NULL, 'R' }, { "ref", 1, NULL, 'r' },
 		{ "reply", 1, NULL, 'e' }, { "no-bind", 0, NULL, 'B' },
+		{ "rest", 1, NULL, 'W' },
 		{ "point-time", 1, NULL, 'x' },
 		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
@@ -1214,7 +1250,19 @@ int main(int argc, char **argv)
 	struct zcr_ep *ep;
 	uint64_t bad = 0;
 	pid_t child = -1;
+	const char *flip = getenv("ZCBENCH_FLIP");
 
+	if (flip && *flip) {
+		char *end;
+
+		errno = 0;
+		flip_at = strtoll(flip, &end, 0);
+		if (errno || *end || flip_at < 0) {
+			fprintf(stderr, "zcbench: ZCBENCH_FLIP: not a byte offset: "
+				"%s\n", flip);
+			return 2;
+		}
+	}
 
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
@@ -1234,6 +1282,13 @@ int main(int argc, char **argv)
 			if (parse_count(optarg, 3600, &point_s)) {
 				fprintf(stderr, "zcbench: --point-time: whole "
 					"seconds, 1 to 3600\n");
+				return 2;
+			}
+			break;
+		case 'W':
+			if (parse_count(optarg, 10000000, &rest_us)) {
+				fprintf(stderr, "zcbench: --rest: microseconds, "
+					"1 to 10000000\n");
 				return 2;
 			}
 			break;

@@ -1,7 +1,8 @@
 #!/bin/bash
 # check-bench.sh - the benchmarks run and verify what they move: a short
-# zcbench over TCP and over shm (every mode and arrival; each payload's
-# checksum checked by both ranks) and a short zcland-bench (every landing
+# zcbench over TCP and over shm (every mode and arrival; every word of
+# each payload checked by both ranks), that zcbench's check catches one
+# flipped bit (ZCBENCH_FLIP), and a short zcland-bench (every landing
 # checked page by page). Their timings are not looked at, only that every
 # iteration verified and each tool's table has its rows.
 #
@@ -47,6 +48,20 @@ for tp in tcp shm; do
 			"$tmp/zcbench-$tp.out" ||
 			bad "zcbench --transport $tp: no auto check for $a arrivals"
 	done
+done
+
+# One bit flipped in each message rank 0 receives (the last byte of a
+# page, a byte inside a later one): every one of its iterations fails.
+for off in 4095 6001; do
+	ZCBENCH_FLIP=$off timeout 120 build/tools/zcbench --transport shm \
+		--min 4096 --max 8192 --modes copy,remap --arrival early,posted \
+		--iters 3 > "$tmp/flip.out" 2>&1
+	rc=$?
+	# 2 sizes x 2 modes x 2 arrivals x 3 trials x (3 + 2 warm-up)
+	n=$(sed -n 's/^zcbench: \([0-9]*\) iteration(s) failed to verify$/\1/p' \
+		"$tmp/flip.out")
+	[ "$rc" -eq 1 ] && [ "${n:-0}" -ge 120 ] ||
+		bad "zcbench with ZCBENCH_FLIP=$off: exit $rc, ${n:-no} failed iterations: $(tail -n 2 "$tmp/flip.out")"
 done
 
 if ! timeout 120 build/tools/zcland-bench --min 4096 --max 4194304 \
