@@ -7,9 +7,9 @@
  * remap, auto: the context's policy) and each arrival (early: the receiver
  * waits until the message has been staged before it posts the receive;
  * posted: the receive is posted before the message is sent). Every
- * message carries its iteration number and words drawn from it; both
- * sides check every word of every message (fill(), verify()). Receive buffers come from
- * zcr_mem_alloc, two per side used in turn (a period-2 pattern for the
+ * message carries its number and words drawn from it; both sides check
+ * every byte of every message (fill(), verify()). Receive buffers come
+ * from zcr_mem_alloc, two per side used in turn (a period-2 pattern for the
  * predictor). Prints a table (half round-trip latency, bandwidth, hit
  * ratio, pages remapped per message, and the median of per-trial ratios
  * against the faster of copy and remap), and optionally CSV and a PNG plot
@@ -30,7 +30,9 @@
  * "zcbench-csv-begin" and "zcbench-csv-end" lines) --png FILE --nptcp
  * --emulated (marks figures as measured under emulation) --no-bind (the
  * two local ranks are bound to two processors unless this is given, as
- * mpirun binds NPopenmpi's).
+ * mpirun binds NPopenmpi's) --rest US (rank 0 spins US microseconds
+ * between writing a ping and sending it). ZCBENCH_FLIP=OFFSET (tests):
+ * rank 0 damages one byte of every message it receives.
  * Exit status 1 if any iteration fails to verify.
  *
  * --transport tcp|shm: shm sets ZCRECV_SHM=1 for both ranks, so a peer on
@@ -52,6 +54,7 @@
  * (bytes,MB/s) to the plot. The copied/msg column counts the bytes the
  * landing copied per message (0 when every full page was remapped).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <sched.h>
@@ -99,10 +102,24 @@ struct ctrl {
 	uint32_t early;
 	uint32_t echo;		/* rank 1 answers with the ping itself */
 	uint32_t payload;	/* PAYLOAD_VERSION: how fill() writes */
+	uint64_t base;		/* the trial's first message number */
 };
 
-/* 0 (zcrecv 0.2.0): xorshift words and a checksum; 1: fill() now */
+/*
+ * 0 (until 2026-11-26, 24- and 32-byte control messages): xorshift words
+ * and a checksum; 1: fill() now. Earlier zcbench refuses the 40 bytes.
+ */
 #define PAYLOAD_VERSION	1
+
+/*
+ * Message numbers: ping k of a trial is 2 * (base + k), its answer the
+ * next odd number (an echoed answer is the ping itself); base grows by
+ * each trial's iterations, so no two messages of a run carry the same
+ * payload: rank 0 receiving its own ping, or a page left from another
+ * trial, fails the check.
+ */
+#define PING(base, k)	(2 * ((base) + (k)))
+#define PONG(base, k)	(PING(base, k) + 1)
 
 /*
  * How rank 1 answers (--reply): from a buffer of its own, filled with the
@@ -258,50 +275,56 @@ static void rebind(void)
 }
 
 /*
- * Payload: word 0 the iteration's tag, word i (i >= 1) seed ^ (i * STEP),
- * the seed drawn from the iteration and the size. verify() compares every
- * word with what it must be, so a stale page (another iteration), a page
- * out of place (another i) or a torn copy fails it, as any changed bit
- * does. Both loops run at memory speed (vectorised): at 16 MiB the
- * checksum of xorshift words they replace took 12-13 ms a round on each side,
- * time in which the host's other work evicted the buffers from its shared
- * cache, so every copy of the next message ran cold at 5-7 GB/s where
- * NetPIPE's untouched buffers copy hot at 10-11 (Documentation/
- * benchmarks.md, "The benchmark's own work between messages").
+ * Payload of message number m (PING()): word 0 its tag, WORD_MAGIC and
+ * m's low 32 bits; word i (i >= 1) seed ^ (i * WORD_STEP), the seed drawn
+ * from m and the size; the bytes after the last whole word, the first
+ * bytes of the next word's value as stored. verify() compares every byte
+ * with what it must be, so a page of another message, a page out of
+ * place (another i) or a torn copy fails it, as any changed bit does.
+ * Both run at memory speed: at 16 MiB the checksum of xorshift words
+ * they replace took 12-13 ms a round on each side, time in which the
+ * host's other work evicted the buffers from its shared cache, so every
+ * copy of the next message ran cold at 5-7 GB/s where NetPIPE's
+ * untouched buffers copy hot at 10-11 (Documentation/benchmarks.md,
+ * "The benchmark's own work between messages").
  */
 #define WORD_STEP	0x9e3779b97f4a7c15ULL
 
-static uint64_t word_seed(size_t len, uint64_t it)
+/* ZCBENCH_FLIP: the byte of each received message rank 0 damages, or -1 */
+static long long flip_at = -1;
+
+static uint64_t word_seed(size_t len, uint64_t m)
 {
-	uint64_t x = it * 0x2545f4914f6cdd1dULL + len + 1;
+	uint64_t x = m * 0x2545f4914f6cdd1dULL + len + 1;
 
 	x ^= x >> 31;
 	x *= 0xbf58476d1ce4e5b9ULL;
 	return x ^ (x >> 29);
 }
 
-/* ZCBENCH_FLIP: the byte of each received message rank 0 damages, or -1 */
-static long long flip_at = -1;
-
-static void fill(void *buf, size_t len, uint64_t it)
+static void fill(void *buf, size_t len, uint64_t m)
 {
-	uint64_t *w = buf, seed = word_seed(len, it);
+	uint64_t *w = buf, seed = word_seed(len, m), last;
 	size_t i, n = len / 8;
 
 	for (i = 1; i < n; i++)
 		w[i] = seed ^ (i * WORD_STEP);
-	w[0] = WORD_MAGIC | (it & 0xffffffff);
+	w[0] = WORD_MAGIC | (m & 0xffffffff);
+	last = seed ^ (n * WORD_STEP);
+	memcpy(w + n, &last, len % 8);
 }
 
-static int verify(const void *buf, size_t len, uint64_t it)
+static int verify(const void *buf, size_t len, uint64_t m)
 {
 	const uint64_t *w = buf;
-	uint64_t seed = word_seed(len, it), diff = 0;
+	uint64_t seed = word_seed(len, m), diff = 0, last;
 	size_t i, n = len / 8;
 
 	for (i = 1; i < n; i++)
 		diff |= w[i] ^ seed ^ (i * WORD_STEP);
-	return w[0] == (WORD_MAGIC | (it & 0xffffffff)) && !diff;
+	last = seed ^ (n * WORD_STEP);
+	return w[0] == (WORD_MAGIC | (m & 0xffffffff)) && !diff &&
+	       !memcmp(w + n, &last, len % 8);
 }
 
 static void wait_early(struct zcr_ctx *ctx, uint64_t before)
@@ -377,7 +400,7 @@ static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 		memset(b[1], 0, c.size);
 		if (!c.echo) {
 			CHECK(zcr_mem_alloc(ctx, c.size, &reply));
-			fill(reply, c.size, 0);
+			fill(reply, c.size, PONG(c.base, 0));
 		}
 		memset(&ps, 0, sizeof(ps));
 		total = c.iters + WARMUP;
@@ -411,10 +434,10 @@ static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 			e = early_count(ctx);
 			CHECK(zcr_send(ep, c.echo ? cur : reply, c.size,
 				       TAG_DATA));
-			if (!verify(cur, c.size, it))
+			if (!verify(cur, c.size, PING(c.base, it)))
 				ps.bad++;
 			if (!c.echo && it + 1 < total)
-				fill(reply, c.size, it + 1);
+				fill(reply, c.size, PONG(c.base, it + 1));
 		}
 		CHECK(zcr_ctx_stats(ctx, &s1));
 		ps.early = s1.early - s0.early;
@@ -492,14 +515,18 @@ static void run_trial(struct zcr_ctx *ctx, struct zcr_ep *ep, int policy,
 {
 	struct zcr_stats s0, s1;
 	struct peer_stats ps;
+	static uint64_t next_base;	/* message numbers: PING() */
+	uint64_t base = next_base;
 	struct ctrl c = { .cmd = 1, .policy = (uint32_t)policy, .size = size,
 			  .iters = per, .early = early,
-			  .echo = echo_replies, .payload = PAYLOAD_VERSION };
+			  .echo = echo_replies, .payload = PAYLOAD_VERSION,
+			  .base = base };
 	struct zcr_req *r;
 	void *sb, *rb[2];
 	unsigned int it, total = per + WARMUP;
 	double t = 0, t0;
 
+	next_base += total;
 	CHECK(zcr_ctx_set_policy(ctx, policy));
 	sb = malloc(size);
 	if (!sb)
@@ -517,7 +544,7 @@ static void run_trial(struct zcr_ctx *ctx, struct zcr_ep *ep, int policy,
 
 		if (it == WARMUP)
 			CHECK(zcr_ctx_stats(ctx, &s0));
-		fill(sb, size, it);
+		fill(sb, size, PING(base, it));
 		if (rest_us) {
 			double r0 = zct_now_us();
 
@@ -541,7 +568,8 @@ static void run_trial(struct zcr_ctx *ctx, struct zcr_ep *ep, int policy,
 			t += t0;
 		if (flip_at >= 0)
 			((unsigned char *)cur)[(uint64_t)flip_at % size] ^= 0x10;
-		if (!verify(cur, size, it))
+		if (!verify(cur, size, echo_replies ? PING(base, it) :
+			    PONG(base, it)))
 			a->bad++;
 	}
 	CHECK(zcr_ctx_stats(ctx, &s1));
@@ -1168,9 +1196,10 @@ static void usage(FILE *f)
 "                     after each answer as NetPIPE's receiver sends\n"
 "                     from its own (own, the default), or with the\n"
 "                     ping's own buffer (echo)\n"
-"  --rest US          rank 0 waits US microseconds (spinning) between\n"
-"                     writing each ping and sending it, untimed: how\n"
-"                     long buffers rest between messages\n"
+"  --rest US          rank 0 waits US microseconds (1 to 10000000,\n"
+"                     spinning) between writing each ping and sending\n"
+"                     it, untimed: how long buffers rest between\n"
+"                     messages\n"
 "  --iters N          most timed iterations per trial (default 50,\n"
 "                     at most 1000000)\n"
 "  --trials N         trials per point (default 3, at most 1000), the\n"
@@ -1252,18 +1281,6 @@ int main(int argc, char **argv)
 	pid_t child = -1;
 	const char *flip = getenv("ZCBENCH_FLIP");
 
-	if (flip && *flip) {
-		char *end;
-
-		errno = 0;
-		flip_at = strtoll(flip, &end, 0);
-		if (errno || *end || flip_at < 0) {
-			fprintf(stderr, "zcbench: ZCBENCH_FLIP: not a byte offset: "
-				"%s\n", flip);
-			return 2;
-		}
-	}
-
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
 		case 's': min = strtoull(optarg, NULL, 0); break;
@@ -1342,6 +1359,17 @@ int main(int argc, char **argv)
 	if (optind < argc) {
 		usage(stderr);
 		return 2;
+	}
+	if (flip && *flip) {
+		char *end;
+
+		errno = 0;
+		flip_at = strtoll(flip, &end, 10);
+		if (errno || *end || flip_at < 0 || !isdigit((unsigned char)*flip)) {
+			fprintf(stderr, "zcbench: ZCBENCH_FLIP: not a byte "
+				"offset: %s\n", flip);
+			return 2;
+		}
 	}
 	if (plot_only && ompifile)
 		ompi_ref = ompifile;
@@ -1465,6 +1493,9 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.min_remap_pages,
 	       emulated ? " (EMULATED timings: compare ratios only)" : "");
 	printf("zcbench: transport %s\n", transport_of(ctx, ep));
+	if (rest_us)
+		printf("zcbench: rank 0 rests %u us between writing and "
+		       "sending each ping (--rest)\n", rest_us);
 	if (bind)
 		printf("zcbench: rank 0 bound to processor %d, rank 1 to %d, "
 		       "as mpirun binds NPopenmpi's ranks (--no-bind: not)\n",
