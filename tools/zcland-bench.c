@@ -164,6 +164,7 @@ static double land(struct zcr_ctx *ctx, char *dst, size_t n, int policy,
 	struct zcr_slot *s = NULL;
 	size_t off, room;
 	uint64_t p0;
+	bool block;
 	double t;
 
 	/* staged as the receive path stages it (lib/match/match.c) */
@@ -171,10 +172,11 @@ static double land(struct zcr_ctx *ctx, char *dst, size_t n, int policy,
 	ctx->policy = policy;
 	ops = __zcr_remap_pick(ctx, dst, n, NULL);
 	off = __zcr_remap_stage_offset(ctx, ops, dst, n, &room);
+	block = __zcr_mem_thp(ctx, dst, n);
 	if (room)
-		s = __zcr_slot_get_locked(ctx, ops, off + n + room);
+		s = __zcr_slot_get_locked(ctx, ops, off + n + room, block);
 	if (!s)
-		s = __zcr_slot_get_locked(ctx, ops, off + n);
+		s = __zcr_slot_get_locked(ctx, ops, off + n, block);
 	pthread_mutex_unlock(&ctx->lock);
 	if (!s) {
 		fprintf(stderr, "zcland-bench: no staging slot for %zu bytes\n",

@@ -214,12 +214,12 @@ static bool within_share(struct zcr_ctx *ctx, struct zcr_peer *p,
 static struct zcr_slot *slot_in_share(struct zcr_ctx *ctx,
 				      struct zcr_peer *p,
 				      const struct zcr_remap_ops *ops,
-				      size_t len)
+				      size_t len, bool block)
 {
 	uint64_t cap = (len + ctx->page - 1) & ~(uint64_t)(ctx->page - 1);
 
 	return within_share(ctx, p, cap) ?
-	       __zcr_slot_get_locked(ctx, ops, len) : NULL;
+	       __zcr_slot_get_locked(ctx, ops, len, block) : NULL;
 }
 
 /* Find a landing for a: a posted receive, else staging. 0 or -EAGAIN. */
@@ -233,6 +233,7 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	const void *pbuf;
 	struct zcr_req *r;
 	size_t off, room = 0;
+	bool block;
 
 	r = match_posted(ctx, a->comm, a->src, a->tag);
 	if (r) {
@@ -252,15 +253,17 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	 */
 	slot = NULL;
 	peer = peer_find(ctx, a->src, true);
+	block = pbuf && a->len && __zcr_mem_thp(ctx, pbuf, a->len);
 	if (a->len <= SIZE_MAX - off - room - 2 * ctx->page) {
 		if (room)
 			slot = slot_in_share(ctx, peer, ops,
-					     off + a->len + room);
+					     off + a->len + room, block);
 		if (!slot)
-			slot = slot_in_share(ctx, peer, ops, off + a->len);
+			slot = slot_in_share(ctx, peer, ops, off + a->len,
+					     block);
 		if (!slot && ops != &__zcr_remap_copy)
 			slot = slot_in_share(ctx, peer, &__zcr_remap_copy,
-					     off + a->len);
+					     off + a->len, false);
 	}
 	m = slot ? calloc(1, sizeof(*m)) : NULL;
 	if (!m) {

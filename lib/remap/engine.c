@@ -566,6 +566,14 @@ static void land_remap(struct zcr_ctx *ctx, struct zcr_backend_state *bs,
 		done = 0;
 	if (done)
 		ctx->st.remaps++;
+	/*
+	 * A whole exchange leaves the slot holding the pages that were at
+	 * [a, e): small ones unless they came from a block of huge pages
+	 * (staging.h). Only slots of 2 MiB units care (uffd-move).
+	 */
+	if ((size_t)done == full && !s->ops->units_only && s->ops->unit &&
+	    s->ops->unit(ctx, bs->priv, s->cap) >= ZCR_HUGE_SIZE)
+		s->small = !__zcr_mem_thp(ctx, (void *)a, full);
 	/* What of the message moved; room that did not is nobody's. */
 	moved = (size_t)done < body ? (size_t)done : body;
 	if (moved < body) {
@@ -637,7 +645,7 @@ static bool remap_range(struct zcr_ctx *ctx, struct zcr_slot *s, size_t off,
 		/* the slot is unit aligned: so is dst's part at its offset */
 		uintptr_t u = s->ops->unit(ctx, bs->priv, s->cap);
 
-		if (thp && (u < ZCR_HUGE_SIZE ||
+		if (thp && (u < ZCR_HUGE_SIZE || s->small ||
 			    ((off ^ (uintptr_t)dst) & (u - 1))))
 			return false;
 		a = (a + u - 1) & ~(u - 1);

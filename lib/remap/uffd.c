@@ -259,7 +259,7 @@ static int user_register(struct uffd_priv *u, char *p, size_t len)
 	return uffd_register(u, p, len);
 }
 
-/* The emptied 2 MiB units of the user's range: free their page tables. */
+/* The emptied 2 MiB units of a range: free their page tables. */
 static void user_drop_tables(char *dst, size_t len)
 {
 	uintptr_t a = ((uintptr_t)dst + ZCR_HUGE_SIZE - 1) &
@@ -344,7 +344,15 @@ static long fill(struct uffd_priv *u, char *dst, struct zcr_slot *s,
 	if (b == -EINVAL && user_register(u, dst, len) == 0)
 		b = uffd_move(u, dst, src, len);
 	if (b == (long)len) {
-		/* The spare holds the user's old pages: it is the slot now. */
+		/*
+		 * The spare holds the user's old pages: it is the slot now.
+		 * The old slot, emptied, becomes a spare; where its pages
+		 * were small (taken from a buffer of 4 KiB pages), their
+		 * page tables stay and would make the kernel split a huge
+		 * page moved in later: drop them, as for the user's range.
+		 */
+		if (is_huge(s->cap))
+			user_drop_tables(src, len);
 		spare_put(u, s->base, s->cap);
 		s->base = sp;
 		return b;

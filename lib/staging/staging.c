@@ -10,6 +10,9 @@
  * The pool never holds more than its limit: when a new slot would exceed
  * it, idle slots are released first, and if that is not enough the caller
  * gets NULL and stops reading from that peer (back-pressure through TCP).
+ * A slot of 2 MiB units that took small pages in an exchange (slot->small)
+ * is not given to a message predicted for a block of huge pages while a
+ * new slot can be made.
  */
 #include <stdlib.h>
 
@@ -23,31 +26,14 @@ static void slot_release(struct zcr_ctx *ctx, struct zcr_slot *s)
 	free(s);
 }
 
-struct zcr_slot *__zcr_slot_get_locked(struct zcr_ctx *ctx,
-				       const struct zcr_remap_ops *ops,
-				       size_t len)
+/* A new slot of cap bytes, idle ones released to make room; or NULL. */
+static struct zcr_slot *slot_new(struct zcr_ctx *ctx,
+				 const struct zcr_remap_ops *ops, size_t cap)
 {
 	struct zcr_backend_state *bs = __zcr_remap_state(ctx, ops);
-	struct zcr_slot *best = NULL, *s;
 	struct zcr_list *pos, *tmp;
-	size_t cap = (len + ctx->page - 1) & ~(ctx->page - 1);
+	struct zcr_slot *s;
 
-	if (!cap)
-		cap = ctx->page;
-	if (ops->slot_size)
-		cap = ops->slot_size(ctx, bs->priv, cap);
-	/* Smallest idle slot of this kind that fits and wastes under half. */
-	for (pos = ctx->free_slots.next; pos != &ctx->free_slots;
-	     pos = pos->next) {
-		s = zcr_container_of(pos, struct zcr_slot, link);
-		if (s->ops == ops && s->cap >= cap && s->cap / 2 <= cap &&
-		    (!best || s->cap < best->cap))
-			best = s;
-	}
-	if (best) {
-		zcr_list_del(&best->link);
-		return best;
-	}
 	if (cap > ctx->staging_limit)
 		return NULL;
 	zcr_list_for_each_safe(pos, tmp, &ctx->free_slots) {
@@ -73,6 +59,53 @@ struct zcr_slot *__zcr_slot_get_locked(struct zcr_ctx *ctx,
 	if (ctx->staging_bytes > ctx->st.staging_peak)
 		ctx->st.staging_peak = ctx->staging_bytes;
 	return s;
+}
+
+struct zcr_slot *__zcr_slot_get_locked(struct zcr_ctx *ctx,
+				       const struct zcr_remap_ops *ops,
+				       size_t len, bool block)
+{
+	struct zcr_backend_state *bs = __zcr_remap_state(ctx, ops);
+	struct zcr_slot *best = NULL, *s;
+	struct zcr_list *pos;
+	size_t cap = (len + ctx->page - 1) & ~(ctx->page - 1);
+
+	if (!cap)
+		cap = ctx->page;
+	if (ops->slot_size)
+		cap = ops->slot_size(ctx, bs->priv, cap);
+	/*
+	 * Smallest idle slot of this kind that fits and wastes under half,
+	 * holding small pages for memory of small pages and huge ones for a
+	 * block where there is one: an exchange with small pages makes a
+	 * slot small, so one that is small already serves those best.
+	 */
+	for (pos = ctx->free_slots.next; pos != &ctx->free_slots;
+	     pos = pos->next) {
+		s = zcr_container_of(pos, struct zcr_slot, link);
+		if (s->ops != ops || s->cap < cap || s->cap / 2 > cap)
+			continue;
+		if (!best || (s->small != block && best->small == block) ||
+		    (s->small == best->small && s->cap < best->cap))
+			best = s;
+	}
+	if (!best)
+		return slot_new(ctx, ops, cap);
+	zcr_list_del(&best->link);
+	if (!block || !best->small)
+		return best;
+	/*
+	 * Only a slot of small pages for a block: a new one instead (the
+	 * message would be copied out of that one), the old one kept idle
+	 * if there is room for both, else released for the new one.
+	 */
+	s = slot_new(ctx, ops, cap);
+	if (s) {
+		zcr_list_add_tail(&best->link, &ctx->free_slots);
+		return s;
+	}
+	slot_release(ctx, best);
+	return slot_new(ctx, ops, cap);
 }
 
 void __zcr_slot_put_locked(struct zcr_ctx *ctx, struct zcr_slot *s)

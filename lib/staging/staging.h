@@ -31,11 +31,24 @@ struct zcr_slot {
 	char *prep_dst;
 	size_t prep_off, prep_len;
 	double prep_ns;
+	/*
+	 * A slot of 2 MiB units whose last exchange took the pages of
+	 * memory outside zcr_mem_alloc's blocks of huge pages (malloc's
+	 * 4 KiB pages, say): it never moves them into such a block
+	 * (remap_range() copies instead), and a message predicted for a
+	 * block is staged in another slot where there is one.
+	 */
+	bool small;
 };
 
+/*
+ * An idle slot of ops for len bytes, or a new one; block: the message is
+ * predicted for a zcr_mem_alloc block of huge pages (then a slot that
+ * holds small pages is the last choice).
+ */
 struct zcr_slot *__zcr_slot_get_locked(struct zcr_ctx *ctx,
 				       const struct zcr_remap_ops *ops,
-				       size_t len);
+				       size_t len, bool block);
 void __zcr_slot_put_locked(struct zcr_ctx *ctx, struct zcr_slot *s);
 void __zcr_staging_fini(struct zcr_ctx *ctx);
 
