@@ -9,8 +9,10 @@
  * slot's offset), the staged pages go into the user's buffer; then the
  * regions swap roles: the spare, now holding the user's old pages, becomes
  * the slot (the next landing finds pages there and does not fault), and the
- * drained slot becomes the next spare. Nothing is copied back, nothing is
- * zeroed or dropped.
+ * drained slot becomes the next spare. Nothing is copied back or zeroed; a
+ * drained slot of 2 MiB units is dropped whole (MADV_DONTNEED: what is
+ * left in it is nobody's, and the page tables of small pages it held
+ * would make a huge page moved in later split).
  *
  * 2 MiB units: slots of 2 MiB or more, and their spares, are 2 MiB aligned
  * and advised MADV_HUGEPAGE, and the engine stages a message at the
@@ -346,13 +348,15 @@ static long fill(struct uffd_priv *u, char *dst, struct zcr_slot *s,
 	if (b == (long)len) {
 		/*
 		 * The spare holds the user's old pages: it is the slot now.
-		 * The old slot, emptied, becomes a spare; where its pages
-		 * were small (taken from a buffer of 4 KiB pages), their
-		 * page tables stay and would make the kernel split a huge
-		 * page moved in later: drop them, as for the user's range.
+		 * The old slot becomes a spare, holding nothing anyone needs
+		 * (the message's head and tail were copied before the move).
+		 * Drop all of it: pages outside the moved range, and the page
+		 * tables that small pages left (taken from memory of 4 KiB
+		 * pages), which would make the kernel split a huge page moved
+		 * in later (freed on Linux >= 6.14 with CONFIG_PT_RECLAIM).
 		 */
 		if (is_huge(s->cap))
-			user_drop_tables(src, len);
+			madvise(s->base, s->cap, MADV_DONTNEED);
 		spare_put(u, s->base, s->cap);
 		s->base = sp;
 		return b;

@@ -96,16 +96,20 @@ struct zcr_slot *__zcr_slot_get_locked(struct zcr_ctx *ctx,
 		return best;
 	/*
 	 * Only a slot of small pages for a block: a new one instead (the
-	 * message would be copied out of that one), the old one kept idle
-	 * if there is room for both, else released for the new one.
+	 * message would be copied out of that one). Where the pool has no
+	 * room for both, the marked one makes room first; else it stays
+	 * idle at the head of the list, the first released later. No new
+	 * slot: the marked one after all.
 	 */
-	s = slot_new(ctx, ops, cap);
-	if (s) {
-		zcr_list_add_tail(&best->link, &ctx->free_slots);
-		return s;
+	if (ctx->staging_bytes + cap > ctx->staging_limit) {
+		slot_release(ctx, best);
+		return slot_new(ctx, ops, cap);
 	}
-	slot_release(ctx, best);
-	return slot_new(ctx, ops, cap);
+	s = slot_new(ctx, ops, cap);
+	if (!s)
+		return best;
+	zcr_list_add_tail(&best->link, ctx->free_slots.next);
+	return s;
 }
 
 void __zcr_slot_put_locked(struct zcr_ctx *ctx, struct zcr_slot *s)

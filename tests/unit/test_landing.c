@@ -717,6 +717,18 @@ static void land_in(struct zcr_ctx *ctx, struct zcr_slot *s, char *dst,
 	stage_and_land(ctx, s, off, dst, n, seed);
 }
 
+/* Idle slots of cap bytes. */
+static int slots_of(struct zcr_ctx *ctx, size_t cap)
+{
+	struct zcr_list *pos;
+	int k = 0;
+
+	for (pos = ctx->free_slots.next; pos != &ctx->free_slots;
+	     pos = pos->next)
+		k += zcr_container_of(pos, struct zcr_slot, link)->cap == cap;
+	return k;
+}
+
 /* Idle slots holding small pages. */
 static int small_slots(struct zcr_ctx *ctx)
 {
@@ -764,74 +776,93 @@ static bool tables_freed(void)
  */
 ZT_TEST(uffd_small_pages_stay_out_of_blocks)
 {
-	struct zcr_ctx *ctx = uffd_ctx(ZCRECV_POLICY_REMAP);
-	const size_t n = 4 << 20;
-	long kb0, fb0 = thp_fallbacks();
+	const size_t n = 4 << 20, unit = ZCR_HUGE_SIZE;
+	struct zcr_ctx *ctx = NULL;
 	struct zcr_slot *s;
+	char *m, *mp;
+	size_t pad, len;
 	uint64_t p0;
-	void *m, *u;
+	long kb0, fb0;
+	void *u, *v;
 	int i;
 
-	if (!__zcr_thp_enabled()) {
-		zcr_ctx_destroy(ctx);
+	if (!__zcr_thp_enabled())
 		ZT_SKIP("transparent huge pages are \"never\" here: no blocks "
 			"of huge pages");
-	}
-	ZT_ASSERT(posix_memalign(&m, ZCR_HUGE_SIZE, n) == 0);
+	ZT_ASSERT(posix_memalign(&u, ZCR_HUGE_SIZE, n) == 0);
+	m = u;
 	ZT_EXPECT_EQ(madvise(m, n, MADV_NOHUGEPAGE), 0);
 	memset(m, 1, n);
-	ZT_EXPECT_EQ(zcr_mem_alloc(ctx, n, &u), 0);
-	memset(u, 1, n);
-	kb0 = thp_kb(u, n);
-	for (i = 0; i < 6; i++) {
+	/* The other memory 2 MiB aligned, then 4 KiB past it. */
+	for (pad = 0; pad <= 4096; pad += 4096) {
+		ctx = uffd_ctx(ZCRECV_POLICY_REMAP);
+		mp = m + pad;
+		len = n - 2 * pad;
+		fb0 = thp_fallbacks();
+		ZT_EXPECT_EQ(zcr_mem_alloc(ctx, n, &u), 0);
+		memset(u, 1, n);
+		kb0 = thp_kb(u, n);
+		for (i = 0; i < 6; i++) {
+			p0 = pages(ctx);
+			land(ctx, i & 1 ? u : mp, i & 1 ? n : len, (unsigned)i);
+			/* both kinds move every page */
+			ZT_EXPECT_EQ(pages(ctx) - p0, (i & 1 ? n : len) / 4096);
+			if (!(i & 1))
+				ZT_EXPECT_EQ(small_slots(ctx) >= 1, 1);
+		}
+		/*
+		 * The block's pages stayed huge, where the system served
+		 * them and frees emptied page tables (else the slots that
+		 * held small pages split the huge pages moved into them).
+		 */
+		if (kb0 == (long)(n >> 10) && thp_fallbacks() == fb0 &&
+		    fb0 >= 0 && tables_freed())
+			ZT_EXPECT_EQ(thp_kb(u, n), kb0);
+		else
+			printf("# huge pages not served (%ld kB of %zu at first "
+			       "touch, fault fallbacks %ld -> %ld) or emptied "
+			       "page tables kept: the page check did not run\n",
+			       kb0, n >> 10, fb0, thp_fallbacks());
+		/* A slot of small pages given to the block anyway: copied. */
+		land(ctx, mp, len, 10);
+		pthread_mutex_lock(&ctx->lock);
+		s = __zcr_slot_get_locked(ctx,
+					  __zcr_remap_pick(ctx, mp, len, NULL),
+					  n, false);
+		pthread_mutex_unlock(&ctx->lock);
+		ZT_ASSERT(s);
+		ZT_EXPECT_EQ(s->small, true);
 		p0 = pages(ctx);
-		land(ctx, i & 1 ? u : m, n, (unsigned)i);
-		/* both kinds move every page */
-		ZT_EXPECT_EQ(pages(ctx) - p0, n / 4096);
-		if (!(i & 1))
-			ZT_EXPECT_EQ(small_slots(ctx) >= 1, 1);
+		land_in(ctx, s, u, n, 11);
+		ZT_EXPECT_EQ(pages(ctx) - p0, 0);
+		zcr_mem_free(ctx, u);
+		zcr_ctx_destroy(ctx);
 	}
 	/*
-	 * The block's pages stayed huge, where the system served them and
-	 * frees emptied page tables (else the slots' regions that held
-	 * small pages split the huge pages moved into them).
+	 * A full pool (6 MiB: an idle 2 MiB slot and a marked 4 MiB one):
+	 * for a 4 MiB block the marked slot goes, the other stays, and the
+	 * new slot moves every page.
 	 */
-	if (kb0 == (long)(n >> 10) && thp_fallbacks() == fb0 && fb0 >= 0 &&
-	    tables_freed())
-		ZT_EXPECT_EQ(thp_kb(u, n), kb0);
-	else
-		printf("# huge pages not served (%ld kB of %zu at first touch, "
-		       "fault fallbacks %ld -> %ld) or emptied page tables "
-		       "kept: the page check did not run\n", kb0, n >> 10,
-		       fb0, thp_fallbacks());
-	/* A slot of small pages given to the block anyway: copied. */
-	land(ctx, m, n, 10);
-	pthread_mutex_lock(&ctx->lock);
-	s = __zcr_slot_get_locked(ctx, __zcr_remap_pick(ctx, m, n, NULL), n,
-				  false);
-	pthread_mutex_unlock(&ctx->lock);
-	ZT_ASSERT(s);
-	ZT_EXPECT_EQ(s->small, true);
-	p0 = pages(ctx);
-	land_in(ctx, s, u, n, 11);
-	ZT_EXPECT_EQ(pages(ctx) - p0, 0);
-	zcr_mem_free(ctx, u);
-	zcr_ctx_destroy(ctx);
-	/* Room for one slot only: the small one goes, a new one moves. */
 	ctx = uffd_ctx(ZCRECV_POLICY_REMAP);
-	ctx->staging_limit = n;
+	ctx->staging_limit = n + unit;
 	ZT_EXPECT_EQ(zcr_mem_alloc(ctx, n, &u), 0);
+	ZT_EXPECT_EQ(zcr_mem_alloc(ctx, unit, &v), 0);
 	memset(u, 1, n);
-	p0 = pages(ctx);
-	land(ctx, m, n, 12);
+	memset(v, 1, unit);
+	land(ctx, v, unit, 12);
+	land(ctx, m, n, 13);
 	ZT_EXPECT_EQ(small_slots(ctx), 1);
-	land(ctx, u, n, 13);
-	ZT_EXPECT_EQ(pages(ctx) - p0, 2 * n / 4096);
+	ZT_EXPECT_EQ(ctx->staging_bytes, n + unit);
+	p0 = pages(ctx);
+	land(ctx, u, n, 14);
+	ZT_EXPECT_EQ(pages(ctx) - p0, n / 4096);
 	ZT_EXPECT_EQ(small_slots(ctx), 0);
-	ZT_EXPECT_EQ(ctx->staging_bytes, n);
+	ZT_EXPECT_EQ(ctx->staging_bytes, n + unit);
+	ZT_EXPECT_EQ(slots_of(ctx, unit), 1);
 	zcr_mem_free(ctx, u);
-	free(m);
+	zcr_mem_free(ctx, v);
 	zcr_ctx_destroy(ctx);
+	free(m);
 }
 
 ZT_TEST(uffd_malloc_memory)
