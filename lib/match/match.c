@@ -253,7 +253,12 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	 */
 	slot = NULL;
 	peer = peer_find(ctx, a->src, true);
-	block = pbuf && a->len && __zcr_mem_thp(ctx, pbuf, a->len);
+	/*
+	 * Only slots of 2 MiB or more are ever marked small (staging.h):
+	 * below that, no walk of the context's blocks.
+	 */
+	block = pbuf && a->len && off + a->len + room >= ZCR_HUGE_SIZE &&
+		__zcr_mem_thp(ctx, pbuf, a->len);
 	if (a->len <= SIZE_MAX - off - room - 2 * ctx->page) {
 		if (room)
 			slot = slot_in_share(ctx, peer, ops,
