@@ -10,7 +10,7 @@
  * message carries its number and words drawn from it; both sides check
  * every byte of every message (fill(), verify()). Receive buffers come
  * from zcr_mem_alloc, two per side used in turn (a period-2 pattern for the
- * predictor). Prints a table (half round-trip latency, bandwidth, hit
+ * predictor; --buffers N for another count). Prints a table (half round-trip latency, bandwidth, hit
  * ratio, pages remapped per message, and the median of per-trial ratios
  * against the faster of copy and remap), and optionally CSV and a PNG plot
  * (gnuplot). --nptcp runs NetPIPE's NPtcp over the same loopback as a
@@ -31,7 +31,8 @@
  * --emulated (marks figures as measured under emulation) --no-bind (the
  * two local ranks are bound to two processors unless this is given, as
  * mpirun binds NPopenmpi's) --rest US (rank 0 spins US microseconds
- * between writing a ping and sending it). ZCBENCH_FLIP=OFFSET (tests):
+ * between writing a ping and sending it) --buffers N (receive buffers
+ * used in turn, 1 to 8). ZCBENCH_FLIP=OFFSET (tests):
  * rank 0 damages one byte of every message it receives.
  * Exit status 1 if any iteration fails to verify.
  *
@@ -103,11 +104,14 @@ struct ctrl {
 	uint32_t echo;		/* rank 1 answers with the ping itself */
 	uint32_t payload;	/* PAYLOAD_VERSION: how fill() writes */
 	uint64_t base;		/* the trial's first message number */
+	uint32_t buffers;	/* receive buffers a side uses in turn */
+	uint32_t pad;
 };
 
 /*
  * 0 (until 2026-11-26, 24- and 32-byte control messages): xorshift words
- * and a checksum; 1: fill() now. Earlier zcbench refuses the 40 bytes.
+ * and a checksum; 1: fill() now. Earlier zcbench refuses the 48 bytes
+ * (40 before --buffers), and is refused.
  */
 #define PAYLOAD_VERSION	1
 
@@ -137,6 +141,17 @@ static bool echo_replies;
  * whether the copies find them in the host's cache.
  */
 static unsigned int rest_us;
+
+/*
+ * --buffers N: receive buffers each side uses in turn (a period-N pattern
+ * for the predictor). An early arrival lands in a staging slot holding
+ * the pages the last exchange took from a user buffer, so it writes one
+ * page set more than the user's own: with N buffers, the pages touched
+ * N + 1 receives ago, where a posted receive writes those of N ago.
+ * NetPIPE receives into one buffer.
+ */
+#define BUFFERS_MAX	8
+static unsigned int nbuffers = 2;
 
 struct peer_stats {
 	uint64_t early, hits, misses, pages, copied, bad;
@@ -376,8 +391,8 @@ static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 	struct peer_stats ps;
 	struct zcr_req *r;
 	struct ctrl c;
-	void *b[2], *reply = NULL;
-	unsigned int it, total;
+	void *b[BUFFERS_MAX], *reply = NULL;
+	unsigned int it, total, i;
 	uint64_t e;
 
 	for (;;) {
@@ -388,16 +403,18 @@ static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 		    (c.cmd == 1 && c.payload != PAYLOAD_VERSION))
 			die("control message of another zcbench version",
 			    -EPROTO);
+		if (c.cmd == 1 && (!c.buffers || c.buffers > BUFFERS_MAX))
+			die("control message: bad buffer count", -EPROTO);
 		if (c.cmd != 1) {
 			/* Rank 0 waits for us before it prints its own. */
 			print_landing(ctx, 1);
 			return 0;
 		}
 		CHECK(zcr_ctx_set_policy(ctx, (int)c.policy));
-		CHECK(zcr_mem_alloc(ctx, c.size, &b[0]));
-		CHECK(zcr_mem_alloc(ctx, c.size, &b[1]));
-		memset(b[0], 0, c.size);
-		memset(b[1], 0, c.size);
+		for (i = 0; i < c.buffers; i++) {
+			CHECK(zcr_mem_alloc(ctx, c.size, &b[i]));
+			memset(b[i], 0, c.size);
+		}
 		if (!c.echo) {
 			CHECK(zcr_mem_alloc(ctx, c.size, &reply));
 			fill(reply, c.size, PONG(c.base, 0));
@@ -415,7 +432,7 @@ static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 		CHECK(zcr_send(ep, &c, sizeof(c), TAG_READY));
 		CHECK(zcr_ctx_stats(ctx, &s0));
 		for (it = 0; it < total; it++) {
-			void *cur = b[it % 2];
+			void *cur = b[it % c.buffers];
 
 			if (c.early) {
 				wait_early(ctx, e);
@@ -423,8 +440,10 @@ static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 					       NULL));
 			} else {
 				CHECK(zcr_wait(r, NULL));
-				if (it + 1 < total)
-					CHECK(zcr_irecv(ctx, b[(it + 1) % 2],
+				/* One buffer: posted again once checked. */
+				if (it + 1 < total && c.buffers > 1)
+					CHECK(zcr_irecv(ctx,
+							b[(it + 1) % c.buffers],
 							c.size, 0, TAG_DATA,
 							&r));
 			}
@@ -436,6 +455,9 @@ static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 				       TAG_DATA));
 			if (!verify(cur, c.size, PING(c.base, it)))
 				ps.bad++;
+			if (!c.early && c.buffers == 1 && it + 1 < total)
+				CHECK(zcr_irecv(ctx, cur, c.size, 0, TAG_DATA,
+						&r));
 			if (!c.echo && it + 1 < total)
 				fill(reply, c.size, PONG(c.base, it + 1));
 		}
@@ -446,8 +468,8 @@ static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 		ps.pages = s1.pages_remapped - s0.pages_remapped;
 		ps.copied = s1.bytes_copied - s0.bytes_copied;
 		CHECK(zcr_send(ep, &ps, sizeof(ps), TAG_STATS));
-		zcr_mem_free(ctx, b[0]);
-		zcr_mem_free(ctx, b[1]);
+		for (i = 0; i < c.buffers; i++)
+			zcr_mem_free(ctx, b[i]);
 		if (reply)
 			zcr_mem_free(ctx, reply);
 		reply = NULL;
@@ -520,10 +542,10 @@ static void run_trial(struct zcr_ctx *ctx, struct zcr_ep *ep, int policy,
 	struct ctrl c = { .cmd = 1, .policy = (uint32_t)policy, .size = size,
 			  .iters = per, .early = early,
 			  .echo = echo_replies, .payload = PAYLOAD_VERSION,
-			  .base = base };
+			  .base = base, .buffers = nbuffers };
 	struct zcr_req *r;
-	void *sb, *rb[2];
-	unsigned int it, total = per + WARMUP;
+	void *sb, *rb[BUFFERS_MAX];
+	unsigned int it, i, total = per + WARMUP;
 	double t = 0, t0;
 
 	next_base += total;
@@ -531,15 +553,15 @@ static void run_trial(struct zcr_ctx *ctx, struct zcr_ep *ep, int policy,
 	sb = malloc(size);
 	if (!sb)
 		die("malloc", -ENOMEM);
-	CHECK(zcr_mem_alloc(ctx, size, &rb[0]));
-	CHECK(zcr_mem_alloc(ctx, size, &rb[1]));
-	memset(rb[0], 0, size);
-	memset(rb[1], 0, size);
+	for (i = 0; i < nbuffers; i++) {
+		CHECK(zcr_mem_alloc(ctx, size, &rb[i]));
+		memset(rb[i], 0, size);
+	}
 	CHECK(zcr_send(ep, &c, sizeof(c), TAG_CTRL));
 	CHECK(zcr_recv(ctx, &c, sizeof(c), 1, TAG_READY, NULL));
 	CHECK(zcr_ctx_stats(ctx, &s0));
 	for (it = 0; it < total; it++) {
-		void *cur = rb[it % 2];
+		void *cur = rb[it % nbuffers];
 		uint64_t e = 0;
 
 		if (it == WARMUP)
@@ -585,8 +607,8 @@ static void run_trial(struct zcr_ctx *ctx, struct zcr_ep *ep, int policy,
 	a->copied += s1.bytes_copied - s0.bytes_copied + ps.copied;
 	a->bad += ps.bad;
 	free(sb);
-	zcr_mem_free(ctx, rb[0]);
-	zcr_mem_free(ctx, rb[1]);
+	for (i = 0; i < nbuffers; i++)
+		zcr_mem_free(ctx, rb[i]);
 }
 
 /*
@@ -1200,6 +1222,9 @@ static void usage(FILE *f)
 "                     spinning) between writing each ping and sending\n"
 "                     it, untimed: how long buffers rest between\n"
 "                     messages\n"
+"  --buffers N        receive buffers each rank uses in turn (1 to 8,\n"
+"                     default 2; NetPIPE uses one): an early arrival's\n"
+"                     staging holds one page set more\n"
 "  --iters N          most timed iterations per trial (default 50,\n"
 "                     at most 1000000)\n"
 "  --trials N         trials per point (default 3, at most 1000), the\n"
@@ -1256,7 +1281,7 @@ int main(int argc, char **argv)
 		{ "npopenmpi-layer", 1, NULL, 'Y' },
 		{ "perftest", 0, NULL, 'R' }, { "ref", 1, NULL, 'r' },
 		{ "reply", 1, NULL, 'e' }, { "no-bind", 0, NULL, 'B' },
-		{ "rest", 1, NULL, 'W' },
+		{ "rest", 1, NULL, 'W' }, { "buffers", 1, NULL, 'b' },
 		{ "point-time", 1, NULL, 'x' },
 		{ "help", 0, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
@@ -1306,6 +1331,13 @@ int main(int argc, char **argv)
 			if (parse_count(optarg, 10000000, &rest_us)) {
 				fprintf(stderr, "zcbench: --rest: microseconds, "
 					"1 to 10000000\n");
+				return 2;
+			}
+			break;
+		case 'b':
+			if (parse_count(optarg, BUFFERS_MAX, &nbuffers)) {
+				fprintf(stderr, "zcbench: --buffers: 1 to %d\n",
+					BUFFERS_MAX);
 				return 2;
 			}
 			break;
@@ -1493,6 +1525,9 @@ int main(int argc, char **argv)
 	       (unsigned long long)st.min_remap_pages,
 	       emulated ? " (EMULATED timings: compare ratios only)" : "");
 	printf("zcbench: transport %s\n", transport_of(ctx, ep));
+	if (nbuffers != 2)
+		printf("zcbench: %u receive buffer%s a rank, used in turn "
+		       "(--buffers)\n", nbuffers, nbuffers > 1 ? "s" : "");
 	if (rest_us)
 		printf("zcbench: rank 0 rests %u us between writing and "
 		       "sending each ping (--rest)\n", rest_us);

@@ -1,8 +1,9 @@
 #!/bin/bash
 # check-bench.sh - the benchmarks run and verify what they move: a short
 # zcbench over TCP and over shm (every mode and arrival; every word of
-# each payload checked by both ranks), that zcbench's check catches one
-# flipped bit (ZCBENCH_FLIP), and a short zcland-bench (every landing
+# each payload checked by both ranks; one and three receive buffers in
+# turn), that zcbench's check catches one flipped bit (ZCBENCH_FLIP), and
+# a short zcland-bench (every landing
 # checked page by page). Their timings are not looked at, only that every
 # iteration verified and each tool's table has its rows.
 #
@@ -49,6 +50,29 @@ for tp in tcp shm; do
 			"$tmp/zcbench-$tp.out" ||
 			bad "zcbench --transport $tp: no auto check for $a arrivals"
 	done
+done
+
+# Other counts of receive buffers used in turn (--buffers): one (posted
+# again only once checked) and three; every message verifies, and a count
+# out of range is refused.
+for nb in 1 3; do
+	if ! timeout 120 build/tools/zcbench --transport shm --min 65536 \
+		--max 262144 --modes remap,auto --arrival early,posted \
+		--iters 3 --buffers $nb --csv "$tmp/buffers.csv" \
+		> "$tmp/buffers.out" 2>&1; then
+		bad "zcbench --buffers $nb failed: $(tail -n 3 "$tmp/buffers.out")"
+		continue
+	fi
+	grep -q "^zcbench: $nb receive buffers\{0,1\} a rank" "$tmp/buffers.out" ||
+		bad "zcbench --buffers $nb: no line saying so"
+	# 2 modes x 2 arrivals x 3 sizes
+	rows "$tmp/buffers.csv" 12
+done
+for nb in 0 9 x; do
+	build/tools/zcbench --buffers $nb > "$tmp/buffers.out" 2>&1
+	rc=$?
+	[ "$rc" -eq 2 ] && grep -q -- '--buffers: 1 to 8' "$tmp/buffers.out" ||
+		bad "zcbench --buffers $nb: exit $rc, $(head -n 1 "$tmp/buffers.out")"
 done
 
 # One bit flipped in each message rank 0 receives (the last byte of a
