@@ -33,7 +33,7 @@ declare -A allow=(
 	[predict]="predict"
 )
 base_hdr=" core/list.h core/ctx.h core/mem.h "
-base_sym=" __zcr_req_complete_locked __zcr_zone_map __zcr_zone_huge __zcr_mem_in_zone __zcr_mem_zone_unit __zcr_mem_room __zcr_mem_thp __zcr_anon_map "
+base_sym=" __zcr_req_complete_locked __zcr_zone_map __zcr_zone_huge __zcr_mem_in_zone __zcr_mem_zone_unit __zcr_mem_room __zcr_mem_thp __zcr_mem_thp_any __zcr_anon_map "
 bad=0
 
 allowed() {	# folder target

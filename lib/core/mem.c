@@ -253,6 +253,16 @@ bool __zcr_mem_thp(struct zcr_ctx *ctx, const void *p, size_t len)
 	return false;
 }
 
+bool __zcr_mem_thp_any(struct zcr_ctx *ctx)
+{
+	struct zcr_list *pos;
+
+	for (pos = ctx->mems.next; pos != &ctx->mems; pos = pos->next)
+		if (zcr_container_of(pos, struct zcr_mem, link)->thp)
+			return true;
+	return false;
+}
+
 size_t __zcr_mem_zone_unit(struct zcr_ctx *ctx, const void *p, size_t len)
 {
 	const char *c = p;

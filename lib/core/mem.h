@@ -64,6 +64,8 @@ size_t __zcr_mem_zone_unit(struct zcr_ctx *ctx, const void *p, size_t len);
  * through the staging slots. Under ctx->lock.
  */
 bool __zcr_mem_thp(struct zcr_ctx *ctx, const void *p, size_t len);
+/* Whether the context has such a block at all. Under ctx->lock. */
+bool __zcr_mem_thp_any(struct zcr_ctx *ctx);
 /* THP "always" or "madvise": MADV_HUGEPAGE may give huge pages here. */
 bool __zcr_thp_enabled(void);
 /*

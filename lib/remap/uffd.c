@@ -11,8 +11,8 @@
  * the slot (the next landing finds pages there and does not fault), and the
  * drained slot becomes the next spare. Nothing is copied back or zeroed; a
  * drained slot of 2 MiB units is dropped whole (MADV_DONTNEED: what is
- * left in it is nobody's, and the page tables of small pages it held
- * would make a huge page moved in later split).
+ * left in it is nobody's), or mapped anew where it may keep page tables:
+ * they would make a huge page moved in later split (spare_drop()).
  *
  * 2 MiB units: slots of 2 MiB or more, and their spares, are 2 MiB aligned
  * and advised MADV_HUGEPAGE, and the engine stages a message at the
@@ -25,7 +25,8 @@
  * empties the user's PMDs for the slot's. A user range of 4 KiB pages
  * keeps an (emptied) page table after the first move; dropping that with
  * MADV_DONTNEED (Linux >= 6.14 with CONFIG_PT_RECLAIM frees empty page
- * tables) lets the slot's huge page move in whole. In a zcr_mem_alloc
+ * tables) lets the slot's huge page move in whole (a user's range is not
+ * ours to unmap; our own regions are, spare_drop()). In a zcr_mem_alloc
  * block of 2 MiB units the engine moves only whole units and copies the
  * rest (moving part of one would split its huge page and the slot's for
  * good: remap_range()); elsewhere head and tail pages that do not fill a
@@ -246,6 +247,41 @@ static void spare_put(struct uffd_priv *u, char *base, size_t cap)
 }
 
 /*
+ * A drained region back to the spares. A region of 2 MiB units that may
+ * keep page tables (tables: see uffd_remap()) is mapped anew in place
+ * (MAP_FIXED), which frees them on every kernel (MADV_DONTNEED does only
+ * on Linux >= 6.14 with CONFIG_PT_RECLAIM): a huge page moved into a PMD
+ * that still has a table is split. If that fails, it is unmapped and
+ * spare_get() maps a new one later.
+ */
+static void spare_drop(struct uffd_priv *u, char *base, size_t cap,
+		       bool tables)
+{
+	if (!is_huge(cap)) {
+		spare_put(u, base, cap);
+		return;
+	}
+	if (tables) {
+		/* A new mapping in its place: the old one's tables go. */
+		if (mmap(base, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+			 MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
+			munmap(base, cap);
+			return;
+		}
+		madvise(base, cap, MADV_HUGEPAGE);
+		if (uffd_register(u, base, cap)) {
+			munmap(base, cap);
+			return;
+		}
+		spare_put(u, base, cap);
+		return;
+	}
+	/* What is left in it is nobody's. */
+	madvise(base, cap, MADV_DONTNEED);
+	spare_put(u, base, cap);
+}
+
+/*
  * Register the user's range [p, p + len): the 2 MiB units around it
  * first (one VMA is not split in three, and its neighbours' huge pages
  * stay whole), else exactly the range.
@@ -337,7 +373,7 @@ static long evict(struct uffd_priv *u, char *dst, char *old, size_t len,
  * the spare sp. Returns the bytes delivered (a prefix).
  */
 static long fill(struct uffd_priv *u, char *dst, struct zcr_slot *s,
-		 char *sp, size_t off, size_t len)
+		 char *sp, size_t off, size_t len, bool tables)
 {
 	char *src = s->base + off, *old = sp + off;
 	long b;
@@ -349,15 +385,10 @@ static long fill(struct uffd_priv *u, char *dst, struct zcr_slot *s,
 		/*
 		 * The spare holds the user's old pages: it is the slot now.
 		 * The old slot becomes a spare, holding nothing anyone needs
-		 * (the message's head and tail were copied before the move).
-		 * Drop all of it: pages outside the moved range, and the page
-		 * tables that small pages left (taken from memory of 4 KiB
-		 * pages), which would make the kernel split a huge page moved
-		 * in later (freed on Linux >= 6.14 with CONFIG_PT_RECLAIM).
+		 * (the message's head and tail were copied before the move):
+		 * dropped whole, unmapped if it may keep page tables.
 		 */
-		if (is_huge(s->cap))
-			madvise(s->base, s->cap, MADV_DONTNEED);
-		spare_put(u, s->base, s->cap);
+		spare_drop(u, s->base, s->cap, tables);
 		s->base = sp;
 		return b;
 	}
@@ -369,8 +400,9 @@ static long fill(struct uffd_priv *u, char *dst, struct zcr_slot *s,
 	 * receive buffer); the spare keeps nothing the user needs.
 	 */
 	user_restore(u, dst + b, old + b, len - (size_t)b);
-	madvise(old, len, MADV_DONTNEED);
-	spare_put(u, sp, s->cap);
+	if (!is_huge(s->cap))
+		madvise(old, len, MADV_DONTNEED);
+	spare_drop(u, sp, s->cap, true);
 	return b;
 }
 
@@ -393,8 +425,9 @@ static void uffd_unprepare(struct zcr_ctx *ctx, void *priv,
 		uffd_move(u, s->prep_dst, sp + s->prep_off, s->prep_len);
 	else
 		user_restore(u, s->prep_dst, sp + s->prep_off, s->prep_len);
-	madvise(sp + s->prep_off, s->prep_len, MADV_DONTNEED);
-	spare_put(u, sp, s->cap);
+	if (!is_huge(s->cap))
+		madvise(sp + s->prep_off, s->prep_len, MADV_DONTNEED);
+	spare_drop(u, sp, s->cap, true);
 }
 
 /*
@@ -442,7 +475,16 @@ static long uffd_remap(struct zcr_ctx *ctx, void *priv, void *dstp,
 	}
 	sp = s->prep;			/* the user's pages are out */
 	s->prep = NULL;
-	return fill(priv, dst, s, sp, off, len);
+	/*
+	 * The slot's region keeps page tables after the move if its pages
+	 * were small (slot->small), or if they went into memory that is not
+	 * a block of huge pages (a destination PMD with a table splits the
+	 * huge page at the source). Only a context with such blocks cares:
+	 * elsewhere the region is reused as it is.
+	 */
+	return fill(priv, dst, s, sp, off, len,
+		    (s->small || !__zcr_mem_thp(ctx, dst, len)) &&
+		    __zcr_mem_thp_any(ctx));
 }
 
 const struct zcr_remap_ops __zcr_remap_uffd = {
