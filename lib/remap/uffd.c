@@ -247,12 +247,12 @@ static void spare_put(struct uffd_priv *u, char *base, size_t cap)
 }
 
 /*
- * A drained region back to the spares. A region of 2 MiB units that may
- * keep page tables (tables: see uffd_remap()) is mapped anew in place
- * (MAP_FIXED), which frees them on every kernel (MADV_DONTNEED does only
- * on Linux >= 6.14 with CONFIG_PT_RECLAIM): a huge page moved into a PMD
- * that still has a table is split. If that fails, it is unmapped and
- * spare_get() maps a new one later.
+ * A drained region back to the spares; what is left in it is nobody's. A
+ * region of 2 MiB units that may keep page tables (tables:
+ * may_keep_tables()) is mapped anew in place (MAP_FIXED), which frees
+ * them on every kernel (MADV_DONTNEED does only on Linux >= 6.14 with
+ * CONFIG_PT_RECLAIM): a huge page moved into a PMD that still has a table
+ * is split. If that fails, spare_get() maps a new region later.
  */
 static void spare_drop(struct uffd_priv *u, char *base, size_t cap,
 		       bool tables)
@@ -261,24 +261,41 @@ static void spare_drop(struct uffd_priv *u, char *base, size_t cap,
 		spare_put(u, base, cap);
 		return;
 	}
-	if (tables) {
-		/* A new mapping in its place: the old one's tables go. */
-		if (mmap(base, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE |
-			 MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
-			munmap(base, cap);
-			return;
-		}
-		madvise(base, cap, MADV_HUGEPAGE);
-		if (uffd_register(u, base, cap)) {
-			munmap(base, cap);
-			return;
-		}
+	madvise(base, cap, MADV_DONTNEED);
+	if (!tables) {
 		spare_put(u, base, cap);
 		return;
 	}
-	/* What is left in it is nobody's. */
-	madvise(base, cap, MADV_DONTNEED);
+	if (mmap(base, cap, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+		/*
+		 * The old mapping may be gone or still there (empty now);
+		 * unmapping the range could unmap what another thread has
+		 * mapped there since. Forget it.
+		 */
+		return;
+	madvise(base, cap, MADV_HUGEPAGE);
+	if (uffd_register(u, base, cap)) {
+		munmap(base, cap);
+		return;
+	}
 	spare_put(u, base, cap);
+}
+
+/*
+ * Whether a region of 2 MiB units that exchanged pages with the user's
+ * [dst, dst + len) may keep page tables: its pages were small
+ * (slot->small), or the user's memory there is not a block of huge pages
+ * (its small pages leave tables where they go, and a huge page moved into
+ * a PMD that has a table is split at the source). Only a context with
+ * such blocks cares. Under ctx->lock (calibration calls remap() before
+ * the context is shared, and it has no blocks then).
+ */
+static bool may_keep_tables(struct zcr_ctx *ctx, const struct zcr_slot *s,
+			    const void *dst, size_t len)
+{
+	return __zcr_mem_thp_any(ctx) &&
+	       (s->small || !__zcr_mem_thp(ctx, dst, len));
 }
 
 /*
@@ -386,7 +403,7 @@ static long fill(struct uffd_priv *u, char *dst, struct zcr_slot *s,
 		 * The spare holds the user's old pages: it is the slot now.
 		 * The old slot becomes a spare, holding nothing anyone needs
 		 * (the message's head and tail were copied before the move):
-		 * dropped whole, unmapped if it may keep page tables.
+		 * dropped whole, mapped anew if it may keep page tables.
 		 */
 		spare_drop(u, s->base, s->cap, tables);
 		s->base = sp;
@@ -402,7 +419,7 @@ static long fill(struct uffd_priv *u, char *dst, struct zcr_slot *s,
 	user_restore(u, dst + b, old + b, len - (size_t)b);
 	if (!is_huge(s->cap))
 		madvise(old, len, MADV_DONTNEED);
-	spare_drop(u, sp, s->cap, true);
+	spare_drop(u, sp, s->cap, tables);
 	return b;
 }
 
@@ -412,7 +429,6 @@ static void uffd_unprepare(struct zcr_ctx *ctx, void *priv,
 	struct uffd_priv *u = priv;
 	char *sp = s->prep;
 
-	(void)ctx;
 	if (!sp)
 		return;
 	s->prep = NULL;
@@ -427,7 +443,8 @@ static void uffd_unprepare(struct zcr_ctx *ctx, void *priv,
 		user_restore(u, s->prep_dst, sp + s->prep_off, s->prep_len);
 	if (!is_huge(s->cap))
 		madvise(sp + s->prep_off, s->prep_len, MADV_DONTNEED);
-	spare_drop(u, sp, s->cap, true);
+	spare_drop(u, sp, s->cap,
+		   may_keep_tables(ctx, s, s->prep_dst, s->prep_len));
 }
 
 /*
@@ -441,7 +458,6 @@ static int uffd_prepare(struct zcr_ctx *ctx, void *priv, void *dstp,
 	char *sp;
 	long ret;
 
-	(void)ctx;
 	if (s->prep)
 		return -EBUSY;
 	sp = spare_get(u, s->cap);
@@ -449,7 +465,8 @@ static int uffd_prepare(struct zcr_ctx *ctx, void *priv, void *dstp,
 		return -ENOMEM;
 	ret = evict(u, dstp, sp + off, len, s->cap);
 	if (ret < 0) {
-		spare_put(u, sp, s->cap);
+		/* Pages may have gone in and come back out. */
+		spare_drop(u, sp, s->cap, may_keep_tables(ctx, s, dstp, len));
 		return (int)ret;
 	}
 	s->prep = sp;
@@ -475,16 +492,8 @@ static long uffd_remap(struct zcr_ctx *ctx, void *priv, void *dstp,
 	}
 	sp = s->prep;			/* the user's pages are out */
 	s->prep = NULL;
-	/*
-	 * The slot's region keeps page tables after the move if its pages
-	 * were small (slot->small), or if they went into memory that is not
-	 * a block of huge pages (a destination PMD with a table splits the
-	 * huge page at the source). Only a context with such blocks cares:
-	 * elsewhere the region is reused as it is.
-	 */
 	return fill(priv, dst, s, sp, off, len,
-		    (s->small || !__zcr_mem_thp(ctx, dst, len)) &&
-		    __zcr_mem_thp_any(ctx));
+		    may_keep_tables(ctx, s, dst, len));
 }
 
 const struct zcr_remap_ops __zcr_remap_uffd = {

@@ -786,9 +786,10 @@ ZT_TEST(uffd_small_pages_stay_out_of_blocks)
 		}
 		/*
 		 * The block's pages stayed huge, where the system served
-		 * them (the regions that held small pages are unmapped, not
-		 * reused: their page tables would split the huge pages moved
-		 * into them on kernels that keep emptied tables).
+		 * them (the regions that held small pages are mapped anew
+		 * before they are reused: their page tables would split the
+		 * huge pages moved into them on kernels that keep emptied
+		 * tables).
 		 */
 		if (kb0 == (long)(n >> 10) && thp_fallbacks() == fb0 &&
 		    fb0 >= 0)
