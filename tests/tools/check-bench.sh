@@ -53,14 +53,17 @@ for tp in tcp shm; do
 done
 
 # Other counts of receive buffers used in turn (--buffers): one (posted
-# again only once checked) and three; every message verifies, and a count
-# out of range is refused.
-for nb in 1 3; do
+# again only once checked; also with rank 1 answering from the buffer
+# the ping landed in) and three; every message verifies, and a count out
+# of range is refused.
+for nb in 1 1e 3; do
+	reply=own
+	[ "$nb" = 1e ] && nb=1 && reply=echo
 	if ! timeout 120 build/tools/zcbench --transport shm --min 65536 \
 		--max 262144 --modes remap,auto --arrival early,posted \
-		--iters 3 --buffers $nb --csv "$tmp/buffers.csv" \
-		> "$tmp/buffers.out" 2>&1; then
-		bad "zcbench --buffers $nb failed: $(tail -n 3 "$tmp/buffers.out")"
+		--iters 3 --buffers $nb --reply $reply \
+		--csv "$tmp/buffers.csv" > "$tmp/buffers.out" 2>&1; then
+		bad "zcbench --buffers $nb --reply $reply failed: $(tail -n 3 "$tmp/buffers.out")"
 		continue
 	fi
 	grep -q "^zcbench: $nb receive buffers\{0,1\} a rank" "$tmp/buffers.out" ||
@@ -69,7 +72,9 @@ for nb in 1 3; do
 	rows "$tmp/buffers.csv" 12
 done
 for nb in 0 9 x; do
-	build/tools/zcbench --buffers $nb > "$tmp/buffers.out" 2>&1
+	timeout 20 build/tools/zcbench --transport shm --min 4096 \
+		--max 4096 --iters 1 --trials 1 --buffers $nb \
+		> "$tmp/buffers.out" 2>&1
 	rc=$?
 	[ "$rc" -eq 2 ] && grep -q -- '--buffers: 1 to 8' "$tmp/buffers.out" ||
 		bad "zcbench --buffers $nb: exit $rc, $(head -n 1 "$tmp/buffers.out")"
