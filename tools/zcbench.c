@@ -104,7 +104,7 @@ struct ctrl {
 	uint32_t iters;
 	uint32_t early;
 	uint32_t echo;		/* rank 1 answers with the ping itself */
-	uint32_t payload;	/* PAYLOAD_VERSION: how fill() writes */
+	uint32_t payload;	/* PAYLOAD_VERSION: payload and protocol */
 	uint64_t base;		/* the trial's first message number */
 	uint32_t buffers;	/* receive buffers a side uses in turn */
 	uint32_t pad;
