@@ -462,6 +462,14 @@ static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 			/* Before the pong that lets the first timed ping go. */
 			if (it + 1 == WARMUP)
 				CHECK(zcr_ctx_stats(ctx, &s0));
+			/*
+			 * Every ping is in (delivery counts hits and pages);
+			 * read now, before the last pong: sending it may take
+			 * until the peer pulled it, and the peer's request for
+			 * these figures may arrive meanwhile.
+			 */
+			if (it + 1 == total)
+				CHECK(zcr_ctx_stats(ctx, &s1));
 			e = early_count(ctx);
 			CHECK(zcr_send(ep, c.echo ? cur : reply, c.size,
 				       TAG_DATA));
@@ -473,7 +481,6 @@ static int run_peer(struct zcr_ctx *ctx, struct zcr_ep *ep)
 			if (!c.echo && it + 1 < total)
 				fill(reply, c.size, PONG(c.base, it + 1));
 		}
-		CHECK(zcr_ctx_stats(ctx, &s1));
 		ps.early = s1.early - s0.early;
 		ps.hits = s1.hits - s0.hits;
 		ps.misses = s1.misses - s0.misses;
