@@ -513,6 +513,16 @@ static int parse_count(const char *s, unsigned int max, unsigned int *out)
 	return 0;
 }
 
+/* An option that must be such a count: -EINVAL, said, if it is not. */
+static int count_option(const char *name, const char *unit, const char *s,
+			unsigned int max, unsigned int *out)
+{
+	if (!parse_count(s, max, out))
+		return 0;
+	fprintf(stderr, "zcbench: --%s: %s1 to %u\n", name, unit, max);
+	return -EINVAL;
+}
+
 static unsigned int iters_for(uint64_t size, unsigned int max_iters)
 {
 	uint64_t n = (64ULL << 20) / size;
@@ -1372,25 +1382,19 @@ int main(int argc, char **argv)
 				trials = 0;
 			break;
 		case 'x':
-			if (parse_count(optarg, 3600, &point_s)) {
-				fprintf(stderr, "zcbench: --point-time: whole "
-					"seconds, 1 to 3600\n");
+			if (count_option("point-time", "whole seconds, ",
+					 optarg, 3600, &point_s))
 				return 2;
-			}
 			break;
 		case 'W':
-			if (parse_count(optarg, 10000000, &rest_us)) {
-				fprintf(stderr, "zcbench: --rest: microseconds, "
-					"1 to 10000000\n");
+			if (count_option("rest", "microseconds, ", optarg,
+					 10000000, &rest_us))
 				return 2;
-			}
 			break;
 		case 'b':
-			if (parse_count(optarg, BUFFERS_MAX, &nbuffers)) {
-				fprintf(stderr, "zcbench: --buffers: 1 to %d\n",
-					BUFFERS_MAX);
+			if (count_option("buffers", "", optarg, BUFFERS_MAX,
+					 &nbuffers))
 				return 2;
-			}
 			break;
 		case 'c': csv = optarg; break;
 		case 'p': png = optarg; break;
