@@ -50,20 +50,6 @@ static int count_memfds(void)
 	return n;
 }
 
-static int count_maps(void)
-{
-	char line[512];
-	int n = 0;
-	FILE *f = fopen("/proc/self/maps", "r");
-
-	ZT_ASSERT(f);
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, "zcrecv-shm"))
-			n++;
-	fclose(f);
-	return n;
-}
-
 static int count_dev_shm(void)
 {
 	struct dirent *d;
@@ -178,7 +164,7 @@ ZT_TEST(ring_self_fill_drain)
 	__zcr_shm_ring_destroy(&in);
 	close(pidfd);
 	ZT_EXPECT_EQ(count_memfds(), 0);
-	ZT_EXPECT_EQ(count_maps(), 0);
+	ZT_EXPECT_EQ(pair_shm_maps(), 0);
 }
 
 /*
@@ -472,7 +458,7 @@ ZT_TEST(pingpong_sizes_verified)
 	ZT_EXPECT_EQ(waitpid(pid, &status, 0), pid);
 	side_close(&s);
 	ZT_EXPECT_EQ(count_memfds(), 0);
-	ZT_EXPECT_EQ(count_maps(), 0);
+	ZT_EXPECT_EQ(pair_shm_maps(), 0);
 	ZT_EXPECT_EQ(count_dev_shm(), 0);
 	free(sb);
 	free(rb);
@@ -506,7 +492,7 @@ ZT_TEST(peer_killed_mid_message)
 	ZT_EXPECT_EQ(poll(&p, 1, 0), 1);
 	side_close(&s);
 	ZT_EXPECT_EQ(count_memfds(), 0);
-	ZT_EXPECT_EQ(count_maps(), 0);
+	ZT_EXPECT_EQ(pair_shm_maps(), 0);
 	ZT_EXPECT_EQ(count_dev_shm(), 0);
 	free(sb);
 	free(rb);

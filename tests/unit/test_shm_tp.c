@@ -32,14 +32,6 @@
 #include "transport/shm/shm.h"
 #include "zcr_pair.h"
 
-static const char *tp_of(struct zcr_ep *ep)
-{
-	const char *msg = NULL;
-
-	zcr_ep_error(ep, &msg);
-	return msg ? msg : "";
-}
-
 static int count_in(const char *dir_path, const char *needle, bool links)
 {
 	char path[300], link[256];
@@ -66,24 +58,11 @@ static int count_in(const char *dir_path, const char *needle, bool links)
 	return n;
 }
 
-static int count_maps(void)
-{
-	char line[512];
-	int n = 0;
-	FILE *f = fopen("/proc/self/maps", "r");
-
-	ZT_ASSERT(f);
-	while (fgets(line, sizeof(line), f))
-		n += !!strstr(line, "zcrecv-shm");
-	fclose(f);
-	return n;
-}
-
 /* Nothing of the transport is left in this process or in /dev/shm. */
 static void expect_no_leftovers(void)
 {
 	ZT_EXPECT_EQ(count_in("/proc/self/fd", "memfd:zcrecv-shm", true), 0);
-	ZT_EXPECT_EQ(count_maps(), 0);
+	ZT_EXPECT_EQ(pair_shm_maps(), 0);
 	ZT_EXPECT_EQ(count_in("/dev/shm", "zcrecv", false), 0);
 }
 
@@ -94,8 +73,8 @@ static void pair_shm(struct pair *p, int n, const struct zcr_ctx_attr *a)
 	setenv("ZCRECV_SHM", "1", 1);
 	pair_open(p, n, a);
 	for (i = 1; i < n; i++) {
-		PAIR_PUMP_UNTIL(p, !strcmp(tp_of(p->from[i]), "shm"));
-		PAIR_PUMP_UNTIL(p, !strcmp(tp_of(p->to0[i]), "shm"));
+		PAIR_PUMP_UNTIL(p, !strcmp(pair_tp(p->from[i]), "shm"));
+		PAIR_PUMP_UNTIL(p, !strcmp(pair_tp(p->to0[i]), "shm"));
 	}
 }
 
@@ -163,10 +142,10 @@ ZT_TEST(declined_stays_tcp)
 	while (zcr_ep_accept(c0, 0, &e0) != 0)
 		ZT_ASSERT(zcr_progress(c0, 10) >= 0);
 	setenv("ZCRECV_SHM", "1", 1);
-	PAIR_PUMP_UNTIL(&p, strncmp(tp_of(e1), "tcp", 3) == 0);
-	PAIR_PUMP_UNTIL(&p, strncmp(tp_of(e0), "tcp", 3) == 0);
-	ZT_ASSERT_MSG(strstr(tp_of(e1), "peer declined"), "%s", tp_of(e1));
-	ZT_ASSERT_MSG(strstr(tp_of(e0), "not enabled"), "%s", tp_of(e0));
+	PAIR_PUMP_UNTIL(&p, strncmp(pair_tp(e1), "tcp", 3) == 0);
+	PAIR_PUMP_UNTIL(&p, strncmp(pair_tp(e0), "tcp", 3) == 0);
+	ZT_ASSERT_MSG(strstr(pair_tp(e1), "peer declined"), "%s", pair_tp(e1));
+	ZT_ASSERT_MSG(strstr(pair_tp(e0), "not enabled"), "%s", pair_tp(e0));
 	ZT_EXPECT_EQ(zcr_irecv(c0, buf, sizeof(buf), 1, 9, &r), 0);
 	PAIR_PUMP_UNTIL(&p, zcr_test(r, NULL) != 0);
 	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
@@ -254,7 +233,7 @@ ZT_TEST(old_peer_accepts)
 		ZT_ASSERT(zcr_progress(c1, 10) >= 0);
 		ZT_ASSERT(pair_now() - t0 < 20);
 	}
-	ZT_ASSERT_MSG(strstr(tp_of(ep), "version 1"), "%s", tp_of(ep));
+	ZT_ASSERT_MSG(strstr(pair_tp(ep), "version 1"), "%s", pair_tp(ep));
 	ZT_EXPECT_EQ(zcr_isend(ep, "abc", 4, 2, &s), 0);
 	ZT_EXPECT_EQ(zcr_wait(s, NULL), 0);
 	ZT_ASSERT(read(fd, h, 32) == 32 && read(fd, buf, 4) == 4);
@@ -295,7 +274,7 @@ static void echo_child(const char *addr)
 			if (zcr_send(ep, buf, st.len, (int)i))
 				_exit(4);
 		}
-	if (strcmp(tp_of(ep), "shm"))
+	if (strcmp(pair_tp(ep), "shm"))
 		_exit(5);
 	zcr_ctx_destroy(c);
 	_exit(0);
@@ -313,7 +292,7 @@ static bool pp_send(struct zcr_ep *ep, const char *sb, size_t len, int tag,
 {
 	struct zcr_req *s;
 
-	if (len <= 16384 || len > eager_max || strcmp(tp_of(ep), "shm")) {
+	if (len <= 16384 || len > eager_max || strcmp(pair_tp(ep), "shm")) {
 		ZT_EXPECT_EQ(zcr_send(ep, sb, len, tag), 0);
 		return false;
 	}
@@ -374,7 +353,7 @@ static void pingpong(size_t eager_max)
 			ZT_ASSERT_MSG(!pattern_bad(rb, len, seed),
 				      "size %zu round %u", len, k);
 		}
-	ZT_ASSERT_MSG(!strcmp(tp_of(ep), "shm"), "%s", tp_of(ep));
+	ZT_ASSERT_MSG(!strcmp(pair_tp(ep), "shm"), "%s", pair_tp(ep));
 	/* shm may come up during the first round, not later */
 	ZT_ASSERT_MSG(checked >= (ROUNDS - 1) * want, "%u of %u eager sends "
 		      "checked", checked, ROUNDS * want);
@@ -479,11 +458,11 @@ ZT_TEST(any_source_across_transports)
 		PAIR_PUMP_UNTIL(&p, zcr_ep_accept(p.c[0], 0, &p.from[i]) == 0);
 		PAIR_PUMP_UNTIL(&p, zcr_ep_rank(p.to0[i]) == 0);
 		if (i == 1)
-			PAIR_PUMP_UNTIL(&p, !strcmp(tp_of(p.from[1]), "shm"));
+			PAIR_PUMP_UNTIL(&p, !strcmp(pair_tp(p.from[1]), "shm"));
 	}
 	ZT_EXPECT_EQ(zcr_ep_rank(p.from[1]), 1);
 	ZT_EXPECT_EQ(zcr_ep_rank(p.from[2]), 2);
-	ZT_ASSERT_MSG(!*tp_of(p.from[2]), "%s", tp_of(p.from[2]));
+	ZT_ASSERT_MSG(!*pair_tp(p.from[2]), "%s", pair_tp(p.from[2]));
 	for (k = 0; k < 2; k++) {	/* k 0: posted first, 1: early */
 		for (i = 0; i < 8; i++) {
 			len[i] = (size_t)(i % 2 ? 70000 + i : 100 + i);
@@ -713,9 +692,9 @@ static void job_pair(struct pair *p, const struct zcr_ctx_attr *attr,
 	p->c[0] = a[0].ctx;
 	p->c[1] = a[1].ctx;
 	ZT_EXPECT_EQ(zcr_job_ep(p->c[0], 1, e01), 0);
-	PAIR_PUMP_UNTIL(p, !strcmp(tp_of(*e01), "shm"));
+	PAIR_PUMP_UNTIL(p, !strcmp(pair_tp(*e01), "shm"));
 	ZT_EXPECT_EQ(zcr_job_ep(p->c[1], 0, e10), 0);
-	PAIR_PUMP_UNTIL(p, !strcmp(tp_of(*e10), "shm"));
+	PAIR_PUMP_UNTIL(p, !strcmp(pair_tp(*e10), "shm"));
 }
 
 /*
@@ -824,7 +803,8 @@ static void offer(struct zcr_shm_cell *c, const void *dst, uint64_t part)
  * offer of the first 4 KiB is taken and written where the offer says
  * (DONE); an offer of the whole message or more, or of a place with no
  * access, is refused (FAILED) and writes nothing; and a receiver that
- * finds anything but NONE in a fresh cell pulls all of it itself.
+ * finds anything but NONE in a fresh cell pulls all of it itself, then
+ * marks the cell CONSUMED.
  */
 ZT_TEST(sender_takes_an_offered_part_and_no_more)
 {
@@ -874,9 +854,11 @@ ZT_TEST(sender_takes_an_offered_part_and_no_more)
 	ZT_EXPECT_EQ(st.error, 0);
 	ZT_EXPECT_EQ(pattern_bad(rb, HELP_LEN, 31), 0);
 	ZT_EXPECT_EQ(pair_stats(p.c[0]).shared_pulls, 0);
-	/* An offer would have left WITHDRAWN in the cell. */
+	/* Nor did the sender write any (pumped, it would take an offer). */
+	ZT_EXPECT_EQ(pair_stats(p.c[1]).bytes_pushed, 4096);
+	/* Every byte in, the receiver said so in the cell. */
 	ZT_EXPECT_EQ(__atomic_load_n(&c->status, __ATOMIC_ACQUIRE),
-		     ZCR_SHM_HELP_FAILED);
+		     ZCR_SHM_CONSUMED);
 	munmap(hole, 4096);
 	pair_close(&p);
 	free(sb);
@@ -1617,8 +1599,8 @@ ZT_TEST(peer_killed_mid_message)
 		memset(sb, 7, 4 << 20);
 		if (zcr_ctx_create(&b, &c) || zcr_ep_connect(c, addr, &e))
 			_exit(2);
-		while (strcmp(tp_of(e), "shm"))
-			if (zcr_progress(c, 10) < 0 || *tp_of(e) == 't')
+		while (strcmp(pair_tp(e), "shm"))
+			if (zcr_progress(c, 10) < 0 || *pair_tp(e) == 't')
 				_exit(3);
 		if (zcr_isend(e, sb, 4 << 20, 8, &s))
 			_exit(4);
@@ -1649,7 +1631,7 @@ ZT_TEST(peer_killed_mid_message)
 		ZT_EXPECT_EQ(ret, -ECONNRESET);
 	}
 	ZT_ASSERT(zcr_ep_error(ep, NULL) < 0);
-	ZT_ASSERT_MSG(strstr(tp_of(ep), "shm:"), "%s", tp_of(ep));
+	ZT_ASSERT_MSG(strstr(pair_tp(ep), "shm:"), "%s", pair_tp(ep));
 	expect_no_leftovers();
 	zcr_ctx_destroy(c0);
 	expect_no_leftovers();
@@ -1726,8 +1708,8 @@ static void taking_child(const char *addr, size_t n, int in, int out,
 		_exit(1);
 	if (!sb || zcr_ctx_create(&b, &c) || zcr_ep_connect(c, addr, &e))
 		_exit(2);
-	while (strcmp(tp_of(e), "shm"))
-		if (zcr_progress(c, 10) < 0 || *tp_of(e) == 't')
+	while (strcmp(pair_tp(e), "shm"))
+		if (zcr_progress(c, 10) < 0 || *pair_tp(e) == 't')
 			_exit(3);
 	for (i = 0; i < TAKE_TRAIN; i++) {
 		pattern_fill(sb, n, (uint32_t)i);
@@ -1860,4 +1842,206 @@ ZT_TEST(peer_killed_while_its_part_lands_in_a_prepared_receive)
 	zcr_mem_free(c0, rb);
 	zcr_ctx_destroy(c0);
 	expect_no_leftovers();
+}
+
+/*
+ * A sender whose eager messages completed may go (zcr_ctx_destroy(), or
+ * just exit) before the receiver read them: they are in the ring, and
+ * the receiver gets every one of them before it learns that the peer is
+ * gone, as it would over TCP. The receiver is asleep in poll(2) for the
+ * first message (no spinning) and stopped (SIGSTOP) while the sender
+ * writes and goes, so that it wakes to the doorbell and the close (or
+ * the exit, and then the sender's child lets it go on) at once.
+ */
+static void eager_outlive(bool destroy)
+{
+	static const size_t lens[] = { 10, 4000, 16000, 30000, 100, 1 };
+	struct zcr_ctx_attr a = { .quiet = 1 };
+	char *rb = malloc(32768), addr[32];
+	struct zcr_status st;
+	struct zcr_ctx *c0;
+	struct zcr_ep *ep = NULL;
+	struct zcr_req *r;
+	pid_t pid, me = getpid();
+	unsigned int i;
+	int status, port;
+	double t0;
+
+	setenv("ZCRECV_SHM", "1", 1);
+	setenv("ZCRECV_SHM_SPIN_US", "0", 1);
+	setenv("ZCRECV_SHM_SPIN_MAX_US", "0", 1);
+	ZT_EXPECT_EQ(zcr_ctx_create(&a, &c0), 0);
+	port = zcr_ctx_listen(c0, "127.0.0.1:0");
+	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+	pid = fork();
+	ZT_ASSERT(pid >= 0);
+	if (pid == 0) {
+		struct zcr_ctx_attr b = { .quiet = 1, .rank = 1 };
+		struct zcr_ctx *c;
+		struct zcr_ep *e;
+		struct zcr_req *s;
+		char *sb = malloc(32768);
+
+		if (zcr_ctx_create(&b, &c) || zcr_ep_connect(c, addr, &e))
+			_exit(2);
+		while (strcmp(pair_tp(e), "shm"))
+			if (zcr_progress(c, 10) < 0 || *pair_tp(e) == 't')
+				_exit(3);
+		usleep(300000);		/* the receiver is asleep by now */
+		if (!destroy && fork() == 0) {
+			/* Wakes the receiver once the sender is gone. */
+			pid_t sender = getppid();
+
+			while (getppid() == sender)
+				usleep(1000);
+			usleep(20000);
+			kill(me, SIGCONT);
+			_exit(0);
+		}
+		kill(me, SIGSTOP);
+		usleep(20000);
+		for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+			pattern_fill(sb, lens[i], i + 70);
+			if (zcr_isend(e, sb, lens[i], (int)i, &s) ||
+			    zcr_test(s, NULL) != 1)	/* in the ring */
+				_exit(4);
+		}
+		if (destroy) {
+			zcr_ctx_destroy(c);
+			usleep(20000);
+			kill(me, SIGCONT);
+		}
+		_exit(0);
+	}
+	ZT_EXPECT_EQ(zcr_ep_accept(c0, 20000, &ep), 0);
+	while (strcmp(pair_tp(ep), "shm"))
+		ZT_ASSERT(zcr_progress(c0, 10) >= 0 && *pair_tp(ep) != 't');
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		memset(rb, 0, 32768);
+		ZT_EXPECT_EQ(zcr_irecv(c0, rb, 32768, 1, (int)i, &r), 0);
+		ZT_ASSERT_MSG(zcr_wait_timeout(r, &st, 10000) == 0, "message "
+			      "%u of a sender that %s: %d (%s)", i, destroy ?
+			      "closed" : "exited", st.error, pair_tp(ep));
+		ZT_EXPECT_EQ(st.len, lens[i]);
+		ZT_EXPECT_EQ(pattern_bad(rb, lens[i], i + 70), 0);
+	}
+	ZT_EXPECT_EQ(waitpid(pid, &status, 0), pid);
+	ZT_ASSERT_MSG(WIFEXITED(status) && !WEXITSTATUS(status),
+		      "child status %d", status);
+	/* Then the connection is known closed, and says how. */
+	t0 = pair_now();
+	while (zcr_ep_error(ep, NULL) == 0) {
+		ZT_ASSERT(zcr_progress(c0, 10) >= 0);
+		ZT_ASSERT_MSG(pair_now() - t0 < 20, "still open");
+	}
+	ZT_ASSERT_MSG(strstr(pair_tp(ep), "closed") ||
+		      strstr(pair_tp(ep), "exited"), "%s", pair_tp(ep));
+	zcr_ctx_destroy(c0);
+	expect_no_leftovers();
+	free(rb);
+}
+
+ZT_TEST(eager_messages_outlive_a_sender_that_closed)
+{
+	eager_outlive(true);
+}
+
+ZT_TEST(eager_messages_outlive_a_sender_that_exited)
+{
+	eager_outlive(false);
+}
+
+/*
+ * A sender that closes its endpoint with an announced (pulled) message
+ * not yet read fails that send, and may then write into the buffer: the
+ * receiver must not deliver the message, neither the old bytes nor the
+ * new. One the receiver did read before the close completes, delivered.
+ */
+ZT_TEST(a_send_failed_by_a_close_is_not_delivered)
+{
+	const size_t len = 1 << 20;
+	char *sb = malloc(len), *rb = malloc(len);
+	struct zcr_status st;
+	struct zcr_req *r, *s;
+	struct pair p;
+	int ret;
+
+	/* Read before the close (only the receiver makes progress). */
+	pair_shm(&p, 2, NULL);
+	pattern_fill(sb, len, 1);
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, len, 1, 4, &r), 0);
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb, len, 4, &s), 0);
+	ZT_EXPECT_EQ(zcr_wait(r, &st), 0);
+	ZT_EXPECT_EQ(pattern_bad(rb, len, 1), 0);
+	zcr_ep_close(p.to0[1]);
+	ZT_EXPECT_EQ(zcr_wait(s, &st), 0);
+	pair_close(&p);
+
+	/* Not read before the close: the send fails, nothing arrives. */
+	pair_shm(&p, 2, NULL);
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb, len, 4, &s), 0);
+	zcr_ep_close(p.to0[1]);
+	ZT_EXPECT_EQ(zcr_wait(s, &st), -ECONNRESET);
+	memset(sb, 0xee, len);		/* the application's next bytes */
+	memset(rb, 0, len);
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, len, 1, 4, &r), 0);
+	ret = zcr_wait_timeout(r, &st, 5000);
+	ZT_ASSERT_MSG(ret == -ECONNRESET, "the receive of a failed send: %d "
+		      "(first byte %#x)", ret, (unsigned char)rb[0]);
+	ZT_ASSERT_MSG(strstr(pair_tp(p.from[1]), "closed"), "%s",
+		      pair_tp(p.from[1]));
+	pair_close(&p);
+	expect_no_leftovers();
+	free(sb);
+	free(rb);
+}
+
+/*
+ * Messages held in the ring for want of staging room outlive their
+ * sender's close as they do over TCP: every completed send is received.
+ */
+static void stalled_outlive(bool shm)
+{
+	struct zcr_ctx_attr a = { .quiet = 1, .staging_bytes = 64 << 10 };
+	enum { N = 8, LEN = 16000 };
+	char *sb = malloc(N * LEN), *rb = malloc(LEN);
+	struct zcr_status st;
+	struct zcr_req *s, *r;
+	struct pair p;
+	int i;
+
+	if (shm) {
+		pair_shm(&p, 2, &a);
+	} else {
+		unsetenv("ZCRECV_SHM");
+		pair_open(&p, 2, &a);
+	}
+	for (i = 0; i < N; i++) {
+		pattern_fill(sb + i * LEN, LEN, (uint32_t)i);
+		ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb + i * LEN, LEN, i, &s), 0);
+		PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+	}
+	PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).stalls > 0);
+	zcr_ep_close(p.to0[1]);
+	/* The receiver sees the close while it waits for something else. */
+	ZT_ASSERT(zcr_progress(p.c[0], 50) >= 0);
+	for (i = 0; i < N; i++) {
+		memset(rb, 0, LEN);
+		ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, LEN, 1, i, &r), 0);
+		ZT_ASSERT_MSG(zcr_wait_timeout(r, &st, 5000) == 0, "%s: "
+			      "message %d of %d: %d (%s)", shm ? "shm" : "tcp",
+			      i, N, st.error, pair_tp(p.from[1]));
+		ZT_EXPECT_EQ(pattern_bad(rb, LEN, (uint32_t)i), 0);
+	}
+	PAIR_PUMP_UNTIL(&p, zcr_ep_error(p.from[1], NULL) != 0);
+	pair_close(&p);
+	expect_no_leftovers();
+	free(sb);
+	free(rb);
+}
+
+ZT_TEST(stalled_messages_outlive_a_closed_sender)
+{
+	stalled_outlive(true);
+	stalled_outlive(false);
 }

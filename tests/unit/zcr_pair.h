@@ -64,6 +64,29 @@ static inline void pair_pump(struct pair *p)
 		}							\
 	} while (0)
 
+/* What carries ep: "shm", "" (TCP), or why not shm (zcr_ep_error()). */
+static inline const char *pair_tp(struct zcr_ep *ep)
+{
+	const char *msg = NULL;
+
+	zcr_ep_error(ep, &msg);
+	return msg ? msg : "";
+}
+
+/* Mappings of shm transport segments in this process. */
+static inline int pair_shm_maps(void)
+{
+	char line[512];
+	int n = 0;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	ZT_ASSERT(f);
+	while (fgets(line, sizeof(line), f))
+		n += !!strstr(line, "zcrecv-shm");
+	fclose(f);
+	return n;
+}
+
 static inline struct zcr_stats pair_stats(struct zcr_ctx *c)
 {
 	struct zcr_stats st;

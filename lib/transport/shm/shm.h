@@ -74,6 +74,17 @@ enum zcr_shm_type {
  * connection went: __zcr_shm_share_next(). The wire is unchanged: pad[0]
  * says how much, as before.
  */
+/*
+ * The end of an RTS (any RTS, shared or not): once every byte is in, the
+ * receiver swaps the status, whatever it is, for CONSUMED; a sender that
+ * closes the connection while the cell is not consumed yet swaps it for
+ * REVOKED and fails the send, which hands the buffer back to the
+ * application. Whichever swap comes first wins: a receiver that finds
+ * REVOKED fails the message (its bytes may be the application's next
+ * ones), a sender that finds CONSUMED completes the send, delivered.
+ * Peers of a version without these two keep the old behaviour: the
+ * sender ignores CONSUMED, the receiver never looks for REVOKED.
+ */
 enum zcr_shm_help {
 	ZCR_SHM_HELP_NONE = 0,		/* as the sender wrote it */
 	ZCR_SHM_HELP_OFFERED = 1,	/* receiver: cookie, pad[0] are set */
@@ -81,6 +92,8 @@ enum zcr_shm_help {
 	ZCR_SHM_HELP_DONE = 3,		/* sender: the part is in */
 	ZCR_SHM_HELP_FAILED = 4,	/* sender: could not write it */
 	ZCR_SHM_HELP_WITHDRAWN = 5,	/* receiver: copied it itself */
+	ZCR_SHM_CONSUMED = 6,		/* receiver: every byte is in */
+	ZCR_SHM_REVOKED = 7,		/* sender: closed, the send failed */
 };
 
 /* The sender's share of a shared pull, in 1/ZCR_SHM_SHARE_ONE. */

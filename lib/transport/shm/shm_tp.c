@@ -17,9 +17,11 @@
  * message flows back. A message with nowhere to go yet (no posted receive,
  * staging full) stays unconsumed in the ring, which holds the sender back.
  *
- * A peer that dies is noticed by its pidfd (or a failing pull, or the
- * old connection closing): the endpoint fails like a TCP one, and its
- * mappings and descriptors are released at once.
+ * A peer that exits is noticed by its pidfd (or a failing pull), one that
+ * closes by the old connection's end: as over TCP, what it sent is read
+ * on, and the endpoint fails when its ring is empty; then its mappings
+ * and descriptors are released at once. A sender that closes revokes the
+ * announcements not yet consumed, whose sends fail (settle_sends()).
  */
 #include <errno.h>
 #include <poll.h>
@@ -127,6 +129,12 @@ struct shm_ep {
 	uint64_t defer_head;		/* in.head + 1 of the cell deferred */
 	uint64_t defer_until;		/* ns: then it is read anyway */
 	uint64_t acked;			/* out's head as last seen */
+	/*
+	 * The peer closed the connection or exited: why. What it left in
+	 * our ring is still read (it sent it); the endpoint fails once the
+	 * ring is empty, or at an announcement (nothing to pull from).
+	 */
+	const char *gone;
 };
 
 static inline struct shm_ep *S(struct zcr_ep *ep)
@@ -207,6 +215,13 @@ static void kick_peer(struct shm_ep *se)
 {
 	uint64_t one = 1;
 
+	/*
+	 * Our store (a head, a status word) before our look at the peer's
+	 * flag: the peer stores its flag, then looks at ours (shm.c); without
+	 * the fence both could read the old values, and it sleeps on work
+	 * that is done.
+	 */
+	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load(&se->out.ctl->sleeping) &&
 	    write(se->out.evfd, &one, sizeof(one)) < 0) {
 		/* Saturated: a wake-up is pending anyway. */
@@ -365,9 +380,88 @@ static int push_sends(struct zcr_ep *ep, bool help)
 
 static int shm_send(struct zcr_ep *ep, struct zcr_req *r)
 {
+	if (S(ep)->gone)
+		return -ECONNRESET;	/* nobody reads our ring any more */
 	zcr_list_add_tail(&r->link, &ep->sendq);
 	push_sends(ep, false);	/* helping is for progress, not for isend */
 	return 0;
+}
+
+/*
+ * The connection ends (closed here, or the peer gone) with announced
+ * sends of ours in the peer's ring. One whose cell the peer consumed was
+ * delivered: it completes now, as the next pass would have completed it.
+ * Every other one is revoked in its cell (shm.h, ZCR_SHM_REVOKED) before
+ * the caller fails it, so that a peer still pulling it does not deliver
+ * it: once the send failed, the application may write into its buffer.
+ */
+static void settle_sends(struct zcr_ep *ep)
+{
+	struct shm_ep *se = S(ep);
+	struct zcr_list *pos, *tmp;
+	uint64_t head;
+
+	if (!se->out.ctl)
+		return;
+	head = atomic_load(&se->out.ctl->head);
+	zcr_list_for_each_safe(pos, tmp, &ep->sendq) {
+		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
+		struct zcr_shm_cell *c;
+		int32_t st;
+		int tries;
+
+		if (r->kind == ZCR_REQ_ACK || !r->sent)
+			continue;
+		if (head <= get_idx(r)) {
+			c = __zcr_shm_ring_cell(&se->out, get_idx(r));
+			st = __atomic_load_n(&c->status, __ATOMIC_SEQ_CST);
+			/* A few tries: only a peer out of protocol keeps
+			 * changing it, and then the send fails. */
+			for (tries = 0; st != ZCR_SHM_CONSUMED && tries < 8 &&
+			     !__atomic_compare_exchange_n(&c->status, &st,
+							  ZCR_SHM_REVOKED,
+							  false,
+							  __ATOMIC_SEQ_CST,
+							  __ATOMIC_SEQ_CST);
+			     tries++)
+				;
+			if (st != ZCR_SHM_CONSUMED)
+				continue;	/* revoked: failed by the caller */
+		}
+		zcr_list_del(&r->link);
+		ep->ctx->st.msgs_sent++;
+		ep->ctx->st.bytes_sent += r->len;
+		if (r->sync)	/* the caller fails it: no MATCHED will come */
+			zcr_list_add_tail(&r->link, &ep->ackq);
+		else
+			__zcr_req_complete_locked(r, 0);
+	}
+}
+
+/*
+ * The peer closed the connection or exited (why). Our sends to it will
+ * not be read: what it consumed completes, the rest fails. What it sent
+ * us stays to be read; with nothing left in the ring, the endpoint fails
+ * now.
+ */
+static void peer_gone(struct zcr_ep *ep, const char *why)
+{
+	struct shm_ep *se = S(ep);
+	struct zcr_list *pos, *tmp;
+
+	se->gone = why;
+	settle_sends(ep);
+	zcr_list_for_each_safe(pos, tmp, &ep->sendq) {
+		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
+
+		zcr_list_del(&r->link);
+		if (r->kind == ZCR_REQ_ACK)
+			free(r);	/* a MATCHED nobody will read */
+		else
+			__zcr_req_complete_locked(r, -ECONNRESET);
+	}
+	if (!se->cell_open && !__zcr_shm_ring_ready(&se->in))
+		__zcr_ep_fail_locked(ep, -ECONNRESET, "%s", why);
 }
 
 /*
@@ -464,6 +558,10 @@ static int help_settle(struct zcr_ep *ep)
 		return -EINPROGRESS;
 	}
 	se->help_wait = false;
+	if (st == ZCR_SHM_REVOKED) {	/* the sender closed meanwhile */
+		se->help_t0 = 0;
+		return -ECONNRESET;
+	}
 	/*
 	 * It ended after our part, between our last look (spinning, or
 	 * its doorbell waking us) and now: learn if that tells its time
@@ -537,6 +635,29 @@ static int shared_pull(struct zcr_ep *ep, char *dst, uint64_t n)
 }
 
 /*
+ * Every byte of the open RTS is in: say so in its cell, unless the sender
+ * revoked it first (it closed the connection, and its buffer may hold
+ * other bytes by now). shm.h, ZCR_SHM_CONSUMED. 0, -ECONNRESET, or
+ * -EPROTO for a sender that keeps changing the word.
+ */
+static int claim_cell(struct shm_ep *se)
+{
+	int32_t st = __atomic_load_n(&se->live->status, __ATOMIC_SEQ_CST);
+	int tries;
+
+	for (tries = 0; tries < 8; tries++) {
+		if (st == ZCR_SHM_REVOKED)
+			return -ECONNRESET;
+		if (__atomic_compare_exchange_n(&se->live->status, &st,
+						ZCR_SHM_CONSUMED, false,
+						__ATOMIC_SEQ_CST,
+						__ATOMIC_SEQ_CST))
+			return 0;
+	}
+	return -EPROTO;
+}
+
+/*
  * Move the open cell's payload where match said: 1 when it is in, 0 when
  * not yet (the sender writes a part) or the endpoint failed.
  */
@@ -562,11 +683,19 @@ static int land(struct zcr_ep *ep)
 	}
 	if (ret == -EINPROGRESS)
 		return 0;
+	if (!ret && h->type == ZCR_SHM_RTS)
+		ret = claim_cell(se);
+	if (ret == -ECONNRESET) {
+		__zcr_ep_fail_locked(ep, ret, "shm: peer closed the connection "
+				     "mid-message");
+		return 0;
+	}
 	if (ret) {
 		__zcr_ep_fail_locked(ep, ret, "shm: cannot read the message in "
 				     "the peer (%s)",
 				     ret == -ESRCH ? "peer exited" :
 				     ret == -EFAULT ? "bad address" :
+				     ret == -EPROTO ? "cell out of protocol" :
 				     "ptrace policy");
 		return 0;
 	}
@@ -645,11 +774,25 @@ static int rx_ep(struct zcr_ep *ep)
 	bool again;
 
 	while (ep->state == ZCR_EP_OPEN) {
+		if (se->gone && se->cell_open && se->cur.type == ZCR_SHM_RTS) {
+			/* Exited: nothing to pull from; closed: revoked. */
+			__zcr_ep_fail_locked(ep, -ECONNRESET, "%s mid-message",
+					     se->gone);
+			break;
+		}
 		if (!se->cell_open) {
 			c = __zcr_shm_ring_peek(&se->in, &err);
 			if (err) {
 				__zcr_ep_fail_locked(ep, err,
 						     "shm: ring corrupted");
+				break;
+			}
+			if (se->gone && (!c || c->type == ZCR_SHM_RTS)) {
+				/* All it sent is in, or what is left it cannot
+				 * send any more. */
+				__zcr_ep_fail_locked(ep, -ECONNRESET, "%s%s",
+						     se->gone, c ?
+						     " mid-message" : "");
 				break;
 			}
 			if (!c || defer_rts(ep, c))
@@ -928,7 +1071,7 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 	for (pos = sc->eps.next; pos != &sc->eps; pos = pos->next) {
 		struct shm_ep *se = zcr_container_of(pos, struct shm_ep, link);
 
-		if (se->ep->state != ZCR_EP_OPEN || k + 3 > max)
+		if (se->ep->state != ZCR_EP_OPEN || se->gone || k + 3 > max)
 			continue;
 		/* Announce the sleep, then look once more (shm.c). */
 		atomic_store(&se->in.ctl->sleeping, 1);
@@ -972,6 +1115,7 @@ static void shm_poll_done(struct zcr_ctx *ctx, void *priv,
 							     struct shm_ep,
 							     link);
 			char b;
+			ssize_t got = -1;
 
 			if (se->pidfd != pfd[k + 1].fd ||
 			    se->in.evfd != pfd[k].fd ||
@@ -989,14 +1133,16 @@ static void shm_poll_done(struct zcr_ctx *ctx, void *priv,
 			if (pfd[k].revents & POLLIN)
 				__zcr_shm_ring_drain(&se->in);
 			if (pfd[k + 1].revents) {
-				__zcr_ep_fail_locked(se->ep, -ECONNRESET,
-						     "shm: peer process exited");
+				peer_gone(se->ep, "shm: peer process exited");
 			} else if (pfd[k + 2].revents &&
-				   recv(se->ctl_fd, &b, 1, MSG_DONTWAIT) >= 0) {
-				/* 0: closed; a byte: out of protocol. */
-				__zcr_ep_fail_locked(se->ep, -ECONNRESET,
-						     "shm: peer closed the "
-						     "connection");
+				   (got = recv(se->ctl_fd, &b, 1,
+					       MSG_DONTWAIT)) == 0) {
+				peer_gone(se->ep, "shm: peer closed the "
+					  "connection");
+			} else if (pfd[k + 2].revents && got > 0) {
+				__zcr_ep_fail_locked(se->ep, -EPROTO,
+						     "shm: peer wrote on the "
+						     "closed TCP connection");
 			}
 			break;
 		}
@@ -1033,6 +1179,7 @@ static void shm_ep_close(struct zcr_ep *ep, void *ep_priv)
 		return;
 	if (se->help_wait)
 		help_drain(ep, se);
+	settle_sends(ep);	/* before the caller fails the rest */
 	__zcr_shm_ring_destroy(&se->in);
 	__zcr_shm_ring_destroy(&se->out);
 	if (se->pidfd >= 0)
