@@ -441,7 +441,8 @@ static void settle_sends(struct zcr_ep *ep)
 /*
  * The peer closed the connection or exited (why). Our sends to it will
  * not be read: what it consumed completes, the rest fails. What it sent
- * us stays to be read; with nothing left in the ring, the endpoint fails
+ * us stays to be read (rx_ep()); with nothing left in the ring, or an
+ * announcement open (nothing to pull from any more), the endpoint fails
  * now.
  */
 static void peer_gone(struct zcr_ep *ep, const char *why)
@@ -460,7 +461,9 @@ static void peer_gone(struct zcr_ep *ep, const char *why)
 		else
 			__zcr_req_complete_locked(r, -ECONNRESET);
 	}
-	if (!se->cell_open && !__zcr_shm_ring_ready(&se->in))
+	if (se->cell_open && se->cur.type == ZCR_SHM_RTS)
+		__zcr_ep_fail_locked(ep, -ECONNRESET, "%s mid-message", why);
+	else if (!se->cell_open && !__zcr_shm_ring_ready(&se->in))
 		__zcr_ep_fail_locked(ep, -ECONNRESET, "%s", why);
 }
 
