@@ -230,15 +230,7 @@ void __zcr_ep_fail_locked(struct zcr_ep *ep, int err, const char *fmt, ...)
 	ep->tp->ep_close(ep, ep->tp_priv);
 	ctx->st.disconnects++;
 
-	zcr_list_for_each_safe(pos, tmp, &ep->sendq) {
-		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
-
-		zcr_list_del(&r->link);
-		if (r->kind == ZCR_REQ_ACK)
-			free(r);
-		else
-			__zcr_req_complete_locked(r, -ECONNRESET);
-	}
+	__zcr_ep_fail_sends_locked(ep, -ECONNRESET);
 	/* Sent, but no receive is known to have matched them. */
 	zcr_list_for_each_safe(pos, tmp, &ep->ackq) {
 		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
@@ -250,6 +242,21 @@ void __zcr_ep_fail_locked(struct zcr_ep *ep, int err, const char *fmt, ...)
 	__zcr_match_abort_locked(ctx, &ep->rx);
 	__zcr_match_source_lost_locked(ctx, ep->rank, ep->rank >= 0 &&
 				       !rank_has_open_ep(ctx, ep->rank, NULL));
+}
+
+void __zcr_ep_fail_sends_locked(struct zcr_ep *ep, int err)
+{
+	struct zcr_list *pos, *tmp;
+
+	zcr_list_for_each_safe(pos, tmp, &ep->sendq) {
+		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
+
+		zcr_list_del(&r->link);
+		if (r->kind == ZCR_REQ_ACK)
+			free(r);
+		else
+			__zcr_req_complete_locked(r, err);
+	}
 }
 
 int __zcr_ep_send_locked(struct zcr_ep *ep, struct zcr_req *r)

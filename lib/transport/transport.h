@@ -176,6 +176,11 @@ int __zcr_ep_open_locked(struct zcr_ep *ep, int rank);
  */
 void __zcr_ep_fail_locked(struct zcr_ep *ep, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/*
+ * Fail every send queued on ep with err (the MATCHED answers we owe are
+ * dropped); the connection itself stays as it is.
+ */
+void __zcr_ep_fail_sends_locked(struct zcr_ep *ep, int err);
 /* Endpoints not closed (open or in their handshake): what max_conns bounds. */
 unsigned int __zcr_ep_live_locked(struct zcr_ctx *ctx);
 /* Queue a send request on ep's transport. Returns 0 or -errno. */

@@ -848,3 +848,77 @@ ZT_TEST(failed_peer_frees_room_for_stalled)
 	PAIR_PUMP_UNTIL(&p, zcr_test(s[1], NULL) != 0);
 	pair_close(&p);
 }
+
+/*
+ * Rank 1 sends n messages of len bytes (seed i) to rank 0 and closes its
+ * end; rank 0 learns it by writing (a send that fails) or by a reset that
+ * comes while a message waits paused. Either way the messages rank 1
+ * sent first are still delivered, every byte, and then the connection
+ * closes. stall: a staging pool too small, so some wait in the socket.
+ */
+static void outlive_close(int n, size_t len, bool stall, bool write_first)
+{
+	struct zcr_ctx_attr a = { .quiet = 1 };
+	char *sb = malloc((size_t)n * len), *rb = malloc(len), x[16] = "x";
+	struct zcr_status st;
+	struct zcr_req *s, *r;
+	struct pair p;
+	double t0;
+	int i;
+
+	if (stall)
+		a.staging_bytes = 16 << 10;
+	unsetenv("ZCRECV_SHM");
+	pair_open(&p, 2, &a);
+	for (i = 0; i < n; i++) {
+		pattern_fill(sb + i * len, len, (uint32_t)i);
+		ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb + i * len, len, i, &s), 0);
+		PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+	}
+	if (stall)
+		PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).stalls > 0);
+	/* Something rank 1 never reads: its close then resets. */
+	ZT_EXPECT_EQ(zcr_isend(p.from[1], x, sizeof(x), 99, &s), 0);
+	ZT_EXPECT_EQ(zcr_wait(s, NULL), 0);
+	usleep(20000);
+	zcr_ep_close(p.to0[1]);
+	usleep(20000);
+	if (write_first) {
+		/* Written into the reset: that send fails, and later ones. */
+		t0 = pair_now();
+		do {
+			ZT_ASSERT_MSG(pair_now() - t0 < 20, "sends still go");
+			ZT_EXPECT_EQ(zcr_isend(p.from[1], x, sizeof(x), 98,
+					       &s), 0);
+			usleep(10000);
+		} while (zcr_wait(s, &st) == 0);
+		ZT_EXPECT_EQ(st.error, -ECONNRESET);
+		ZT_EXPECT_EQ(zcr_isend(p.from[1], x, sizeof(x), 98, &s),
+			     -ECONNRESET);
+	} else {
+		ZT_ASSERT(zcr_progress(p.c[0], 50) >= 0);
+	}
+	for (i = 0; i < n; i++) {
+		memset(rb, 0, len);
+		ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, len, 1, i, &r), 0);
+		ZT_ASSERT_MSG(zcr_wait_timeout(r, &st, 5000) == 0, "message %d "
+			      "of %d: %d (%s)", i, n, st.error,
+			      pair_tp(p.from[1]));
+		ZT_EXPECT_EQ(pattern_bad(rb, len, (uint32_t)i), 0);
+	}
+	PAIR_PUMP_UNTIL(&p, zcr_ep_error(p.from[1], NULL) != 0);
+	pair_close(&p);
+	free(sb);
+	free(rb);
+}
+
+ZT_TEST(messages_outlive_a_write_into_a_closed_connection)
+{
+	outlive_close(3, 1000, false, true);
+	outlive_close(4, 8000, true, true);
+}
+
+ZT_TEST(paused_messages_outlive_a_reset)
+{
+	outlive_close(4, 8000, true, false);
+}

@@ -448,19 +448,10 @@ static void settle_sends(struct zcr_ep *ep)
 static void peer_gone(struct zcr_ep *ep, const char *why)
 {
 	struct shm_ep *se = S(ep);
-	struct zcr_list *pos, *tmp;
 
 	se->gone = why;
 	settle_sends(ep);
-	zcr_list_for_each_safe(pos, tmp, &ep->sendq) {
-		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
-
-		zcr_list_del(&r->link);
-		if (r->kind == ZCR_REQ_ACK)
-			free(r);	/* a MATCHED nobody will read */
-		else
-			__zcr_req_complete_locked(r, -ECONNRESET);
-	}
+	__zcr_ep_fail_sends_locked(ep, -ECONNRESET);
 	if (se->cell_open && se->cur.type == ZCR_SHM_RTS)
 		__zcr_ep_fail_locked(ep, -ECONNRESET, "%s mid-message", why);
 	else if (!se->cell_open && !__zcr_shm_ring_ready(&se->in))

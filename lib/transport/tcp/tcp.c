@@ -69,6 +69,12 @@ struct tcp_ep {
 	struct zcr_shm_nego *sn;
 	uint8_t offer[ZCR_WIRE_OFFER_LEN];
 	bool peer_done;			/* paused, and the peer closed */
+	/*
+	 * Writing failed because the peer closed or reset the connection:
+	 * our sends fail with this, but what the peer sent before is still
+	 * read (the socket keeps it), as after any end of stream.
+	 */
+	int wdead;
 	/* job secret (lib/transport/auth.c) */
 	uint64_t nonce, peer_nonce;
 	bool got_hello;			/* the peer's HELLO; AUTH awaited */
@@ -982,6 +988,19 @@ static int read_batch(struct zcr_ctx *ctx, struct io_uring *ring)
 }
 #endif
 
+/*
+ * The peer closed or reset the connection, and we learn it by writing:
+ * our queued sends fail (a message cut short is the peer's to discard),
+ * but the bytes the peer sent before are still in the socket; reading
+ * goes on, and its end of stream (or the reset, after those bytes) closes
+ * the endpoint as usual.
+ */
+static void write_dead(struct zcr_ep *ep, int err)
+{
+	T(ep)->wdead = err;
+	__zcr_ep_fail_sends_locked(ep, err);
+}
+
 /* Write what the socket takes of ep's queue; returns messages completed. */
 static int push(struct zcr_ep *ep)
 {
@@ -1020,7 +1039,10 @@ static int push(struct zcr_ep *ep)
 			if (errno == EAGAIN || errno == EWOULDBLOCK ||
 			    errno == EINTR)
 				break;
-			__zcr_ep_fail_locked(ep, -errno, "send failed");
+			if (errno == EPIPE || errno == ECONNRESET)
+				write_dead(ep, -ECONNRESET);
+			else
+				__zcr_ep_fail_locked(ep, -errno, "send failed");
 			break;
 		}
 		r->sent += (uint64_t)w;
@@ -1071,6 +1093,8 @@ static void encode_data(struct zcr_ep *ep, struct zcr_req *r)
 
 static int tcp_send(struct zcr_ep *ep, struct zcr_req *r)
 {
+	if (T(ep)->wdead)
+		return T(ep)->wdead;
 	zcr_list_add_tail(&r->link, &ep->sendq);
 	/* Start writing now: a small message usually leaves at once. */
 	push(ep);
@@ -1104,14 +1128,18 @@ static void paused_error(struct zcr_ctx *ctx, int fd)
 	}
 	if (pos == &ctx->eps || poll(&q, 1, 0) <= 0)
 		return;
+	if (!(q.revents & (POLLERR | POLLHUP | POLLRDHUP)))
+		return;
+	/*
+	 * Closed or reset: the bytes already in the socket stay readable
+	 * (a reset does not take them back).
+	 */
+	if (ioctl(fd, FIONREAD, &avail) == 0 && avail >= 0 &&
+	    (uint64_t)avail >= T(ep)->h.len - T(ep)->got) {
+		T(ep)->peer_done = true;
+		return;
+	}
 	if (!(q.revents & (POLLERR | POLLHUP))) {
-		if (!(q.revents & POLLRDHUP))
-			return;
-		if (ioctl(fd, FIONREAD, &avail) == 0 && avail >= 0 &&
-		    (uint64_t)avail >= T(ep)->h.len - T(ep)->got) {
-			T(ep)->peer_done = true;
-			return;
-		}
 		__zcr_ep_fail_locked(ep, -ECONNRESET, "peer closed the "
 				     "connection mid-message (paused)");
 		return;
@@ -1287,11 +1315,18 @@ static unsigned int tcp_poll_fill(struct zcr_ctx *ctx, void *priv,
 
 		if (!is_tcp(ep) || ep->state == ZCR_EP_CLOSED)
 			continue;
+		/*
+		 * Paused with all of its message in, the peer gone: nothing
+		 * to wait for (a reset would be reported at every poll).
+		 */
+		if (ep->rx.state == ZCR_RX_STALLED && T(ep)->peer_done &&
+		    zcr_list_empty(&ep->sendq))
+			continue;
 		pfd[n].fd = T(ep)->fd;
 		if (ep->rx.state != ZCR_RX_STALLED)
 			pfd[n].events = POLLIN;
 		else
-			pfd[n].events = T(ep)->peer_done ? 0 : POLLRDHUP;
+			pfd[n].events = POLLRDHUP;
 		if (!zcr_list_empty(&ep->sendq) && !T(ep)->hold &&
 		    ep->state == ZCR_EP_OPEN)
 			pfd[n].events |= POLLOUT;
