@@ -922,3 +922,58 @@ ZT_TEST(paused_messages_outlive_a_reset)
 {
 	outlive_close(4, 8000, true, false);
 }
+
+/*
+ * A sender whose completed sends still sit in its socket (the receiver
+ * has not read for a while) closes its endpoint while a message to it
+ * lies unread: every send that completed arrives all the same (the
+ * close must not reset the connection, which drops what has not left),
+ * then the one cut short fails the connection.
+ */
+ZT_TEST(completed_sends_arrive_after_the_sender_closes)
+{
+	struct zcr_ctx_attr a = { .quiet = 1 };
+	enum { LEN = 64 << 10, MAX = 512 };
+	char *sb = malloc((size_t)MAX * LEN), *rb = malloc(LEN), x[16] = "x";
+	struct zcr_status st;
+	struct zcr_req *s, *r;
+	struct pair p;
+	int i, n = 0;
+	double t0;
+
+	unsetenv("ZCRECV_SHM");
+	pair_open(&p, 2, &a);
+	/* Rank 1 alone makes progress: sends complete until one cannot. */
+	for (;;) {
+		ZT_ASSERT_MSG(n < MAX, "%d sends of %d bytes all went", n,
+			      LEN);
+		pattern_fill(sb + (size_t)n * LEN, LEN, (uint32_t)n);
+		ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb + (size_t)n * LEN, LEN, n,
+				       &s), 0);
+		t0 = pair_now();
+		while (zcr_test(s, NULL) == 0 && pair_now() - t0 < 0.05)
+			ZT_ASSERT(zcr_progress(p.c[1], 0) >= 0);
+		if (pair_now() - t0 >= 0.05)
+			break;		/* s is pending: the socket is full */
+		n++;
+	}
+	ZT_ASSERT(n > 0);
+	/* A message rank 1 will not read (written at once, no progress). */
+	ZT_EXPECT_EQ(zcr_isend(p.from[1], x, sizeof(x), 99, &r), 0);
+	ZT_EXPECT_EQ(zcr_test(r, NULL), 1);
+	usleep(10000);
+	zcr_ep_close(p.to0[1]);
+	ZT_EXPECT_EQ(zcr_wait(s, &st), -ECONNRESET);
+	for (i = 0; i < n; i++) {
+		memset(rb, 0, LEN);
+		ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, LEN, 1, i, &r), 0);
+		ZT_ASSERT_MSG(zcr_wait_timeout(r, &st, 5000) == 0, "message %d "
+			      "of %d completed sends: %d (%s)", i, n, st.error,
+			      pair_tp(p.from[1]));
+		ZT_EXPECT_EQ(pattern_bad(rb, LEN, (uint32_t)i), 0);
+	}
+	PAIR_PUMP_UNTIL(&p, zcr_ep_error(p.from[1], NULL) != 0);
+	pair_close(&p);
+	free(sb);
+	free(rb);
+}

@@ -503,14 +503,41 @@ static void nego_end(struct tcp_ep *te)
 	te->hold = false;
 }
 
+/*
+ * Closing a socket that holds bytes of the peer's not yet read makes the
+ * kernel reset the connection and drop what we wrote that has not left
+ * yet: sends that completed here would never arrive. So say we are done
+ * writing first (our end of stream goes after our data), then take in
+ * what the peer sent (ours to drop: the endpoint goes), at most 1 MiB,
+ * and close.
+ */
+static void close_gently(int fd)
+{
+	char buf[4096];
+	int i;
+
+	shutdown(fd, SHUT_WR);
+	for (i = 0; i < 256; i++)
+		if (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) <= 0)
+			break;
+	close(fd);
+}
+
 static void tcp_ep_close(struct zcr_ep *ep, void *ep_priv)
 {
 	struct tcp_ep *te = ep_priv;
 
-	(void)ep;
 	nego_end(te);
 	if (te->fd >= 0) {
-		close(te->fd);
+		/*
+		 * Handed off (ep is another transport's now, and keeps a
+		 * duplicate of the socket as its control channel): just
+		 * drop our descriptor.
+		 */
+		if (ep && ep->tp_priv == ep_priv)
+			close_gently(te->fd);
+		else
+			close(te->fd);
 		te->fd = -1;
 	}
 	te->have_hdr = false;
