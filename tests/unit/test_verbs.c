@@ -439,6 +439,51 @@ ZT_TEST(peer_disappears)
 	zcr_ctx_destroy(c0);
 }
 
+/* ---- a peer that closes: what it sent is still delivered ---- */
+
+/*
+ * An announced message the receiver read in full, then the receiver
+ * closes: its FIN reaches the sender before the connection's end, so the
+ * send completes. The sender has not looked since it sent: it finds the
+ * end and the FIN at once when it progresses, or, when it closes its own
+ * endpoint too (both), its close finds the FIN.
+ */
+static void read_then_closed(bool both)
+{
+	const size_t len = 1 << 20;
+	struct zcr_status st;
+	struct zcr_req *s, *r;
+	struct pair p;
+	char *sb, *rb;
+	int rc;
+
+	vpair_open(&p, NULL);
+	sb = malloc(len);
+	rb = malloc(len);
+	ZT_ASSERT(sb && rb);
+	pattern_fill(sb, len, 5);
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, len, 1, 5, &r), 0);
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb, len, 5, &s), 0);
+	ZT_EXPECT_EQ(zcr_wait_timeout(r, &st, 20000), 0);
+	ZT_EXPECT_EQ(pattern_bad(rb, len, 5), 0);
+	zcr_ep_close(p.from[1]);
+	if (both) {
+		zcr_ep_close(p.to0[1]);
+		p.to0[1] = NULL;
+	}
+	rc = zcr_wait_timeout(s, &st, 20000);
+	ZT_ASSERT_MSG(rc == 0, "a send the receiver read failed: %s",
+		      strerror(-rc));
+	free(sb);
+	free(rb);
+	pair_close(&p);
+}
+
+ZT_TEST(a_send_read_before_both_closed_completes)
+{
+	read_then_closed(true);
+}
+
 /* Without CAP_IPC_LOCK, RLIMIT_MEMLOCK bounds what may be registered. */
 static void drop_ipc_lock(void)
 {

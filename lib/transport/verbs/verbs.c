@@ -26,6 +26,10 @@
  * Flow control: DCRED credits per direction for data messages (EAGER and
  * RTS), returned in every header and by CREDIT messages; FIN and CREDIT
  * messages use cells posted beyond the credits (see NRECV).
+ *
+ * End: a closing endpoint lets what it posted reach the peer, reads the
+ * FINs that came, and destroys its QP before it closes the TCP
+ * connection (quiesce()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,6 +72,13 @@
 #define RD_CHUNK	(1u << 20)	/* largest READ work request */
 #define RD_OUT		16		/* READs in flight per endpoint */
 #define HELLO_LEN	128
+/*
+ * How long a closing endpoint waits for what it posted to reach the peer,
+ * and for its QP to settle (verbs_ep_close()). A live peer's NIC answers
+ * in microseconds; this only bounds a peer that cannot answer any more.
+ */
+#define CLOSE_NS	(200ull * 1000000)
+#define FLUSH_NS	(20ull * 1000000)
 #define VMAGIC		0x5652435aU	/* "ZCRV" */
 #define VVERSION	1
 
@@ -198,6 +209,7 @@ struct vep {
 	uint64_t *fins;			/* FINs waiting for a send cell */
 	unsigned int nfin, fin_cap;
 	int fin_status;
+	bool broken;			/* a work request failed: QP in error */
 };
 
 static inline struct vep *V(struct zcr_ep *ep)
@@ -961,6 +973,37 @@ struct rts_state {
 	struct rc_ent *ce;
 };
 
+/* An announced send's registration ends: nothing will pull it any more. */
+static void unannounce(struct vep *ve, struct zcr_req *r)
+{
+	struct rts_state rs;
+
+	memcpy(&rs, r->tx, sizeof(rs));
+	cache_put(ve->vc, rs.mr, rs.ce);
+	r->sent = 0;
+}
+
+/* Post the queued FINs as far as send cells allow. */
+static int post_fins(struct vep *ve)
+{
+	struct vhdr h;
+	unsigned int k;
+	int ret = 0;
+
+	for (k = 0; k < ve->nfin && ve->nsfree; k++) {
+		memset(&h, 0, sizeof(h));
+		h.type = T_FIN;
+		h.src = ve->ep->ctx->rank;
+		h.cookie = ve->fins[k];
+		ret = post_msg(ve, &h, NULL, 0);
+		if (ret)
+			break;
+	}
+	memmove(ve->fins, ve->fins + k, (ve->nfin - k) * sizeof(*ve->fins));
+	ve->nfin -= k;
+	return ret;
+}
+
 static int push_sends(struct zcr_ep *ep)
 {
 	struct zcr_ctx *ctx = ep->ctx;
@@ -968,20 +1011,11 @@ static int push_sends(struct zcr_ep *ep)
 	struct zcr_list *pos, *tmp;
 	struct vhdr h;
 	int n = 0, ret;
-	unsigned int k;
 
 	/* FINs first: they unblock the peer's sends. */
-	for (k = 0; k < ve->nfin && ve->nsfree; k++) {
-		memset(&h, 0, sizeof(h));
-		h.type = T_FIN;
-		h.src = ctx->rank;
-		h.cookie = ve->fins[k];
-		ret = post_msg(ve, &h, NULL, 0);
-		if (ret)
-			goto fail;
-	}
-	memmove(ve->fins, ve->fins + k, (ve->nfin - k) * sizeof(*ve->fins));
-	ve->nfin -= k;
+	ret = post_fins(ve);
+	if (ret)
+		goto fail;
 	zcr_list_for_each_safe(pos, tmp, &ep->sendq) {
 		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
 		struct rts_state rs;
@@ -1038,27 +1072,35 @@ fail:
 	return n;
 }
 
-/* The peer pulled the announced send cookie: complete it. */
-static void rx_fin(struct zcr_ep *ep, const struct vhdr *h)
+/*
+ * The peer pulled the announced send cookie (its FIN): complete it. false
+ * when no announced send has that cookie.
+ */
+static bool fin_send(struct zcr_ep *ep, uint64_t cookie)
 {
 	struct zcr_ctx *ctx = ep->ctx;
 	struct zcr_list *pos;
 
 	for (pos = ep->sendq.next; pos != &ep->sendq; pos = pos->next) {
 		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
-		struct rts_state rs;
 
-		if ((uintptr_t)r != h->cookie || !r->sent)
+		if ((uintptr_t)r != cookie || !r->sent)
 			continue;
-		memcpy(&rs, r->tx, sizeof(rs));
-		cache_put(V(ep)->vc, rs.mr, rs.ce);
+		unannounce(V(ep), r);
 		zcr_list_del(&r->link);
 		ctx->st.msgs_sent++;
 		ctx->st.bytes_sent += r->len;
 		__zcr_req_complete_locked(r, 0);
-		return;
+		return true;
 	}
-	ctx->st.bad_headers++;
+	return false;
+}
+
+static void rx_fin(struct zcr_ep *ep, const struct vhdr *h)
+{
+	if (fin_send(ep, h->cookie))
+		return;
+	ep->ctx->st.bad_headers++;
 	__zcr_ep_fail_locked(ep, -EPROTO, "verbs: FIN for no announced send");
 }
 
@@ -1336,6 +1378,7 @@ static int handle_wc(struct zcr_ep *ep, const struct ibv_wc *wc)
 	uint32_t i = (uint32_t)(wc->wr_id & 0xffffffffu);
 
 	if (wc->status != IBV_WC_SUCCESS) {
+		ve->broken = true;
 		__zcr_ep_fail_locked(ep, wc->status == IBV_WC_WR_FLUSH_ERR ?
 				     -ECONNRESET : -EIO, "verbs: %s failed: "
 				     "%s (peer gone?)", wr_name(kind),
@@ -1591,6 +1634,128 @@ static void vep_release(struct vep *ve)
 	ve->nfin = ve->fin_cap = 0;
 }
 
+/*
+ * One completion of a closing endpoint: nothing is delivered any more,
+ * but a FIN still completes its send (the peer has every byte of it).
+ * *rq_done: a receive failed, which on a stopped QP means every receive
+ * before it has completed.
+ */
+static void close_wc(struct zcr_ep *ep, const struct ibv_wc *wc,
+		     bool *rq_done)
+{
+	struct vep *ve = V(ep);
+	int kind = (int)(wc->wr_id >> 56);
+	uint32_t i = (uint32_t)(wc->wr_id & 0xffffffffu);
+	struct vhdr h;
+
+	if (wc->status != IBV_WC_SUCCESS) {
+		ve->broken = true;
+		if (kind == W_RECV)
+			*rq_done = true;
+		return;
+	}
+	if (kind == W_SEND) {
+		ve->sfree[ve->nsfree++] = i;
+	} else if (kind == W_RECV && wc->byte_len == HDR) {
+		memcpy(&h, rcell(ve, i), HDR);
+		if (h.type == T_FIN)
+			fin_send(ep, h.cookie);
+	}
+}
+
+/* Take what completed, poll_fill's look first; how many. */
+static int close_drain(struct zcr_ep *ep, bool *rq_done)
+{
+	struct vep *ve = V(ep);
+	struct ibv_wc wc[16];
+	int n = ve->nstash, k, j;
+
+	for (j = 0; j < ve->nstash; j++)
+		close_wc(ep, &ve->stash[j], rq_done);
+	ve->nstash = 0;
+	while ((k = ibv_poll_cq(ve->cq, 16, wc)) > 0) {
+		for (j = 0; j < k; j++)
+			close_wc(ep, &wc[j], rq_done);
+		n += k;
+	}
+	return n;
+}
+
+/*
+ * Take completions until the close can go on: lingering, once every send
+ * cell is back and no FIN waits (posting those queued as cells free up),
+ * or a work request failed; else once a receive was flushed. Sleeps on
+ * the CQ's channel, at most until @until; lingering, the end of the
+ * set-up connection (the peer closed or exited: nothing reaches it any
+ * more) ends the wait too.
+ */
+static void close_take(struct zcr_ep *ep, uint64_t until, bool linger,
+		       bool *rq_done)
+{
+	struct vep *ve = V(ep);
+	struct pollfd pfd[2];
+	struct ibv_cq *cq;
+	void *cctx;
+	uint64_t t;
+
+	for (;;) {
+		if (linger && !ve->broken && post_fins(ve))
+			return;
+		if (close_drain(ep, rq_done))
+			continue;
+		if (linger ? ve->broken || (ve->nsfree == NSEND && !ve->nfin) :
+		    *rq_done)
+			return;
+		/* Arm, then look once more: no completion slips by. */
+		ibv_req_notify_cq(ve->cq, 0);
+		if (close_drain(ep, rq_done))
+			continue;
+		t = now_ns();
+		if (t >= until)
+			return;
+		memset(pfd, 0, sizeof(pfd));
+		pfd[0].fd = ve->ch->fd;
+		pfd[0].events = POLLIN;
+		pfd[1].fd = ve->fd;
+		pfd[1].events = POLLIN;
+		if (poll(pfd, linger ? 2 : 1,
+			 (int)((until - t + 999999) / 1000000)) > 0 &&
+		    pfd[1].revents)
+			return;
+		while (!ibv_get_cq_event(ve->ch, &cq, &cctx))
+			ibv_ack_cq_events(cq, 1);
+	}
+}
+
+/*
+ * Before a closing endpoint destroys its QP. What we posted reaches the
+ * peer first (an eager send completed when it was posted; a FIN tells
+ * the peer its send is delivered). Then, with announced sends of ours
+ * left, the QP is stopped (error state) and what it completed until then
+ * is read: a FIN that arrived completes its send, as progress would
+ * have. Without this, a send the peer had read in full failed, and eager
+ * messages completed here could be lost on the way. Bounded by CLOSE_NS
+ * and FLUSH_NS.
+ */
+static void quiesce(struct zcr_ep *ep, struct vep *ve)
+{
+	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
+	struct zcr_list *pos;
+	bool rq_done = false;
+
+	close_take(ep, now_ns() + CLOSE_NS, true, &rq_done);
+	for (pos = ep->sendq.next; pos != &ep->sendq; pos = pos->next)
+		if (zcr_container_of(pos, struct zcr_req, link)->sent)
+			break;
+	if (pos == &ep->sendq)
+		return;		/* no FIN is awaited */
+	/* A QP we stop ourselves flushes the receives still posted. */
+	if (!ve->broken && !ibv_modify_qp(ve->qp, &qa, IBV_QP_STATE))
+		close_take(ep, now_ns() + FLUSH_NS, false, &rq_done);
+	else
+		close_drain(ep, &rq_done);
+}
+
 static void verbs_ep_close(struct zcr_ep *ep, void *ep_priv)
 {
 	struct vep *ve = ep_priv;
@@ -1598,6 +1763,8 @@ static void verbs_ep_close(struct zcr_ep *ep, void *ep_priv)
 
 	if (!ve)
 		return;
+	if (ep && ve->qp && ve->stage == 3 && !foreign(ve->vc))
+		quiesce(ep, ve);
 	if (ve->qp && !foreign(ve->vc))
 		ibv_destroy_qp(ve->qp);
 	ve->qp = NULL;
@@ -1608,13 +1775,9 @@ static void verbs_ep_close(struct zcr_ep *ep, void *ep_priv)
 			struct zcr_req *r = zcr_container_of(pos,
 							     struct zcr_req,
 							     link);
-			struct rts_state rs;
 
-			if (!r->sent)
-				continue;
-			memcpy(&rs, r->tx, sizeof(rs));
-			cache_put(ve->vc, rs.mr, rs.ce);
-			r->sent = 0;
+			if (r->sent)
+				unannounce(ve, r);
 		}
 	}
 	vep_release(ve);
