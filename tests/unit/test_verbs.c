@@ -442,6 +442,129 @@ ZT_TEST(peer_disappears)
 /* ---- a peer that closes: what it sent is still delivered ---- */
 
 /*
+ * Receive the messages of len bytes tagged first..end-1 from rank 1,
+ * patterned as vsend_burst() wrote them; each must arrive intact.
+ */
+static void vrecv_burst(struct zcr_ctx *c, char *rb, size_t len, int first,
+			int end)
+{
+	struct zcr_status st;
+	struct zcr_req *r;
+	int i, rc;
+
+	for (i = first; i < end; i++) {
+		memset(rb, 0xee, len);
+		ZT_EXPECT_EQ(zcr_irecv(c, rb, len, 1, i, &r), 0);
+		rc = zcr_wait_timeout(r, &st, 20000);
+		ZT_ASSERT_MSG(rc == 0, "message %d: %s", i, strerror(-rc));
+		ZT_EXPECT_EQ(st.len, len);
+		ZT_ASSERT_MSG(!pattern_bad(rb, len, (uint32_t)i),
+			      "message %d corrupt", i);
+	}
+}
+
+/* n eager messages from ep, tags 0..n-1, each complete once posted. */
+static void vsend_burst(struct zcr_ep *ep, char *sb, size_t len, int n)
+{
+	struct zcr_req *s;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		pattern_fill(sb + i * len, len, (uint32_t)i);
+		ZT_EXPECT_EQ(zcr_isend(ep, sb + i * len, len, i, &s), 0);
+		ZT_EXPECT_EQ(zcr_test(s, NULL), 1);
+	}
+}
+
+/*
+ * A rank sends eager messages (each complete on its side once posted), one
+ * announced message, and closes its endpoint; the receiver has not looked
+ * at its queues since, so it finds the peer's end of stream and the
+ * messages at once. The eager messages are delivered, in order; the
+ * announced one cannot be read any more: it fails on both sides, and the
+ * endpoint closes there.
+ */
+ZT_TEST(eager_messages_outlive_a_closed_sender)
+{
+	enum { N = 16, LEN = 8000 };
+	const size_t big = 1 << 20;
+	struct zcr_status st;
+	struct zcr_req *s, *r;
+	const char *why = NULL;
+	struct pair p;
+	char *sb, *rb;
+
+	vpair_open(&p, NULL);
+	sb = malloc(N * LEN + big);
+	rb = malloc(big);
+	ZT_ASSERT(sb && rb);
+	/* Posted before the end: a later one waits for another rank 1. */
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, big, 1, N, &r), 0);
+	vsend_burst(p.to0[1], sb, LEN, N);
+	pattern_fill(sb + N * LEN, big, N);
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb + N * LEN, big, N, &s), 0);
+	zcr_ep_close(p.to0[1]);
+	p.to0[1] = NULL;
+	ZT_EXPECT_EQ(zcr_test(s, &st), -ECONNRESET);
+	ZT_EXPECT_EQ(zcr_wait_timeout(r, &st, 20000), -ECONNRESET);
+	vrecv_burst(p.c[0], rb, LEN, 0, N);
+	ZT_EXPECT_EQ(zcr_ep_error(p.from[1], &why), -ECONNRESET);
+	ZT_ASSERT_MSG(why && strstr(why, "peer closed the connection "
+				    "mid-message"), "reason: %s", why);
+	free(sb);
+	free(rb);
+	pair_close(&p);
+}
+
+/*
+ * Messages held by the receiver for want of staging room when the sender
+ * closes are delivered once receives are posted; meanwhile the endpoint
+ * sleeps (the closed connection does not keep waking it), refuses new
+ * sends to the peer, and closes once the last message is delivered.
+ */
+ZT_TEST(stalled_messages_outlive_a_closed_sender)
+{
+	struct zcr_ctx_attr a = { .staging_bytes = 64 << 10 };
+	enum { N = 16, LEN = 8000 };
+	struct zcr_status st;
+	struct zcr_req *s, *r;
+	const char *why = NULL;
+	struct pair p;
+	char *sb, *rb, x[8];
+	int calls = 0;
+	double t0;
+
+	vpair_open(&p, &a);
+	sb = malloc(N * LEN);
+	rb = malloc(LEN);
+	ZT_ASSERT(sb && rb);
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], x, sizeof(x), 1, N, &r), 0);
+	vsend_burst(p.to0[1], sb, LEN, N);
+	PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).stalls > 0);
+	zcr_ep_close(p.to0[1]);
+	p.to0[1] = NULL;
+	/* Progress that waits up to 100 ms each time, 300 ms long. */
+	t0 = pair_now();
+	while (pair_now() - t0 < 0.3) {
+		ZT_ASSERT(zcr_progress(p.c[0], 100) >= 0);
+		calls++;
+	}
+	ZT_ASSERT_MSG(calls < 20, "%d calls of progress in 300 ms: it spins",
+		      calls);
+	ZT_EXPECT_EQ(zcr_ep_error(p.from[1], NULL), 0);
+	vrecv_burst(p.c[0], rb, LEN, 0, 1);
+	ZT_EXPECT_EQ(zcr_isend(p.from[1], sb, 10, 0, &s), -ECONNRESET);
+	vrecv_burst(p.c[0], rb, LEN, 1, N);
+	ZT_EXPECT_EQ(zcr_ep_error(p.from[1], &why), -ECONNRESET);
+	ZT_ASSERT_MSG(why && !strcmp(why, "verbs: peer closed the connection"),
+		      "reason: %s", why);
+	ZT_EXPECT_EQ(zcr_wait_timeout(r, &st, 20000), -ECONNRESET);
+	free(sb);
+	free(rb);
+	pair_close(&p);
+}
+
+/*
  * An announced message the receiver read in full, then the receiver
  * closes: its FIN reaches the sender before the connection's end, so the
  * send completes. The sender has not looked since it sent: it finds the
@@ -477,6 +600,11 @@ static void read_then_closed(bool both)
 	free(sb);
 	free(rb);
 	pair_close(&p);
+}
+
+ZT_TEST(a_send_read_before_the_receiver_closed_completes)
+{
+	read_then_closed(false);
 }
 
 ZT_TEST(a_send_read_before_both_closed_completes)

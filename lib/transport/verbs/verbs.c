@@ -29,7 +29,10 @@
  *
  * End: a closing endpoint lets what it posted reach the peer, reads the
  * FINs that came, and destroys its QP before it closes the TCP
- * connection (quiesce()).
+ * connection (quiesce()). The peer takes that connection's end as TCP's
+ * end of stream: what arrived before it is delivered, in order, and the
+ * endpoint fails when nothing is left, or at an announcement, which
+ * cannot be pulled any more (gone_settle()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -209,6 +212,13 @@ struct vep {
 	uint64_t *fins;			/* FINs waiting for a send cell */
 	unsigned int nfin, fin_cap;
 	int fin_status;
+	/*
+	 * The peer closed its end of the TCP connection, or exited: why.
+	 * What it sent before is in our CQ and cells, and is still
+	 * delivered; the endpoint fails once none is left, or at an
+	 * announcement (gone_settle()).
+	 */
+	const char *gone;
 	bool broken;			/* a work request failed: QP in error */
 };
 
@@ -893,14 +903,24 @@ static int rx_sock(struct zcr_ep *ep)
 
 	while (ep->state != ZCR_EP_CLOSED) {
 		if (ve->stage == 3) {
+			if (ve->gone)
+				return 0;
 			r = recv(ve->fd, &b, 1, MSG_DONTWAIT);
 			if (r < 0 && (errno == EAGAIN || errno == EINTR))
 				return 0;
-			__zcr_ep_fail_locked(ep, -ECONNRESET, r > 0 ?
-					     "verbs: data on the set-up "
-					     "connection" : "verbs: peer "
-					     "closed the connection");
-			return 1;
+			if (r > 0) {
+				__zcr_ep_fail_locked(ep, -ECONNRESET, "verbs: "
+						     "data on the set-up "
+						     "connection");
+				return 1;
+			}
+			/*
+			 * Its end (or a reset): the peer closed the endpoint
+			 * or exited. Not a failure yet: what it sent before
+			 * is still to be read, as over TCP.
+			 */
+			ve->gone = "verbs: peer closed the connection";
+			return 0;
 		}
 		r = recv(ve->fd, ve->in + ve->got, need[ve->stage] - ve->got,
 			 MSG_DONTWAIT);
@@ -954,6 +974,8 @@ static int post_msg(struct vep *ve, struct vhdr *h, const void *payload,
 
 static int queue_fin(struct vep *ve, uint64_t cookie)
 {
+	if (ve->gone)
+		return 0;	/* nobody waits for it any more */
 	if (ve->nfin == ve->fin_cap) {
 		unsigned int cap = ve->fin_cap ? 2 * ve->fin_cap : 16;
 		uint64_t *f = realloc(ve->fins, cap * sizeof(*f));
@@ -1012,6 +1034,8 @@ static int push_sends(struct zcr_ep *ep)
 	struct vhdr h;
 	int n = 0, ret;
 
+	if (ve->gone)
+		return 0;	/* gone_settle() failed what was queued */
 	/* FINs first: they unblock the peer's sends. */
 	ret = post_fins(ve);
 	if (ret)
@@ -1106,6 +1130,8 @@ static void rx_fin(struct zcr_ep *ep, const struct vhdr *h)
 
 static int verbs_send(struct zcr_ep *ep, struct zcr_req *r)
 {
+	if (V(ep)->gone)
+		return -ECONNRESET;	/* nobody reads what we send */
 	zcr_list_add_tail(&r->link, &ep->sendq);
 	if (V(ep)->stage == 3)
 		push_sends(ep);
@@ -1120,6 +1146,8 @@ static int repost(struct vep *ve, uint32_t i)
 	struct ibv_recv_wr wr = { .wr_id = wrid(W_RECV, i), .sg_list = &sg,
 				  .num_sge = 1 }, *bad;
 
+	if (ve->gone)
+		return 0;	/* nothing more will come into it */
 	return -ibv_post_recv(ve->qp, &wr, &bad);
 }
 
@@ -1274,6 +1302,15 @@ static int read_done(struct zcr_ep *ep)
 	return 0;
 }
 
+/* The type of the data message at the head of the queue (dq_n > 0). */
+static uint32_t head_type(struct vep *ve)
+{
+	struct vhdr h;
+
+	memcpy(&h, rcell(ve, ve->dq[ve->dq_head]), HDR);
+	return h.type;
+}
+
 /* Move the data queue on as far as match lets it. */
 static int rx_data(struct zcr_ep *ep)
 {
@@ -1284,6 +1321,13 @@ static int rx_data(struct zcr_ep *ep)
 	while (ep->state == ZCR_EP_OPEN && ve->dq_n && !ve->rd.active) {
 		uint32_t cell = ve->dq[ve->dq_head];
 
+		/*
+		 * A gone peer's announcement cannot be pulled any more (its
+		 * QP is gone): not even announced to match. gone_settle()
+		 * fails the endpoint.
+		 */
+		if (ve->gone && head_type(ve) == T_RTS)
+			return n;
 		if (!ve->arriving) {
 			memcpy(h, rcell(ve, cell), HDR);
 			if (h->src != ep->rank || h->tag < 0 ||
@@ -1379,6 +1423,13 @@ static int handle_wc(struct zcr_ep *ep, const struct ibv_wc *wc)
 
 	if (wc->status != IBV_WC_SUCCESS) {
 		ve->broken = true;
+		/*
+		 * Once the peer is gone its QP is, and ours may fail work
+		 * requests to it: that ends nothing the peer sent before.
+		 * A READ left unfinished fails the endpoint (gone_settle()).
+		 */
+		if (ve->gone)
+			return 0;
 		__zcr_ep_fail_locked(ep, wc->status == IBV_WC_WR_FLUSH_ERR ?
 				     -ECONNRESET : -EIO, "verbs: %s failed: "
 				     "%s (peer gone?)", wr_name(kind),
@@ -1420,6 +1471,40 @@ static int poll_cq(struct zcr_ep *ep, int *seen)
 	return n;
 }
 
+/*
+ * The peer is gone, and what completed in our CQ until now was taken
+ * (ep_progress()): its FINs completed our sends it had pulled. The rest of
+ * our sends fail, the peer will not read them. What it sent us is
+ * delivered up to the first announcement, which cannot be pulled any
+ * more; the endpoint fails there, or once nothing is left. 1 when it
+ * failed.
+ */
+static int gone_settle(struct zcr_ep *ep)
+{
+	struct vep *ve = V(ep);
+	struct zcr_list *pos, *tmp;
+
+	zcr_list_for_each_safe(pos, tmp, &ep->sendq) {
+		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
+
+		if (r->sent)
+			unannounce(ve, r);
+		zcr_list_del(&r->link);
+		__zcr_req_complete_locked(r, -ECONNRESET);
+	}
+	ve->nfin = 0;
+	if (ve->rd.active || (ve->dq_n && head_type(ve) == T_RTS)) {
+		__zcr_ep_fail_locked(ep, -ECONNRESET, "%s mid-message",
+				     ve->gone);
+		return 1;
+	}
+	if (!ve->dq_n) {
+		__zcr_ep_fail_locked(ep, -ECONNRESET, "%s", ve->gone);
+		return 1;
+	}
+	return 0;
+}
+
 static int ep_progress(struct zcr_ep *ep)
 {
 	struct vep *ve = V(ep);
@@ -1438,7 +1523,7 @@ static int ep_progress(struct zcr_ep *ep)
 		n += rx_data(ep);
 		if (ep->state == ZCR_EP_OPEN)
 			n += push_sends(ep);
-		if (ep->state == ZCR_EP_OPEN &&
+		if (ep->state == ZCR_EP_OPEN && !ve->gone &&
 		    ve->ret_credits >= DCRED / 2 && ve->nsfree) {
 			memset(&h, 0, sizeof(h));
 			h.type = T_CREDIT;
@@ -1455,6 +1540,8 @@ static int ep_progress(struct zcr_ep *ep)
 		if (!seen)
 			break;
 	}
+	if (ve->gone && ep->state == ZCR_EP_OPEN)
+		n += gone_settle(ep);
 	return n;
 }
 
@@ -1582,8 +1669,11 @@ static unsigned int verbs_poll_fill(struct zcr_ctx *ctx, void *priv,
 			continue;
 		if (has_work(ve))
 			*deadline = 0;
-		pfd[k].fd = ve->fd;
-		pfd[k++].events = POLLIN;
+		/* Its end was read: it would wake every poll at once. */
+		if (!ve->gone) {
+			pfd[k].fd = ve->fd;
+			pfd[k++].events = POLLIN;
+		}
 		pfd[k].fd = ve->ch->fd;
 		pfd[k++].events = POLLIN;
 	}
@@ -1735,7 +1825,8 @@ static void close_take(struct zcr_ep *ep, uint64_t until, bool linger,
  * is read: a FIN that arrived completes its send, as progress would
  * have. Without this, a send the peer had read in full failed, and eager
  * messages completed here could be lost on the way. Bounded by CLOSE_NS
- * and FLUSH_NS.
+ * and FLUSH_NS. Not for a peer that is gone: nothing reaches it, and
+ * gone_settle() ended our sends.
  */
 static void quiesce(struct zcr_ep *ep, struct vep *ve)
 {
@@ -1743,6 +1834,8 @@ static void quiesce(struct zcr_ep *ep, struct vep *ve)
 	struct zcr_list *pos;
 	bool rq_done = false;
 
+	if (ve->gone)
+		return;
 	close_take(ep, now_ns() + CLOSE_NS, true, &rq_done);
 	for (pos = ep->sendq.next; pos != &ep->sendq; pos = pos->next)
 		if (zcr_container_of(pos, struct zcr_req, link)->sent)
