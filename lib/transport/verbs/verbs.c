@@ -1482,16 +1482,15 @@ static int poll_cq(struct zcr_ep *ep, int *seen)
 static int gone_settle(struct zcr_ep *ep)
 {
 	struct vep *ve = V(ep);
-	struct zcr_list *pos, *tmp;
+	struct zcr_list *pos;
 
-	zcr_list_for_each_safe(pos, tmp, &ep->sendq) {
+	for (pos = ep->sendq.next; pos != &ep->sendq; pos = pos->next) {
 		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
 
 		if (r->sent)
 			unannounce(ve, r);
-		zcr_list_del(&r->link);
-		__zcr_req_complete_locked(r, -ECONNRESET);
 	}
+	__zcr_ep_fail_sends_locked(ep, -ECONNRESET);
 	ve->nfin = 0;
 	if (ve->rd.active || (ve->dq_n && head_type(ve) == T_RTS)) {
 		__zcr_ep_fail_locked(ep, -ECONNRESET, "%s mid-message",
