@@ -332,7 +332,9 @@ void __zcr_ep_acks_flush_locked(struct zcr_ctx *ctx)
 			r->kind = ZCR_REQ_ACK;
 			r->ep = ep;
 			r->seq = k->seq;
-			ep->tp->send(ep, r);
+			/* Refused (the peer is gone): nobody awaits it. */
+			if (ep->tp->send(ep, r))
+				free(r);
 		}
 		free(k);
 	}

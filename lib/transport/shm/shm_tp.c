@@ -438,12 +438,14 @@ static void settle_sends(struct zcr_ep *ep)
 	}
 }
 
+static void drop_open(struct zcr_ep *ep);
+
 /*
  * The peer closed the connection or exited (why). Our sends to it will
  * not be read: what it consumed completes, the rest fails. What it sent
- * us stays to be read (rx_ep()); with nothing left in the ring, or an
- * announcement open (nothing to pull from any more), the endpoint fails
- * now.
+ * us stays to be read (rx_ep()), but for its announcements: nothing to
+ * pull from any more (dropped, drop_open()). With nothing left in the
+ * ring, the endpoint fails now.
  */
 static void peer_gone(struct zcr_ep *ep, const char *why)
 {
@@ -453,8 +455,8 @@ static void peer_gone(struct zcr_ep *ep, const char *why)
 	settle_sends(ep);
 	__zcr_ep_fail_sends_locked(ep, -ECONNRESET);
 	if (se->cell_open && se->cur.type == ZCR_SHM_RTS)
-		__zcr_ep_fail_locked(ep, -ECONNRESET, "%s mid-message", why);
-	else if (!se->cell_open && !__zcr_shm_ring_ready(&se->in))
+		drop_open(ep);		/* nothing to pull from any more */
+	if (!se->cell_open && !__zcr_shm_ring_ready(&se->in))
 		__zcr_ep_fail_locked(ep, -ECONNRESET, "%s", why);
 }
 
@@ -599,7 +601,21 @@ static int shared_pull(struct zcr_ep *ep, char *dst, uint64_t n)
 	__atomic_store_n(&c->cookie, (uint64_t)(uintptr_t)dst,
 			 __ATOMIC_RELAXED);
 	__atomic_store_n(&c->pad[0], part, __ATOMIC_RELAXED);
-	__atomic_store_n(&c->status, ZCR_SHM_HELP_OFFERED, __ATOMIC_RELEASE);
+	/*
+	 * Only over a fresh word: the cell may have waited open (no room
+	 * yet) while its sender closed and revoked it (settle_sends()); a
+	 * plain store would erase that, and the message be delivered with
+	 * whatever the application wrote into the buffer since.
+	 */
+	st = ZCR_SHM_HELP_NONE;
+	if (!__atomic_compare_exchange_n(&c->status, &st,
+					 ZCR_SHM_HELP_OFFERED, false,
+					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+		if (st == ZCR_SHM_REVOKED)
+			return -ECONNRESET;
+		return __zcr_shm_pull(se->peer, dst, src, n);
+	}
+	st = ZCR_SHM_HELP_OFFERED;
 	t0 = zcr_now_ns();
 	ret = __zcr_shm_pull(se->peer, dst + part, src + part, n - part);
 	if (__atomic_compare_exchange_n(&c->status, &st,
@@ -652,6 +668,24 @@ static int claim_cell(struct shm_ep *se)
 }
 
 /*
+ * The open announcement will never be read: its sender revoked it (it
+ * closed the connection, and failed that send) or is gone. The message
+ * is cut short, as when a connection ends in the middle of one (the
+ * receive it claimed fails, or a wildcard one waits for another), but
+ * what the sender wrote after it is still read: those sends completed.
+ */
+static void drop_open(struct zcr_ep *ep)
+{
+	struct shm_ep *se = S(ep);
+
+	__zcr_match_abort_locked(ep->ctx, &ep->rx);
+	se->cell_open = false;
+	se->help_wait = false;
+	__zcr_shm_ring_consume(&se->in);
+	kick_peer(se);
+}
+
+/*
  * Move the open cell's payload where match said: 1 when it is in, 0 when
  * not yet (the sender writes a part) or the endpoint failed.
  */
@@ -668,6 +702,9 @@ static int land(struct zcr_ep *ep)
 			__zcr_shm_ring_get(&se->in, ep->rx.dst, n);
 	} else if (se->help_wait) {
 		ret = help_settle(ep);
+	} else if (__atomic_load_n(&se->live->status, __ATOMIC_SEQ_CST) ==
+		   ZCR_SHM_REVOKED) {
+		ret = -ECONNRESET;	/* not worth a pull: claim_cell() */
 	} else if (n) {
 		ret = se->help_ok && se->sc->split_min &&
 		      n >= se->sc->split_min &&
@@ -680,9 +717,11 @@ static int land(struct zcr_ep *ep)
 	if (!ret && h->type == ZCR_SHM_RTS)
 		ret = claim_cell(se);
 	if (ret == -ECONNRESET) {
-		__zcr_ep_fail_locked(ep, ret, "shm: peer closed the connection "
-				     "mid-message");
-		return 0;
+		/* Revoked: the sender closed, whether or not poll said so. */
+		drop_open(ep);
+		if (!se->gone)
+			peer_gone(ep, "shm: peer closed the connection");
+		return ep->state == ZCR_EP_OPEN;
 	}
 	if (ret) {
 		__zcr_ep_fail_locked(ep, ret, "shm: cannot read the message in "
@@ -770,9 +809,9 @@ static int rx_ep(struct zcr_ep *ep)
 	while (ep->state == ZCR_EP_OPEN) {
 		if (se->gone && se->cell_open && se->cur.type == ZCR_SHM_RTS) {
 			/* Exited: nothing to pull from; closed: revoked. */
-			__zcr_ep_fail_locked(ep, -ECONNRESET, "%s mid-message",
-					     se->gone);
-			break;
+			drop_open(ep);
+			n++;
+			continue;
 		}
 		if (!se->cell_open) {
 			c = __zcr_shm_ring_peek(&se->in, &err);
@@ -781,20 +820,23 @@ static int rx_ep(struct zcr_ep *ep)
 						     "shm: ring corrupted");
 				break;
 			}
-			if (se->gone && (!c || c->type == ZCR_SHM_RTS)) {
-				/* All it sent is in, or what is left it cannot
-				 * send any more. */
-				__zcr_ep_fail_locked(ep, -ECONNRESET, "%s%s",
-						     se->gone, c ?
-						     " mid-message" : "");
+			if (se->gone && !c) {
+				/* All it sent is in. */
+				__zcr_ep_fail_locked(ep, -ECONNRESET, "%s",
+						     se->gone);
 				break;
 			}
-			if (!c || defer_rts(ep, c))
+			if (!c || (!se->gone && defer_rts(ep, c)))
 				break;
 			if (!open_cell(ep, c, &again)) {
 				if (!again)
 					break;
 				n++;	/* an acknowledgement, taken */
+				continue;
+			}
+			if (se->gone && se->cur.type == ZCR_SHM_RTS) {
+				drop_open(ep);	/* as above; not matched */
+				n++;
 				continue;
 			}
 			if (__zcr_match_arrive_sync_locked(ep->ctx, &ep->rx,

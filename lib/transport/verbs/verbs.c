@@ -30,9 +30,10 @@
  * End: a closing endpoint lets what it posted reach the peer, reads the
  * FINs that came, and destroys its QP before it closes the TCP
  * connection (quiesce()). The peer takes that connection's end as TCP's
- * end of stream: what arrived before it is delivered, in order, and the
- * endpoint fails when nothing is left, or at an announcement, which
- * cannot be pulled any more (gone_settle()).
+ * end of stream: what arrived before it is delivered, in order, but for
+ * announcements, which cannot be pulled any more (dropped: their sends
+ * did not complete), and the endpoint fails when nothing is left
+ * (gone_settle()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -215,8 +216,8 @@ struct vep {
 	/*
 	 * The peer closed its end of the TCP connection, or exited: why.
 	 * What it sent before is in our CQ and cells, and is still
-	 * delivered; the endpoint fails once none is left, or at an
-	 * announcement (gone_settle()).
+	 * delivered but for announcements (dropped); the endpoint fails
+	 * once none is left (gone_settle()).
 	 */
 	const char *gone;
 	bool broken;			/* a work request failed: QP in error */
@@ -1323,11 +1324,22 @@ static int rx_data(struct zcr_ep *ep)
 
 		/*
 		 * A gone peer's announcement cannot be pulled any more (its
-		 * QP is gone): not even announced to match. gone_settle()
-		 * fails the endpoint.
+		 * QP is gone), and its send did not complete: the message is
+		 * cut short (a receive it claimed fails, a wildcard one waits
+		 * for another), and what the peer sent after it, which did
+		 * complete there, is still delivered.
 		 */
-		if (ve->gone && head_type(ve) == T_RTS)
-			return n;
+		if (ve->gone && head_type(ve) == T_RTS) {
+			if (ve->arriving)
+				__zcr_match_abort_locked(ep->ctx, &ep->rx);
+			else
+				ep->recv_seq++;
+			ve->arriving = false;
+			ve->dq_head = (ve->dq_head + 1) % NRECV;
+			ve->dq_n--;
+			n++;
+			continue;
+		}
 		if (!ve->arriving) {
 			memcpy(h, rcell(ve, cell), HDR);
 			if (h->src != ep->rank || h->tag < 0 ||
@@ -1475,9 +1487,9 @@ static int poll_cq(struct zcr_ep *ep, int *seen)
  * The peer is gone, and what completed in our CQ until now was taken
  * (ep_progress()): its FINs completed our sends it had pulled. The rest of
  * our sends fail, the peer will not read them. What it sent us is
- * delivered up to the first announcement, which cannot be pulled any
- * more; the endpoint fails there, or once nothing is left. 1 when it
- * failed.
+ * delivered but its announcements, which cannot be pulled any more
+ * (rx_data() drops them); the endpoint fails once nothing is left, or
+ * when a READ was under way. 1 when it failed.
  */
 static int gone_settle(struct zcr_ep *ep)
 {
@@ -1492,7 +1504,7 @@ static int gone_settle(struct zcr_ep *ep)
 	}
 	__zcr_ep_fail_sends_locked(ep, -ECONNRESET);
 	ve->nfin = 0;
-	if (ve->rd.active || (ve->dq_n && head_type(ve) == T_RTS)) {
+	if (ve->rd.active) {
 		__zcr_ep_fail_locked(ep, -ECONNRESET, "%s mid-message",
 				     ve->gone);
 		return 1;
