@@ -131,8 +131,9 @@ struct shm_ep {
 	uint64_t acked;			/* out's head as last seen */
 	/*
 	 * The peer closed the connection or exited: why. What it left in
-	 * our ring is still read (it sent it); the endpoint fails once the
-	 * ring is empty, or at an announcement (nothing to pull from).
+	 * our ring is still read (it sent it), but for announcements
+	 * (nothing to pull from: dropped); the endpoint fails once the ring
+	 * is empty.
 	 */
 	const char *gone;
 };
@@ -1178,7 +1179,7 @@ static void shm_poll_done(struct zcr_ctx *ctx, void *priv,
 			} else if (pfd[k + 2].revents && got > 0) {
 				__zcr_ep_fail_locked(se->ep, -EPROTO,
 						     "shm: peer wrote on the "
-						     "closed TCP connection");
+						     "control connection");
 			}
 			break;
 		}
