@@ -2138,3 +2138,26 @@ ZT_TEST(acknowledgements_for_a_gone_peer_are_dropped)
 	free(sb);
 	free(rb);
 }
+
+/*
+ * A receiver that only ever makes progress without waiting (timeout 0,
+ * as a spinning application does) still learns that its peer closed:
+ * progress looks at the peer's end every few milliseconds.
+ */
+ZT_TEST(a_close_is_seen_without_sleeping)
+{
+	struct pair p;
+	double t0;
+
+	pair_shm(&p, 2, NULL);
+	zcr_ep_close(p.to0[1]);
+	t0 = pair_now();
+	while (zcr_ep_error(p.from[1], NULL) == 0) {
+		ZT_ASSERT(zcr_progress(p.c[0], 0) >= 0);
+		ZT_ASSERT_MSG(pair_now() - t0 < 5, "close not seen in 5 s");
+	}
+	ZT_ASSERT_MSG(strstr(pair_tp(p.from[1]), "closed"), "%s",
+		      pair_tp(p.from[1]));
+	pair_close(&p);
+	expect_no_leftovers();
+}

@@ -74,6 +74,12 @@
  * ZCRECV_SHM_SPIN_MAX_US overrides it (0: spin ZCRECV_SHM_SPIN_US only).
  */
 #define SHM_SPIN_MAX_US		5000
+/*
+ * A peer's exit or close is seen when progress sleeps in poll(2); one
+ * that never sleeps (timeout 0, a spinning application) looks at the
+ * pidfd and the control connection this often instead.
+ */
+#define SHM_END_CHECK_NS	(10 * 1000 * 1000ULL)
 #define SHM_SPIN_CEILING_US	1000000	/* what either variable may say */
 
 static inline void cpu_relax(void)
@@ -102,6 +108,7 @@ struct shm_ctx {
 	unsigned int sleepers;
 	uint64_t frag_max;		/* eager over several cells up to */
 	uint64_t split_min;		/* share pulls of this many bytes */
+	unsigned int calls;		/* of shm_progress(): clock looks */
 };
 
 struct shm_ep {
@@ -136,6 +143,7 @@ struct shm_ep {
 	 * is empty.
 	 */
 	const char *gone;
+	uint64_t end_checked;		/* ns: last look without poll(2) */
 };
 
 static inline struct shm_ep *S(struct zcr_ep *ep)
@@ -856,10 +864,37 @@ static int rx_ep(struct zcr_ep *ep)
 	return n;
 }
 
+/*
+ * Poll said the peer's pidfd (pid_ev) or control connection (ctl_ev) is
+ * readable: it exited, or closed (the connection's end), or wrote on the
+ * connection, which is out of protocol.
+ */
+static void peer_end(struct shm_ep *se, short pid_ev, short ctl_ev)
+{
+	ssize_t got;
+	char b;
+
+	if (pid_ev) {
+		peer_gone(se->ep, "shm: peer process exited");
+		return;
+	}
+	if (!ctl_ev)
+		return;
+	got = recv(se->ctl_fd, &b, 1, MSG_DONTWAIT);
+	if (got == 0)
+		peer_gone(se->ep, "shm: peer closed the connection");
+	else if (got > 0)
+		__zcr_ep_fail_locked(se->ep, -EPROTO, "shm: peer wrote on the "
+				     "control connection");
+}
+
 static int shm_progress(struct zcr_ctx *ctx, void *priv)
 {
 	struct shm_ctx *sc = priv;
 	struct zcr_list *pos, *tmp;
+	/* The clock only every 64th pass: a spinning caller's passes are
+	 * a few µs apart. */
+	uint64_t now = ++sc->calls % 64 ? 0 : zcr_now_ns();
 	int n = 0;
 
 	(void)ctx;
@@ -869,6 +904,19 @@ static int shm_progress(struct zcr_ctx *ctx, void *priv)
 
 		if (ep->state != ZCR_EP_OPEN)
 			continue;
+		if (now && !se->gone &&
+		    now - se->end_checked >= SHM_END_CHECK_NS) {
+			struct pollfd q[2] = {
+				{ .fd = se->pidfd, .events = POLLIN },
+				{ .fd = se->ctl_fd, .events = POLLIN },
+			};
+
+			se->end_checked = now;
+			if (poll(q, 2, 0) > 0)
+				peer_end(se, q[0].revents, q[1].revents);
+			if (ep->state != ZCR_EP_OPEN)
+				continue;
+		}
 		if (se->sleeping && !sc->sleepers) {
 			__zcr_shm_ring_sleep_end(&se->in);
 			se->sleeping = false;
@@ -1151,9 +1199,6 @@ static void shm_poll_done(struct zcr_ctx *ctx, void *priv,
 			struct shm_ep *se = zcr_container_of(pos,
 							     struct shm_ep,
 							     link);
-			char b;
-			ssize_t got = -1;
-
 			if (se->pidfd != pfd[k + 1].fd ||
 			    se->in.evfd != pfd[k].fd ||
 			    se->ep->state != ZCR_EP_OPEN)
@@ -1169,18 +1214,7 @@ static void shm_poll_done(struct zcr_ctx *ctx, void *priv,
 			 */
 			if (pfd[k].revents & POLLIN)
 				__zcr_shm_ring_drain(&se->in);
-			if (pfd[k + 1].revents) {
-				peer_gone(se->ep, "shm: peer process exited");
-			} else if (pfd[k + 2].revents &&
-				   (got = recv(se->ctl_fd, &b, 1,
-					       MSG_DONTWAIT)) == 0) {
-				peer_gone(se->ep, "shm: peer closed the "
-					  "connection");
-			} else if (pfd[k + 2].revents && got > 0) {
-				__zcr_ep_fail_locked(se->ep, -EPROTO,
-						     "shm: peer wrote on the "
-						     "control connection");
-			}
+			peer_end(se, pfd[k + 1].revents, pfd[k + 2].revents);
 			break;
 		}
 	}
