@@ -218,6 +218,29 @@ static inline size_t pattern_bad(const void *buf, size_t len, uint32_t seed)
 	return 0;
 }
 
+/*
+ * Rank 0 receives messages with tags 0 .. n-1 from rank 1 into rb (len
+ * bytes each, pattern seed = tag), each within 5 s and intact; then the
+ * connection from rank 1 must end (its peer is gone).
+ */
+static inline void pair_recv_to_end(struct pair *p, char *rb, size_t len,
+				    int n)
+{
+	struct zcr_status st;
+	struct zcr_req *r;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		memset(rb, 0, len);
+		ZT_EXPECT_EQ(zcr_irecv(p->c[0], rb, len, 1, i, &r), 0);
+		ZT_ASSERT_MSG(zcr_wait_timeout(r, &st, 5000) == 0, "message %d "
+			      "of %d: %d (%s)", i, n, st.error,
+			      pair_tp(p->from[1]));
+		ZT_EXPECT_EQ(pattern_bad(rb, len, (uint32_t)i), 0);
+	}
+	PAIR_PUMP_UNTIL(p, zcr_ep_error(p->from[1], NULL) != 0);
+}
+
 /* A raw TCP connection to a loopback port, for tests that misbehave. */
 static inline int raw_connect_port(int port)
 {
