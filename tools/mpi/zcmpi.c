@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "zcrecv.h"
+#include "zcmpi.h"
 
 /* ---- state ------------------------------------------------------------ */
 
@@ -769,14 +770,16 @@ static void report(void)
 	struct zcr_stats s;
 	const char *v = getenv("ZCRECV_REPORT");
 	unsigned int shm, tcp;
+	uint64_t coll_calls, coll_bytes;
 
 	if (!v || strcmp(v, "1") || zcr_ctx_stats_sized(ctx, &s, sizeof(s)))
 		return;
 	peers_by_transport(&shm, &tcp);
+	__zcmpi_coll_stats(&coll_calls, &coll_bytes);
 	fprintf(stderr, "zcrecv-mpi: rank %d: msgs %llu sent %llu received, "
 		"early %llu, hits %llu, remaps %llu, pages %llu, copied "
 		"%llu B, backend %s, peers %u shm %u tcp, shared %llu, "
-		"in layer %.3f s\n",
+		"in layer %.3f s, collectives %llu calls %llu B\n",
 		world_rank,
 		(unsigned long long)s.msgs_sent,
 		(unsigned long long)s.msgs_recv,
@@ -784,7 +787,8 @@ static void report(void)
 		(unsigned long long)s.remaps,
 		(unsigned long long)s.pages_remapped,
 		(unsigned long long)s.bytes_copied, s.backend_name, shm, tcp,
-		(unsigned long long)s.shared_pulls, (double)layer_ns / 1e9);
+		(unsigned long long)s.shared_pulls, (double)layer_ns / 1e9,
+		(unsigned long long)coll_calls, (unsigned long long)coll_bytes);
 }
 
 int MPI_Finalize(void)
