@@ -8,6 +8,10 @@
 #                   6.1 and 6.12 (KERNELS="6.12" to choose), then one line
 #                   "N passed, N failed[, N skipped]"
 #   make run        install missing packages, then the demo in a VM
+#   make apps       install missing packages, then the application bench:
+#                   MPI programs under stock Open MPI, MPICH and zcrecv, on
+#                   one node and two emulated nodes (build/apps/: table,
+#                   CSV, PNG; APPS_ARGS="--trials 5 ..." passes options)
 #   make bench-verbs  the verbs transport on soft-RoCE in a VM beside perftest
 #                   (build/bench-verbs/: table, CSV, PNG; EMULATED timings)
 #   make install    PREFIX=/usr/local DESTDIR= : library, headers, pkg-config,
@@ -48,7 +52,7 @@ LDLIBS := -lpthread -lm -libverbs
 # Every other goal, plain `make` and `make install` included, never runs
 # apt or sudo: a missing hard dependency stops it with one line naming the
 # Debian package (zcr_need below). ZCRECV_NO_DEPS=1 skips the install.
-ZCR_DEPS_GOALS := test run test-unit test-vm soak
+ZCR_DEPS_GOALS := test run test-unit test-vm soak apps
 ifneq ($(filter $(ZCR_DEPS_GOALS),$(MAKECMDGOALS)),)
 ifneq ($(ZCRECV_NO_DEPS),1)
 ZCR_DEPS_RC := $(shell tools/deps.sh >&2; echo $$?)
@@ -201,7 +205,7 @@ need-kheaders:
 endif
 
 # ---- top-level targets -------------------------------------------------------
-.PHONY: all lib progs modules test test-unit test-vm soak run bench-verbs install \
+.PHONY: all lib progs modules test test-unit test-vm soak run apps bench-verbs install \
 	modules_install dkms_install checkpatch clean help
 all: lib progs modules
 lib: $(LIBS_BUILT)
@@ -223,6 +227,10 @@ soak: all
 
 run: all
 	tools/run-demo.sh
+
+# Applications side by side with the MPIs they run on (Documentation/apps.md).
+apps: all
+	tools/zcapps.sh $(APPS_ARGS)
 
 # The verbs transport on soft-RoCE in a VM, beside perftest (EMULATED).
 bench-verbs: all
@@ -268,4 +276,4 @@ clean:
 	rm -rf $(B)
 
 help:
-	@sed -n '3,21s/^# \{0,1\}//p' Makefile
+	@sed -n '3,25s/^# \{0,1\}//p' Makefile

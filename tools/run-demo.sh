@@ -18,6 +18,8 @@
 #      (Open MPI's shared-memory path), NPopenmpi again over
 #      libzcrecv-mpi.so (its messages carried by zcrecv) and NPtcp beside
 #      it: build/zcbench-shm.csv and build/zcbench-shm.png.
+#   5. runs the application bench's short version (tools/zcapps.sh --quick):
+#      build/apps-quick/.
 # ZCRECV_RUN_KERNEL=6.1 picks the other kernel; ZCRECV_DEMO_MAX=BYTES changes
 # the largest size in the VM.
 # Usage: tools/run-demo.sh [-h|--help]   (no options: run `make run`)
@@ -31,6 +33,18 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bench=build/tools/zcbench
 out=build
+
+# The short application bench: the programs on this host, stock Open MPI
+# against zcrecv's auto policy (make apps runs the whole of it).
+run_apps() {
+	echo
+	echo "run-demo: applications on this host, stock Open MPI against zcrecv"
+	if [ ! -x build/tools/apps/pes ]; then
+		echo "run-demo: build/tools/apps not built (Open MPI's mpicc missing): skipped"
+		return
+	fi
+	tools/zcapps.sh --quick --out "$out/apps-quick"
+}
 
 # Ranks on one host: zcbench over the shm transport, same run as NPopenmpi.
 run_shm() {
@@ -56,6 +70,7 @@ if [ -e /dev/zcrecv ]; then
 	echo "run-demo: the landing step alone (zcland-bench)"
 	build/tools/zcland-bench --max $((64 << 20)) --iters 7 \
 		--csv "$out/zcland.csv" --png "$out/zcland.png"
+	run_apps
 	exit
 fi
 
@@ -90,3 +105,4 @@ echo "run-demo: the landing step alone on this host (zcland-bench)"
 build/tools/zcland-bench --max $((64 << 20)) --iters 7 \
 	--csv "$out/zcland-host.csv" --png "$out/zcland-host.png"
 run_shm
+run_apps

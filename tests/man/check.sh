@@ -2,8 +2,8 @@
 # check.sh - the manual pages under man/.
 #
 # Fails when an exported call (every zcr_* symbol of lib/libzcrecv.map) or a
-# tool (every tools/*.c) has no page, when a section 3 page names a call
-# the map does not export, when a .so link points nowhere or at a page
+# tool (every tools/*.c) has no page, when a section 1 page names no tool
+# or a section 3 page a call the map does not export, when a .so link points nowhere or at a page
 # whose NAME does not list it, when a page lacks one of the sections every
 # page must have, carries another version than the Makefile's, when
 # zcrecv(4) misses a counter or module parameter of kmod/, or when
@@ -64,9 +64,13 @@ for c in "$root"/tools/*.c; do
 	n=$(basename "$c" .c)
 	[ -f "man1/$n.1" ] || bad "tools/$n.c has no page man/man1/$n.1"
 done
+# A page of section 1 names a tool: a program tools/NAME.c, or a command
+# script tools/NAME.sh or tools/*/NAME (zcapps, zccluster).
 for f in man1/*.1; do
 	n=$(basename "$f" .1)
-	[ -f "$root/tools/$n.c" ] || bad "$f: no tool tools/$n.c"
+	[ -f "$root/tools/$n.c" ] || [ -f "$root/tools/$n.sh" ] ||
+		compgen -G "$root/tools/*/$n" >/dev/null ||
+		bad "$f: no tool tools/$n.c, tools/$n.sh or tools/*/$n"
 done
 
 pages=()

@@ -1,0 +1,275 @@
+#!/bin/bash
+# zcapps.sh - the application bench behind `make apps`: MPI programs run
+# side by side under stock Open MPI, stock MPICH and over libzcrecv-mpi,
+# on one node and across an emulated two-node cluster.
+#
+# Usage: tools/zcapps.sh [OPTIONS] [-- PROGRAM-OPTIONS]
+#   --apps LIST     programs of build/tools/apps (default pes,m3,nbody,ft,is)
+#   --stacks LIST   what carries the messages (default
+#                   ompi,mpich,zc-copy,zc-remap,zc-auto):
+#                     ompi      stock Open MPI (mpirun)
+#                     mpich     stock MPICH (hydra)
+#                     zc-POLICY Open MPI with libzcrecv-mpi.so, ZCRECV_POLICY
+#                               copy, remap or auto
+#                     zc-mpich  MPICH with libzcrecv-mpi-mpich.so (auto)
+#   --configs LIST  where the two ranks run (default node,2n-1g,2n-10g):
+#                     node      both on this host (shm between them)
+#                     2n        one on each of two emulated nodes, unshaped
+#                     2n-RATE   the same, each node's link shaped to RATE
+#                               (1g, 10g, 500m: tbf, tools/cluster/zccluster)
+#   --comm MODE     p2p, coll or both: passed to every program (default p2p)
+#   --post MODE     late, early or both (default late; p2p only)
+#   --trials N      alternating trials of every stack (default 3)
+#   --quick         the short version `make run` shows: node only, stacks
+#                   ompi and zc-auto, 3 trials
+#   --timeout S     seconds one run may take (default 120)
+#   --out DIR       results directory (default build/apps)
+#   --no-png        no plot
+#   --dry-run       print the runs, run nothing
+#   -h, --help      this text
+#   PROGRAM-OPTIONS go to every program (e.g. -- --size 512 --iters 20)
+#
+# Writes DIR/runs.csv (one row per run: times, the program's digest and the
+# zcrecv layer's counters summed over ranks), DIR/summary.csv and
+# DIR/summary.txt (per configuration, program and stack: median wall time,
+# spread, ratio to stock Open MPI with the range of the per-trial ratios,
+# and for every program zcrecv runs more than 2% slower, the timings and
+# counters that say why), DIR/apps.png and DIR/logs/. Exits 1 when a run
+# fails, a program's check fails or the digests of one program disagree
+# anywhere. Documentation/apps.md says what each program does.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; }
+die() { echo "zcapps: $*" >&2; exit 2; }
+
+apps=pes,m3,nbody,ft,is
+stacks=ompi,mpich,zc-copy,zc-remap,zc-auto
+configs=node,2n-1g,2n-10g
+comm=p2p post=late trials=3 timeout=120 out=$root/build/apps png=1 dry=0
+prog_args=()
+# An option that takes a value must have one.
+val() { [ $# -ge 2 ] || { echo "zcapps: $1 needs a value" >&2; usage >&2; exit 2; }; }
+while [ $# -gt 0 ]; do
+	case $1 in
+	--apps) val "$@"; apps=$2; shift ;;
+	--stacks) val "$@"; stacks=$2; shift ;;
+	--configs) val "$@"; configs=$2; shift ;;
+	--comm) val "$@"; comm=$2; shift ;;
+	--post) val "$@"; post=$2; shift ;;
+	--trials) val "$@"; trials=$2; shift ;;
+	--timeout) val "$@"; timeout=$2; shift ;;
+	--out) val "$@"; out=$2; shift ;;
+	--quick) configs=node stacks=ompi,zc-auto trials=3 ;;
+	--no-png) png=0 ;;
+	--dry-run) dry=1 ;;
+	-h|--help) usage; exit 0 ;;
+	--) shift; prog_args=("$@"); break ;;
+	*) usage >&2; exit 2 ;;
+	esac
+	shift
+done
+
+bin=$root/build/tools/apps
+mpi=$root/build/tools/mpi
+cluster=$root/tools/cluster/zccluster
+prefix=zca
+num='^[1-9][0-9]*$'
+[[ $trials =~ $num ]] || die "--trials $trials: a positive whole number"
+[[ $timeout =~ $num ]] || die "--timeout $timeout: a positive whole number of seconds"
+case $comm in p2p|coll) comms=$comm ;; both) comms="p2p coll" ;;
+*) die "--comm $comm: p2p, coll or both" ;; esac
+case $post in late|early) posts=$post ;; both) posts="late early" ;;
+*) die "--post $post: late, early or both" ;; esac
+IFS=, read -ra APPS <<< "$apps"
+IFS=, read -ra STACKS <<< "$stacks"
+IFS=, read -ra CONFIGS <<< "$configs"
+for a in "${APPS[@]}"; do
+	case $a in pes|m3|nbody|ft|is) ;; *) die "--apps: unknown program '$a' (pes, m3, nbody, ft, is)" ;; esac
+done
+has_ompi=0
+for s in "${STACKS[@]}"; do
+	case $s in
+	ompi) has_ompi=1 ;;
+	mpich|zc-copy|zc-remap|zc-auto|zc-mpich) ;;
+	*) die "--stacks: unknown stack '$s' (ompi, mpich, zc-copy, zc-remap, zc-auto, zc-mpich)" ;;
+	esac
+done
+for c in "${CONFIGS[@]}"; do
+	case $c in
+	node|2n) ;;
+	2n-*) [[ ${c#2n-} =~ ^[1-9][0-9]*[mg]$ ]] ||
+		die "--configs: '$c': a rate as 2n-1g, 2n-10g or 2n-500m" ;;
+	*) die "--configs: unknown configuration '$c' (node, 2n, 2n-RATE)" ;;
+	esac
+done
+
+# What each stack needs, checked before anything runs.
+need() { [ -e "$1" ] || die "$1 is missing: $2"; }
+if [ "$dry" = 0 ]; then
+	for s in "${STACKS[@]}"; do
+		case $s in
+		mpich|zc-mpich) command -v mpiexec.mpich >/dev/null ||
+			die "mpiexec.mpich not found: tools/deps.sh installs MPICH" ;;
+		*) command -v mpirun >/dev/null ||
+			die "mpirun not found: tools/deps.sh installs Open MPI" ;;
+		esac
+		case $s in
+		zc-mpich) need "$mpi/libzcrecv-mpi-mpich.so" "run make" ;;
+		zc-*) need "$mpi/libzcrecv-mpi.so" "run make" ;;
+		esac
+		for a in "${APPS[@]}"; do
+			case $s in
+			mpich|zc-mpich) need "$bin/$a-mpich" "run make (needs MPICH's mpicc.mpich)" ;;
+			*) need "$bin/$a" "run make (needs Open MPI's mpicc)" ;;
+			esac
+		done
+	done
+	for c in "${CONFIGS[@]}"; do
+		[ "$c" = node ] && continue
+		[ "$(id -u)" = 0 ] || die "the $c configuration makes network namespaces: run as root"
+		need "$cluster" "the emulated cluster tool"
+	done
+fi
+
+mkdir -p "$out/logs"
+runs=$out/runs.csv
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+cluster_up=0
+cleanup() {
+	[ "$cluster_up" = 1 ] && "$cluster" down --prefix "$prefix" >/dev/null 2>&1
+	cluster_up=0
+}
+trap cleanup EXIT
+trap 'cleanup; exit 130' INT
+trap 'cleanup; exit 143' TERM
+trap 'cleanup; exit 129' HUP
+
+# The command line of one run: stack $1, configuration $2, then the program.
+command_of() {
+	local stack=$1 cfg=$2 app=$3
+	shift 3
+	local prog=$bin/$app launch=() env=()
+	case $stack in
+	mpich|zc-mpich)
+		prog=$bin/$app-mpich
+		if [ "$cfg" = node ]; then
+			launch=(mpiexec.mpich -n 2)
+		else
+			launch=("$cluster" mpiexec --prefix "$prefix" -- -hosts "${prefix}1,${prefix}2" -n 2)
+		fi
+		[ "$stack" = zc-mpich ] && env=(-genv LD_PRELOAD "$mpi/libzcrecv-mpi-mpich.so"
+			-genv ZCRECV_REPORT 1 -genv ZCRECV_POLICY auto)
+		;;
+	*)
+		if [ "$cfg" = node ]; then
+			launch=(mpirun --bind-to none -np 2)
+		else
+			launch=("$cluster" mpirun --prefix "$prefix" -- --host "${prefix}1:1,${prefix}2:1" -np 2)
+		fi
+		case $stack in zc-*)
+			env=(-x LD_PRELOAD="$mpi/libzcrecv-mpi.so" -x ZCRECV_REPORT=1
+			     -x ZCRECV_POLICY="${stack#zc-}") ;;
+		esac
+		;;
+	esac
+	CMD=("${launch[@]}" "${env[@]}" "$prog" "$@")
+}
+
+# Key=value from the program's result line: kv LINE KEY.
+kv() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<< " $1"; }
+# Sum of a number over the layer's report lines: sumr FILE REGEX-BEFORE.
+sumr() { sed -n "s/.*$2 \([0-9][0-9]*\).*/\1/p" "$1" | awk '{s += $1} END {print s + 0}'; }
+
+header=config,app,comm,post,stack,trial,status,wall,comp,start,wait,bytes,msgs,check,digest,zc_recv,early,hits,remaps,pages,copied,coll_calls,coll_bytes,shm_peers,tcp_peers,layer_s
+echo "$header" > "$runs"
+
+nstacks=${#STACKS[@]}
+ncomm=$(wc -w <<< "$comms")
+npost=$(wc -w <<< "$posts")
+total=$(( ${#CONFIGS[@]} * trials * ${#APPS[@]} * nstacks * ncomm ))
+[ "$comm" = coll ] || total=$(( total * npost ))
+echo "zcapps: $total runs: configurations ${configs}; programs ${apps}; stacks ${stacks}; $trials trials; comm $comm, post $post${prog_args[*]:+; program options ${prog_args[*]}}"
+[ "$has_ompi" = 1 ] || echo "zcapps: no ompi stack: no ratios to stock Open MPI"
+started=$(date +%s)
+failed=0 n=0
+
+run_one() {	# config app comm post stack trial
+	local cfg=$1 app=$2 cm=$3 po=$4 stack=$5 t=$6 log line rc status
+	local args=(--comm "$cm")
+	[ "$cm" = p2p ] && args+=(--post "$po")
+	command_of "$stack" "$cfg" "$app" "${args[@]}" "${prog_args[@]}"
+	n=$((n + 1))
+	if [ "$dry" = 1 ]; then
+		echo "[$n/$total] ${CMD[*]}"
+		return
+	fi
+	log=$out/logs/$cfg-$app-$cm-$po-$stack-$t
+	timeout -k 5 "$timeout" "${CMD[@]}" > "$log.out" 2> "$log.err" < /dev/null
+	rc=$?
+	line=$(grep -m1 '^zcapp: ' "$log.out")
+	status=ok
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+		status=timeout
+	elif [ "$rc" != 0 ]; then
+		status=exit$rc
+	elif [ -z "$line" ]; then
+		status=noresult
+	elif [ "$(kv "$line" check)" != ok ]; then
+		status=badcheck
+	fi
+	if [ "$status" != ok ]; then
+		failed=$((failed + 1))
+		echo "zcapps: $cfg $app $cm $po $stack trial $t: $status (${CMD[*]}); $log.err:" >&2
+		tail -n 5 "$log.err" >&2
+	fi
+	local f=$log.err
+	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' \
+		"$cfg" "$app" "$cm" "$po" "$stack" "$t" "$status" \
+		"$(kv "$line" wall)" "$(kv "$line" comp)" "$(kv "$line" start)" \
+		"$(kv "$line" wait)" "$(kv "$line" bytes)" "$(kv "$line" msgs)" \
+		"$(kv "$line" check)" "$(kv "$line" digest)" \
+		"$(sumr "$f" 'sent')" "$(sumr "$f" 'early')" \
+		"$(sumr "$f" 'hits')" "$(sumr "$f" 'remaps')" "$(sumr "$f" 'pages')" \
+		"$(sumr "$f" 'copied')" "$(sumr "$f" 'collectives')" \
+		"$(sumr "$f" 'calls')" "$(sumr "$f" 'peers')" "$(sumr "$f" 'shm')" \
+		"$(sed -n 's/.*in layer \([0-9.]*\) s.*/\1/p' "$f" | awk '{s += $1} END {printf "%.3f", s}')" \
+		>> "$runs"
+	printf '[%d/%d] %-7s %-5s %-4s %-5s %-8s trial %d: %s %ss\n' "$n" "$total" \
+		"$cfg" "$app" "$cm" "$po" "$stack" "$t" "$status" "$(kv "$line" wall)"
+}
+
+for cfg in "${CONFIGS[@]}"; do
+	if [ "$cfg" != node ] && [ "$dry" = 0 ]; then
+		rate=()
+		[ "$cfg" = 2n ] || rate=(--rate "${cfg#2n-}bit")
+		"$cluster" down --prefix "$prefix" >/dev/null 2>&1
+		"$cluster" up --nodes 2 --prefix "$prefix" "${rate[@]}" ||
+			{ echo "zcapps: cannot bring up the emulated cluster for $cfg" >&2; exit 1; }
+		cluster_up=1
+	fi
+	for ((t = 1; t <= trials; t++)); do
+		for app in "${APPS[@]}"; do
+			for cm in $comms; do
+				pl=$posts
+				[ "$cm" = coll ] && pl=late
+				for po in $pl; do
+					# Alternate: each trial starts one stack further on.
+					for ((i = 0; i < nstacks; i++)); do
+						s=${STACKS[$(( (i + t - 1) % nstacks ))]}
+						run_one "$cfg" "$app" "$cm" "$po" "$s" "$t"
+					done
+				done
+			done
+		done
+	done
+	cleanup
+done
+[ "$dry" = 1 ] && exit 0
+echo "zcapps: $n runs in $(( $(date +%s) - started )) s"
+
+"$root/tools/zcapps-report.sh" "$runs" "$out" || failed=$((failed + 1))
+if [ "$png" = 1 ]; then
+	"$root/tools/zcapps-report.sh" --png "$out/summary.csv" "$out/apps.png" ||
+		echo "zcapps: no plot (gnuplot missing or failed)" >&2
+fi
+[ "$failed" = 0 ] || { echo "zcapps: $failed failures" >&2; exit 1; }
