@@ -1,0 +1,48 @@
+# tools/apps.mk - the application programs of Documentation/apps.md (PES,
+# M3, N-Body, FT, IS: tools/apps/*.c with the shared tools/apps/apps.c),
+# one build per MPI: build/tools/apps/NAME with Open MPI's `mpicc`,
+# build/tools/apps/NAME-mpich with `mpicc.mpich`, each only where that
+# compiler (and for MPICH its headers) exists. tools/zcapps.sh runs them;
+# tests/apps/check-apps.sh checks them.
+APPS_DIR    := $(B)/tools/apps
+APPS_NAMES  := pes m3 nbody ft is
+APPS_CFLAGS := -O2 -g -std=gnu11 -Wall -Wextra -Werror -Itools/apps
+APPS_HDRS   := tools/apps/apps.h
+APPS_MPICC  := $(shell command -v mpicc 2>/dev/null)
+APPS_MPICC_MPICH := $(shell command -v mpicc.mpich 2>/dev/null)
+# MPICH's compiler wrapper is installed without its headers by the mpich
+# package alone (they come with libmpich-dev).
+ifneq ($(APPS_MPICC_MPICH),)
+ifeq ($(wildcard $(patsubst -I%,%/mpi.h,$(filter -I%,$(shell $(APPS_MPICC_MPICH) -show 2>/dev/null)))),)
+APPS_MPICC_MPICH :=
+endif
+endif
+
+ifneq ($(APPS_MPICC),)
+# The shared code, compiled once for this MPI.
+$(APPS_DIR)/apps.o: tools/apps/apps.c $(APPS_HDRS)
+	@mkdir -p $(dir $@)
+	$(APPS_MPICC) $(APPS_CFLAGS) -c -o $@ $<
+
+$(addprefix $(APPS_DIR)/,$(APPS_NAMES)): $(APPS_DIR)/%: tools/apps/%.c \
+		$(APPS_DIR)/apps.o $(APPS_HDRS)
+	@mkdir -p $(dir $@)
+	$(APPS_MPICC) $(APPS_CFLAGS) -o $@ $< $(APPS_DIR)/apps.o -lm
+PROGS += $(addprefix $(APPS_DIR)/,$(APPS_NAMES))
+endif
+
+ifneq ($(APPS_MPICC_MPICH),)
+# MPICH's MPI_STATUSES_IGNORE, (MPI_Status *)1, trips gcc's access checks.
+APPS_CFLAGS_MPICH := $(APPS_CFLAGS) -Wno-stringop-overflow
+$(APPS_DIR)/apps-mpich.o: tools/apps/apps.c $(APPS_HDRS)
+	@mkdir -p $(dir $@)
+	$(APPS_MPICC_MPICH) $(APPS_CFLAGS_MPICH) -c -o $@ $<
+
+$(addprefix $(APPS_DIR)/,$(addsuffix -mpich,$(APPS_NAMES))): \
+		$(APPS_DIR)/%-mpich: tools/apps/%.c $(APPS_DIR)/apps-mpich.o \
+		$(APPS_HDRS)
+	@mkdir -p $(dir $@)
+	$(APPS_MPICC_MPICH) $(APPS_CFLAGS_MPICH) -o $@ $< \
+		$(APPS_DIR)/apps-mpich.o -lm
+PROGS += $(addprefix $(APPS_DIR)/,$(addsuffix -mpich,$(APPS_NAMES)))
+endif

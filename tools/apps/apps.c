@@ -1,0 +1,621 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * apps.c - the code the application programs of tools/apps share: option
+ * parsing and --help, page-aligned buffers (MPI_Alloc_mem or the C
+ * library), the timed exchange and collective helpers with their message
+ * counts, the reductions in rank order and the one result line.
+ * Not a program: linked into pes, m3, nbody, ft and is (tools/apps.mk).
+ */
+#include "apps.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Rank as the launcher tells it, before MPI_Init: who prints --help. */
+static int launcher_rank(void)
+{
+	static const char *const vars[] = {
+		"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", NULL
+	};
+	const char *v;
+	int i;
+
+	for (i = 0; vars[i]; i++) {
+		v = getenv(vars[i]);
+		if (v && *v)
+			return atoi(v);
+	}
+	return 0;
+}
+
+static void usage(const struct app_desc *d, FILE *f)
+{
+	fprintf(f,
+		"Usage: mpirun -np P %s [options]\n"
+		"%s\n"
+		"\n"
+		"Options:\n"
+		"  --size N         %s\n"
+		"                   (default %ld; --paper %ld)\n"
+		"  --iters K        %s\n"
+		"                   (default %ld; --paper %ld)\n"
+		"  --paper          the paper's problem: %s\n"
+		"                   (an explicit --size or --iters still wins)\n"
+		"  --comm p2p|coll  how the data moves (default p2p):\n"
+		"%s\n"
+		"  --post late|early  when the receives are posted (default late):\n"
+		"                   late: after the computation that precedes the\n"
+		"                   exchange, just before the sends and waits;\n"
+		"                   early: before that computation.\n"
+		"%s\n"
+		"  --alloc mpi|malloc  receive buffers from MPI_Alloc_mem (default)\n"
+		"                   or from posix_memalign; page-aligned either way\n"
+		"  --verbose        per-rank timings and counts on stderr\n"
+		"  -h, --help       this text\n"
+		"\n"
+		"Ranks: %s\n"
+		"\n"
+		"Prints one line on rank 0:\n"
+		"  zcapp: app=%s ranks=P comm=C post=W size=N iters=K wall=S comp=S\n"
+		"  start=S wait=S bytes=B msgs=M check=ok|fail digest=16HEX\n"
+		"(comp/start/wait: means over the ranks; bytes/msgs: totals sent).\n"
+		"Exit status: 0 ok, 1 a self-check failed, 2 bad options or ranks.\n"
+		"Documentation/apps.md describes the program.\n",
+		d->name, d->what, d->size_help, d->def_size, d->paper_size,
+		d->iters_help, d->def_iters, d->paper_iters, d->paper_help,
+		d->comm_help, d->post_help, d->ranks_help, d->name);
+}
+
+static void __attribute__((noreturn, format(printf, 2, 3)))
+bad_option(const struct app_desc *d, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (launcher_rank() == 0) {
+		fprintf(stderr, "%s: ", d->name);
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+		fprintf(stderr, " (see %s --help)\n", d->name);
+	}
+	exit(2);
+}
+
+static long positive(const struct app_desc *d, const char *opt,
+		     const char *s)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v <= 0 || v > INT_MAX / 2)
+		bad_option(d, "%s: expected a positive whole number, got '%s'",
+			   opt, s);
+	return v;
+}
+
+void app_init(struct app *a, const struct app_desc *d, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "size", required_argument, NULL, 's' },
+		{ "iters", required_argument, NULL, 'i' },
+		{ "paper", no_argument, NULL, 'P' },
+		{ "comm", required_argument, NULL, 'c' },
+		{ "post", required_argument, NULL, 'p' },
+		{ "alloc", required_argument, NULL, 'a' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	long size = 0, iters = 0;
+	int c, post_set = 0;
+
+	memset(a, 0, sizeof(*a));
+	a->d = d;
+	a->ok = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			size = positive(d, "--size", optarg);
+			break;
+		case 'i':
+			iters = positive(d, "--iters", optarg);
+			break;
+		case 'P':
+			a->paper = 1;
+			break;
+		case 'c':
+			if (!strcmp(optarg, "p2p"))
+				a->comm = APP_P2P;
+			else if (!strcmp(optarg, "coll"))
+				a->comm = APP_COLL;
+			else
+				bad_option(d, "--comm %s: expected p2p or coll",
+					   optarg);
+			break;
+		case 'p':
+			if (!strcmp(optarg, "late"))
+				a->post = APP_LATE;
+			else if (!strcmp(optarg, "early"))
+				a->post = APP_EARLY;
+			else
+				bad_option(d, "--post %s: expected late or early",
+					   optarg);
+			post_set = 1;
+			break;
+		case 'a':
+			if (!strcmp(optarg, "mpi"))
+				a->alloc = APP_ALLOC_MPI;
+			else if (!strcmp(optarg, "malloc"))
+				a->alloc = APP_ALLOC_MALLOC;
+			else
+				bad_option(d, "--alloc %s: expected mpi or malloc",
+					   optarg);
+			break;
+		case 'v':
+			a->verbose = 1;
+			break;
+		case 'h':
+			if (launcher_rank() == 0)
+				usage(d, stdout);
+			exit(0);
+		case ':':
+			bad_option(d, "%s needs a value", argv[optind - 1]);
+		default:
+			bad_option(d, "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		bad_option(d, "unexpected argument '%s'", argv[optind]);
+	if (a->comm == APP_COLL && a->post == APP_EARLY && !d->coll_early)
+		bad_option(d, "--post early needs --comm p2p: with collectives "
+			   "the data a rank sends is what its computation "
+			   "produces, so no collective can start before it");
+	(void)post_set;
+	a->size = size ? size : a->paper ? d->paper_size : d->def_size;
+	a->iters = iters ? iters : a->paper ? d->paper_iters : d->def_iters;
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &a->rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &a->nranks);
+}
+
+void app_reject(struct app *a, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (a->rank == 0) {
+		fprintf(stderr, "%s: ", a->d->name);
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+		fprintf(stderr, " (see %s --help)\n", a->d->name);
+	}
+	MPI_Finalize();
+	exit(2);
+}
+
+void app_fail(struct app *a, const char *fmt, ...)
+{
+	va_list ap;
+
+	a->ok = 0;
+	if (a->nfail++ >= 5)
+		return;
+	fprintf(stderr, "%s: rank %d: check failed: ", a->d->name, a->rank);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void app_die(struct app *a, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: rank %d: ", a->d->name, a->rank);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	MPI_Abort(MPI_COMM_WORLD, 1);
+	exit(1);
+}
+
+/* ---- memory ---------------------------------------------------------- */
+
+/*
+ * MPI_Alloc_mem gives page-aligned memory under libzcrecv-mpi but not
+ * necessarily under a stock MPI: ask for a page more and align, keeping
+ * what MPI_Free_mem needs.
+ */
+struct block {
+	void *user, *base;
+	int mpi;
+	struct block *next;
+};
+static struct block *blocks;
+
+void *app_alloc(struct app *a, size_t bytes)
+{
+	struct block *b = malloc(sizeof(*b));
+	void *p;
+
+	if (!b)
+		app_die(a, "out of memory");
+	bytes = app_page_round(bytes ? bytes : 1);
+	b->mpi = a->alloc == APP_ALLOC_MPI;
+	if (b->mpi) {
+		if (bytes + APP_PAGE > (size_t)PTRDIFF_MAX ||
+		    MPI_Alloc_mem((MPI_Aint)(bytes + APP_PAGE), MPI_INFO_NULL,
+				  &p) != MPI_SUCCESS)
+			app_die(a, "MPI_Alloc_mem of %zu bytes failed", bytes);
+		b->base = p;
+		b->user = (void *)(((uintptr_t)p + APP_PAGE - 1) &
+				   ~(uintptr_t)(APP_PAGE - 1));
+	} else {
+		if (posix_memalign(&p, APP_PAGE, bytes))
+			app_die(a, "cannot allocate %zu bytes", bytes);
+		b->base = b->user = p;
+	}
+	b->next = blocks;
+	blocks = b;
+	return b->user;
+}
+
+void *app_alloc_plain(struct app *a, size_t bytes)
+{
+	void *p;
+
+	if (posix_memalign(&p, APP_PAGE, app_page_round(bytes ? bytes : 1)))
+		app_die(a, "cannot allocate %zu bytes", bytes);
+	return p;
+}
+
+void app_free(struct app *a, void *p)
+{
+	struct block **pp, *b;
+
+	(void)a;
+	for (pp = &blocks; (b = *pp); pp = &b->next)
+		if (b->user == p) {
+			*pp = b->next;
+			if (b->mpi)
+				MPI_Free_mem(b->base);
+			else
+				free(b->base);
+			free(b);
+			return;
+		}
+	free(p);
+}
+
+/* ---- the timed part ------------------------------------------------- */
+
+void app_begin(struct app *a)
+{
+	MPI_Barrier(MPI_COMM_WORLD);
+	memset(&a->st, 0, sizeof(a->st));
+	a->t0 = app_now();
+}
+
+void app_end(struct app *a)
+{
+	MPI_Barrier(MPI_COMM_WORLD);
+	a->wall = app_now() - a->t0;
+	a->timed = a->st;
+}
+
+static uint64_t type_bytes(MPI_Datatype t, int count)
+{
+	int s;
+
+	MPI_Type_size(t, &s);
+	return (uint64_t)s * (uint64_t)(count > 0 ? count : 0);
+}
+
+void app_xchg_init(struct app *a, struct app_xchg *x, int cap)
+{
+	x->req = malloc((size_t)cap * sizeof(*x->req));
+	x->st = malloc((size_t)cap * sizeof(*x->st));
+	if (!x->req || !x->st)
+		app_die(a, "out of memory");
+	x->n = 0;
+	x->cap = cap;
+}
+
+void app_xchg_free(struct app_xchg *x)
+{
+	free(x->req);
+	free(x->st);
+	x->req = NULL;
+	x->st = NULL;
+}
+
+void app_irecv(struct app *a, struct app_xchg *x, void *buf, int count,
+	       MPI_Datatype t, int src, int tag, MPI_Comm comm)
+{
+	double t0 = app_now();
+
+	if (x->n == x->cap)
+		app_die(a, "more than %d requests outstanding", x->cap);
+	MPI_Irecv(buf, count, t, src, tag, comm, &x->req[x->n++]);
+	a->st.start += app_now() - t0;
+}
+
+void app_isend(struct app *a, struct app_xchg *x, const void *buf, int count,
+	       MPI_Datatype t, int dest, int tag, MPI_Comm comm)
+{
+	double t0 = app_now();
+
+	if (x->n == x->cap)
+		app_die(a, "more than %d requests outstanding", x->cap);
+	MPI_Isend(buf, count, t, dest, tag, comm, &x->req[x->n++]);
+	a->st.start += app_now() - t0;
+	a->st.msgs++;
+	a->st.bytes += type_bytes(t, count);
+}
+
+void app_waitall(struct app *a, struct app_xchg *x)
+{
+	double t0 = app_now();
+
+	MPI_Waitall(x->n, x->req, x->st);
+	a->st.wait += app_now() - t0;
+	x->n = 0;
+}
+
+void app_wait_req(struct app *a, MPI_Request *req)
+{
+	double t0 = app_now();
+
+	MPI_Wait(req, MPI_STATUS_IGNORE);
+	a->st.wait += app_now() - t0;
+}
+
+/* ---- collectives ----------------------------------------------------- */
+
+static int comm_size(MPI_Comm comm)
+{
+	int n;
+
+	MPI_Comm_size(comm, &n);
+	return n;
+}
+
+static int comm_rank(MPI_Comm comm)
+{
+	int r;
+
+	MPI_Comm_rank(comm, &r);
+	return r;
+}
+
+void app_bcast(struct app *a, void *buf, int count, MPI_Datatype t, int root,
+	       MPI_Comm comm)
+{
+	double t0 = app_now();
+
+	MPI_Bcast(buf, count, t, root, comm);
+	a->st.wait += app_now() - t0;
+	if (comm_rank(comm) == root) {
+		a->st.msgs += (uint64_t)comm_size(comm) - 1;
+		a->st.bytes += ((uint64_t)comm_size(comm) - 1) *
+			       type_bytes(t, count);
+	}
+}
+
+void app_scatterv(struct app *a, const void *sbuf, const int *counts,
+		  const int *displs, MPI_Datatype t, void *rbuf, int rcount,
+		  int root, MPI_Comm comm, MPI_Request *req)
+{
+	double t0 = app_now();
+	int d, n = comm_size(comm);
+
+	if (req) {
+		MPI_Iscatterv(sbuf, counts, displs, t, rbuf, rcount, t, root,
+			      comm, req);
+		a->st.start += app_now() - t0;
+	} else {
+		MPI_Scatterv(sbuf, counts, displs, t, rbuf, rcount, t, root,
+			     comm);
+		a->st.wait += app_now() - t0;
+	}
+	if (comm_rank(comm) != root)
+		return;
+	for (d = 0; d < n; d++)
+		if (d != root) {
+			a->st.msgs++;
+			a->st.bytes += type_bytes(t, counts[d]);
+		}
+}
+
+void app_gatherv(struct app *a, const void *sbuf, int scount, MPI_Datatype t,
+		 void *rbuf, const int *counts, const int *displs, int root,
+		 MPI_Comm comm, MPI_Request *req)
+{
+	double t0 = app_now();
+
+	if (req) {
+		MPI_Igatherv(sbuf, scount, t, rbuf, counts, displs, t, root,
+			     comm, req);
+		a->st.start += app_now() - t0;
+	} else {
+		MPI_Gatherv(sbuf, scount, t, rbuf, counts, displs, t, root,
+			    comm);
+		a->st.wait += app_now() - t0;
+	}
+	if (comm_rank(comm) != root) {
+		a->st.msgs++;
+		a->st.bytes += type_bytes(t, scount);
+	}
+}
+
+void app_allgatherv(struct app *a, void *buf, const int *counts,
+		    const int *displs, MPI_Datatype t, MPI_Comm comm)
+{
+	double t0 = app_now();
+	int n = comm_size(comm);
+
+	MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts, displs,
+		       t, comm);
+	a->st.wait += app_now() - t0;
+	a->st.msgs += (uint64_t)n - 1;
+	a->st.bytes += ((uint64_t)n - 1) * type_bytes(t,
+						       counts[comm_rank(comm)]);
+}
+
+void app_alltoall(struct app *a, const void *sbuf, void *rbuf, int count,
+		  MPI_Datatype t, MPI_Comm comm)
+{
+	double t0 = app_now();
+	int n = comm_size(comm);
+
+	MPI_Alltoall(sbuf, count, t, rbuf, count, t, comm);
+	a->st.wait += app_now() - t0;
+	a->st.msgs += (uint64_t)n - 1;
+	a->st.bytes += ((uint64_t)n - 1) * type_bytes(t, count);
+}
+
+void app_alltoallv(struct app *a, const void *sbuf, const int *scounts,
+		   const int *sdispls, void *rbuf, const int *rcounts,
+		   const int *rdispls, MPI_Datatype t, MPI_Comm comm)
+{
+	double t0 = app_now();
+	int d, n = comm_size(comm), me = comm_rank(comm);
+
+	MPI_Alltoallv(sbuf, scounts, sdispls, t, rbuf, rcounts, rdispls, t,
+		      comm);
+	a->st.wait += app_now() - t0;
+	for (d = 0; d < n; d++)
+		if (d != me) {
+			a->st.msgs++;
+			a->st.bytes += type_bytes(t, scounts[d]);
+		}
+}
+
+/* ---- reductions in a fixed order ------------------------------------- */
+
+void app_sum_words(struct app *a, uint64_t *w, int n)
+{
+	uint64_t *all = NULL;
+	int r, i;
+
+	if (a->rank == 0) {
+		all = malloc((size_t)n * (size_t)a->nranks * sizeof(*all));
+		if (!all)
+			app_die(a, "out of memory");
+	}
+	MPI_Gather(w, n, MPI_UINT64_T, all, n, MPI_UINT64_T, 0,
+		   MPI_COMM_WORLD);
+	if (a->rank)
+		return;
+	for (i = 0; i < n; i++) {
+		w[i] = 0;
+		for (r = 0; r < a->nranks; r++)
+			w[i] += all[(size_t)r * (size_t)n + (size_t)i];
+	}
+	free(all);
+}
+
+void app_sum_doubles(struct app *a, double *v, int n)
+{
+	double *all = NULL;
+	int r, i;
+
+	if (a->rank == 0) {
+		all = malloc((size_t)n * (size_t)a->nranks * sizeof(*all));
+		if (!all)
+			app_die(a, "out of memory");
+	}
+	MPI_Gather(v, n, MPI_DOUBLE, all, n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+	if (a->rank)
+		return;
+	for (i = 0; i < n; i++) {
+		v[i] = 0;
+		for (r = 0; r < a->nranks; r++)
+			v[i] += all[(size_t)r * (size_t)n + (size_t)i];
+	}
+	free(all);
+}
+
+int app_all_ok(struct app *a)
+{
+	int ok = a->ok, all;
+
+	MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+	return all;
+}
+
+/* ---- the result line ------------------------------------------------- */
+
+static uint64_t fnv1a(const uint64_t *w, int n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	int i, b;
+
+	for (i = 0; i < n; i++)
+		for (b = 0; b < 64; b += 8) {
+			h ^= (w[i] >> b) & 0xff;
+			h *= 0x100000001b3ULL;
+		}
+	return h;
+}
+
+static const char *comm_name[] = { "p2p", "coll" };
+static const char *post_name[] = { "late", "early" };
+
+int app_finish(struct app *a, const uint64_t *w, int n)
+{
+	double mine[5] = { a->timed.comp, a->timed.start, a->timed.wait,
+			   (double)a->timed.bytes, (double)a->timed.msgs };
+	double *all = NULL, mean[3] = { 0, 0, 0 };
+	uint64_t bytes = 0, msgs = 0;
+	int ok = app_all_ok(a), r, k;
+
+	if (a->rank == 0) {
+		all = malloc(5 * sizeof(*all) * (size_t)a->nranks);
+		if (!all)
+			app_die(a, "out of memory");
+	}
+	MPI_Gather(mine, 5, MPI_DOUBLE, all, 5, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+	if (a->rank == 0) {
+		for (r = 0; r < a->nranks; r++) {
+			for (k = 0; k < 3; k++)
+				mean[k] += all[5 * r + k];
+			bytes += (uint64_t)all[5 * r + 3];
+			msgs += (uint64_t)all[5 * r + 4];
+			if (a->verbose)
+				fprintf(stderr, "zcapp: %s rank %d: comp=%.6f "
+					"start=%.6f wait=%.6f bytes=%llu "
+					"msgs=%llu\n", a->d->name, r,
+					all[5 * r], all[5 * r + 1],
+					all[5 * r + 2],
+					(unsigned long long)all[5 * r + 3],
+					(unsigned long long)all[5 * r + 4]);
+		}
+		for (k = 0; k < 3; k++)
+			mean[k] /= a->nranks;
+		printf("zcapp: app=%s ranks=%d comm=%s post=%s size=%ld "
+		       "iters=%ld wall=%.6f comp=%.6f start=%.6f wait=%.6f "
+		       "bytes=%llu msgs=%llu check=%s digest=%016llx\n",
+		       a->d->name, a->nranks, comm_name[a->comm],
+		       post_name[a->post], a->size, a->iters, a->wall,
+		       mean[0], mean[1], mean[2], (unsigned long long)bytes,
+		       (unsigned long long)msgs, ok ? "ok" : "fail",
+		       (unsigned long long)fnv1a(w, n));
+		fflush(stdout);
+		if (!ok)
+			fprintf(stderr, "%s: the result is wrong (see the "
+				"check failed lines above)\n", a->d->name);
+		free(all);
+	}
+	MPI_Finalize();
+	return ok ? 0 : 1;
+}
