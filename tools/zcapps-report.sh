@@ -39,13 +39,13 @@ if [ "$mode" = png ]; then
 	# One data file per configuration: a row per program (and mode), a
 	# column per stack other than ompi, the ratio to ompi.
 	awk -F, -v dir="$tmp" '
-	NR == 1 { next }
-	$5 != "ompi" && $10 != "" {
+	NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+	$5 != "ompi" && $col["vs_ompi"] != "" {
 		cfg = $1; row = $2 ($3 == "p2p" && $4 == "late" ? "" : "/" $3 ($3 == "p2p" ? "-" $4 : ""))
 		if (!(cfg in seen)) { seen[cfg] = 1; cfgs[++nc] = cfg }
 		if (!((cfg, row) in rseen)) { rseen[cfg, row] = 1; rows[cfg, ++nr[cfg]] = row }
 		if (!($5 in sseen)) { sseen[$5] = 1; st[++ns] = $5 }
-		v[cfg, row, $5] = $10
+		v[cfg, row, $5] = $col["vs_ompi"]
 	}
 	END {
 		for (c = 1; c <= nc; c++) {
@@ -70,9 +70,9 @@ if [ "$mode" = png ]; then
 	nc=$(wc -l < "$tmp/configs")
 	ns=$(cat "$tmp/nstacks")
 	{
-		echo "set terminal pngcairo size $((420 * nc + 120)),480 noenhanced"
+		echo "set terminal pngcairo size $((420 * nc + 300)),520 noenhanced"
 		echo "set output '$png'"
-		echo "set multiplot layout 1,$nc title 'Application wall time over stock Open MPI (median of alternating trials; below 1 is faster)'"
+		echo "set multiplot layout 1,$nc title 'Wall time over stock Open MPI, median of alternating trials (below 1: faster)'"
 		echo "set style data histograms; set style histogram clustered gap 1"
 		echo "set style fill solid 0.8 border -1; set boxwidth 0.9"
 		echo "set datafile missing '?'; set key top left; set grid ytics"
