@@ -110,6 +110,11 @@ struct zcr_ep {
 	struct zcr_list sendq;		/* send requests, in order */
 	struct zcr_list ackq;		/* sync sends sent, ACK awaited */
 	struct zcr_arrival rx;
+	/*
+	 * A job's connection that never carried our DATA: the one the peer
+	 * dialled carries our sends to it instead (job.c, zcr_job_ep()).
+	 */
+	struct zcr_ep *send_via;
 };
 
 struct zcr_ctx {
