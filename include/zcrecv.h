@@ -617,7 +617,8 @@ struct zcr_job_attr {
  * exchange. Each rank listens (ZCRECV_JOB_LISTEN, default 0.0.0.0:0) and
  * publishes HOST:PORT (HOST: ZCRECV_JOB_HOST, else the address of the
  * default route, else 127.0.0.1). Connections are dialled by
- * zcr_job_ep() on first use, one per direction. Messages carry
+ * zcr_job_ep() on first use; a pair shares one where it can (both
+ * directions on one TCP connection, see zcr_job_ep()). Messages carry
  * communicator ids (zcr_isend_comm()).
  * Return: 0; -ENOENT (no PMIx server and no environment fallback: said on
  * stderr); -ETIMEDOUT (ZCRECV_JOB_DIR: a rank did not show up within
@@ -637,8 +638,11 @@ int zcr_ctx_job(struct zcr_ctx *ctx, int *rank, int *size);
 
 /**
  * zcr_job_ep() - the endpoint to send to @rank of the job (our own rank
- * included), dialled on the first call. The endpoint belongs to the
- * context: do not close it.
+ * included): on the first call the open connection @rank dialled to us,
+ * if any, else one dialled now. When both dialled at once, the higher
+ * rank moves its sends to the lower rank's connection while its own has
+ * carried no message (an endpoint handed out earlier follows). The
+ * endpoint belongs to the context: do not close it.
  * Return: 0 with *@ep set; -EINVAL; an error of zcr_ep_connect().
  * Since 0.2.
  */

@@ -110,6 +110,11 @@ struct zcr_ep {
 	struct zcr_list sendq;		/* send requests, in order */
 	struct zcr_list ackq;		/* sync sends sent, ACK awaited */
 	struct zcr_arrival rx;
+	/*
+	 * A job's connection that never carried our DATA: the one the peer
+	 * dialled carries our sends to it instead (job.c, zcr_job_ep()).
+	 */
+	struct zcr_ep *send_via;
 };
 
 struct zcr_ctx {
@@ -154,6 +159,13 @@ struct zcr_ctx {
 	uint64_t hs_timeout_ns;
 	uint64_t progress_timeout_ns;	/* a message in flight must move */
 	unsigned int max_conns;		/* most live endpoints */
+	/*
+	 * Set by a transport's poll_fill: how long the application's thread
+	 * should poll the set without sleeping first, because that
+	 * transport cannot look at its connections before sleeping any
+	 * cheaper than poll(2) can (0: sleep at once). Reset per round.
+	 */
+	uint64_t poll_spin_ns;
 	bool conns_warned, loopback_warned;
 	/* job secret (lib/transport/auth.c); secret_len 0: none */
 	uint8_t secret[ZCR_SECRET_MAX];

@@ -71,7 +71,6 @@ static int isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
 	r = req_new(ctx, ZCR_REQ_SEND, comm);
 	if (!r)
 		return -ENOMEM;
-	r->ep = ep;
 	r->sbuf = buf;
 	r->len = len;
 	r->sync = sync;
@@ -79,6 +78,13 @@ static int isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
 	r->st.len = len;
 	r->st.source = ctx->rank;
 	pthread_mutex_lock(&ctx->lock);
+	/*
+	 * Followed under the lock that zcr_job_ep() switches under: no DATA
+	 * goes on an endpoint once its sends moved, so none can overtake.
+	 */
+	if (ep->send_via)
+		ep = ep->send_via;
+	r->ep = ep;
 	ret = __zcr_ep_send_locked(ep, r);
 	/*
 	 * Read under the lock: once it is dropped the progress thread may

@@ -295,6 +295,48 @@ static int pingpong_main(int rank)
 	return last_word(ctx_of_rank, ep, rank, rank == 0 ? 21 : 22);
 }
 
+/*
+ * Both ranks dial at once; once rank 0's message came in on the
+ * connection rank 0 dialled, rank 1, whose own carried nothing yet, sends
+ * on that one (both directions on one connection: zcr_job_ep() in
+ * lib/core/job.c), also through the endpoint it was handed before, in
+ * order. Rank 0, the lower, keeps its own. Exit status 0 when all held.
+ */
+static int both_ways_main(int rank)
+{
+	struct zcr_ep *ep, *ep2, *ep3;
+	int i, x = 1;
+
+	if (zcr_ctx_create_job(NULL, 0, NULL, 0, &ctx_of_rank))
+		return 10;
+	if (zcr_job_ep(ctx_of_rank, 1 - rank, &ep))
+		return 12;
+	if (rank == 0) {
+		if (zcr_send(ep, &x, sizeof(x), 1))
+			return 13;
+		for (i = 2; i <= 3; i++)
+			if (zcr_recv(ctx_of_rank, &x, sizeof(x), 1, 1, NULL) ||
+			    x != i)
+				return 14;
+		if (zcr_job_ep(ctx_of_rank, 1, &ep2) || ep2 != ep)
+			return 15;
+		return last_word(ctx_of_rank, ep, rank, 16);
+	}
+	if (zcr_recv(ctx_of_rank, &x, sizeof(x), 0, 1, NULL) || x != 1)
+		return 17;
+	if (zcr_job_ep(ctx_of_rank, 0, &ep2) || ep2 == ep)
+		return 18;
+	x = 2;
+	if (zcr_send(ep2, &x, sizeof(x), 1))
+		return 19;
+	x = 3;
+	if (zcr_send(ep, &x, sizeof(x), 1))	/* the one handed out first */
+		return 20;
+	if (zcr_job_ep(ctx_of_rank, 0, &ep3) || ep3 != ep2)
+		return 21;
+	return last_word(ctx_of_rank, ep2, rank, 22);
+}
+
 /* Run fn as ranks 0 and 1 of a job wired up through a job directory. */
 static void two_ranks(int (*fn)(int rank))
 {
@@ -325,6 +367,11 @@ static void two_ranks(int (*fn)(int rank))
 ZT_TEST(two_ranks_through_a_job_dir)
 {
 	two_ranks(rank_main);
+}
+
+ZT_TEST(one_connection_both_ways)
+{
+	two_ranks(both_ways_main);
 }
 
 ZT_TEST(claimed_messages_and_synchronous_sends)

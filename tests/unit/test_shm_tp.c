@@ -692,18 +692,26 @@ static void job_pair(struct pair *p, const struct zcr_ctx_attr *attr,
 	p->n = 2;
 	p->c[0] = a[0].ctx;
 	p->c[1] = a[1].ctx;
-	ZT_EXPECT_EQ(zcr_job_ep(p->c[0], 1, e01), 0);
-	PAIR_PUMP_UNTIL(p, !strcmp(pair_tp(*e01), "shm"));
+	/*
+	 * Both dial before either connection opens, as ranks that start at
+	 * once do: each keeps sending on its own (zcr_job_ep() is not asked
+	 * again). Rank 1 dials first and rank 0 takes its connection in
+	 * before dialling (still in the handshake: the job secret's AUTH
+	 * needs rank 1's progress), so that rank 0 hears on its older
+	 * endpoint and sends on its newer one, rank 1 the other way round.
+	 */
 	ZT_EXPECT_EQ(zcr_job_ep(p->c[1], 0, e10), 0);
-	PAIR_PUMP_UNTIL(p, !strcmp(pair_tp(*e10), "shm"));
+	zcr_progress(p->c[0], 0);
+	ZT_EXPECT_EQ(zcr_job_ep(p->c[0], 1, e01), 0);
+	PAIR_PUMP_UNTIL(p, !strcmp(pair_tp(*e01), "shm") &&
+			!strcmp(pair_tp(*e10), "shm"));
 }
 
 /*
- * The same between two ranks of a job, which dials one connection for
- * each direction (each rank dials the ranks it sends to): the answer
- * comes on another endpoint than the send it answers. Rank 0 dials first,
- * so it sends on its older endpoint and hears on its newer one, rank 1
- * the other way round: both orders a context may keep them in.
+ * The same between two ranks of a job that dialled each other at once,
+ * one connection for each direction: the answer comes on another
+ * endpoint than the send it answers, in both orders a context may keep
+ * them in (job_pair()).
  */
 ZT_TEST(answer_on_the_other_connection_lands_direct)
 {
