@@ -8,7 +8,7 @@
 # (whose package name carries an ABI number that Debian bumps), and the
 # newest generic (non-cloud) 6.12 kernel, whose rdma_rxe
 # (soft-RoCE) module the verbs transport tests run on.
-# `make test`, `make run` (and test-unit, test-vm) run it first; plain
+# `make test`, `make run`, `make apps` (and test-unit, test-vm, soak) run it first; plain
 # `make`, `make lib` and `make install` never do.
 #
 # Usage: tools/deps.sh [--print]   (--print lists missing packages only)
