@@ -43,14 +43,15 @@ static void usage(const struct app_desc *d, FILE *f)
 		"                   (default %ld; --paper %ld)\n"
 		"  --iters K        %s\n"
 		"                   (default %ld; --paper %ld)\n"
-		"  --paper          the paper's problem: %s\n"
-		"                   (an explicit --size or --iters still wins)\n"
+		"  --paper          the paper's problem (an explicit --size or\n"
+		"                   --iters still wins):\n"
+		"                   %s\n"
 		"  --comm p2p|coll  how the data moves (default p2p):\n"
 		"%s\n"
 		"  --post late|early  when the receives are posted (default late):\n"
 		"                   late: after the computation that precedes the\n"
 		"                   exchange, just before the sends and waits;\n"
-		"                   early: before that computation.\n"
+		"                   early: before that computation. Here:\n"
 		"%s\n"
 		"  --alloc mpi|malloc  receive buffers from MPI_Alloc_mem (default)\n"
 		"                   or from posix_memalign; page-aligned either way\n"
@@ -80,7 +81,8 @@ bad_option(const struct app_desc *d, const char *fmt, ...)
 		va_start(ap, fmt);
 		vfprintf(stderr, fmt, ap);
 		va_end(ap);
-		fprintf(stderr, " (see %s --help)\n", d->name);
+		fprintf(stderr, "\nUsage: mpirun -np P %s [options] (%s --help "
+			"lists them)\n", d->name, d->name);
 	}
 	exit(2);
 }
@@ -240,21 +242,30 @@ struct block {
 	int mpi;
 	struct block *next;
 };
+
 static struct block *blocks;
 
 void *app_alloc(struct app *a, size_t bytes)
 {
 	struct block *b = malloc(sizeof(*b));
-	void *p;
+	void *p = NULL;
 
 	if (!b)
 		app_die(a, "out of memory");
 	bytes = app_page_round(bytes ? bytes : 1);
 	b->mpi = a->alloc == APP_ALLOC_MPI;
 	if (b->mpi) {
-		if (bytes + APP_PAGE > (size_t)PTRDIFF_MAX ||
-		    MPI_Alloc_mem((MPI_Aint)(bytes + APP_PAGE), MPI_INFO_NULL,
-				  &p) != MPI_SUCCESS)
+		if (bytes + APP_PAGE > (size_t)PTRDIFF_MAX)
+			app_die(a, "cannot allocate %zu bytes", bytes);
+		/* Aligned as it comes (libzcrecv-mpi), else a page more. */
+		if (MPI_Alloc_mem((MPI_Aint)bytes, MPI_INFO_NULL, &p) ==
+		    MPI_SUCCESS && ((uintptr_t)p & (APP_PAGE - 1))) {
+			MPI_Free_mem(p);
+			if (MPI_Alloc_mem((MPI_Aint)(bytes + APP_PAGE),
+					  MPI_INFO_NULL, &p) != MPI_SUCCESS)
+				p = NULL;
+		}
+		if (!p)
 			app_die(a, "MPI_Alloc_mem of %zu bytes failed", bytes);
 		b->base = p;
 		b->user = (void *)(((uintptr_t)p + APP_PAGE - 1) &
@@ -568,8 +579,8 @@ static uint64_t fnv1a(const uint64_t *w, int n)
 	return h;
 }
 
-static const char *comm_name[] = { "p2p", "coll" };
-static const char *post_name[] = { "late", "early" };
+static const char *const comm_name[] = { "p2p", "coll" };
+static const char *const post_name[] = { "late", "early" };
 
 int app_finish(struct app *a, const uint64_t *w, int n)
 {

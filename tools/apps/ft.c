@@ -38,7 +38,7 @@ static const struct app_desc desc = {
 		"global transpose between the x-y and the z transforms.",
 	.size_help = "N: the array is N x N x N/2 (x, y, z); N a power of 2, >= 8",
 	.iters_help = "time steps (inverse 3-D FFTs and checksums)",
-	.def_size = 128, .def_iters = 48,
+	.def_size = 128, .def_iters = 100,
 	.paper_size = 256, .paper_iters = 6,
 	.paper_help = "NAS FT class A, 256 x 256 x 128, 6 iterations",
 	.ranks_help = "P a power of 2 dividing N/2 (P divides both the y and\n"
@@ -47,8 +47,8 @@ static const struct app_desc desc = {
 		"                   p2p: MPI_Isend/MPI_Irecv of the transpose blocks\n"
 		"                   coll: MPI_Alltoall",
 	.post_help =
-		"                   early (p2p only): the transpose's receives are\n"
-		"                   posted before the evolution and the x-y FFTs",
+		"                   only with --comm p2p: the transpose's receives\n"
+		"                   are posted before the evolution and the x-y FFTs",
 	.coll_early = 0,
 };
 

@@ -32,7 +32,7 @@ static const struct app_desc desc = {
 		"(a count, then the keys) and sorts what it gets by counting.",
 	.size_help = "keys (N >= 1024; the keys are below N/16)",
 	.iters_help = "sorts",
-	.def_size = 1L << 23, .def_iters = 22,
+	.def_size = 1L << 23, .def_iters = 70,
 	.paper_size = 1L << 23, .paper_iters = 10,
 	.paper_help = "NAS IS class A, 2^23 keys below 2^19, 10 iterations",
 	.ranks_help = "any P >= 1 with N/16 >= P (a bucket at least per rank);\n"
@@ -42,9 +42,9 @@ static const struct app_desc desc = {
 		"                   coll: MPI_Alltoall of the counts, MPI_Alltoallv\n"
 		"                   of the keys",
 	.post_help =
-		"                   early (p2p only): the receives of the counts and\n"
-		"                   of the keys (sized for the most a rank can send)\n"
-		"                   are posted before the keys are bucketed",
+		"                   only with --comm p2p: the receives of the counts\n"
+		"                   and of the keys (sized for the most a rank can\n"
+		"                   send) are posted before the keys are bucketed",
 	.coll_early = 0,
 };
 
@@ -66,7 +66,7 @@ int main(int argc, char **argv)
 	long *hist, *ghist, per, first = 0, total = 0;
 	int *keys, *sendbuf, *recvbuf, *sorted, *owner, *scnt, *sdsp, *rcnt;
 	int *rdsp, *fill, *kcnt, *range, r, b, prevb, rc, src;
-	uint16_t *kown;
+	uint16_t *key_owner;
 	size_t slot;
 	uint64_t word = 0;
 
@@ -142,11 +142,11 @@ int main(int argc, char **argv)
 		owner[b] = r;
 	}
 	/* The owner of every key value: one lookup per key per iteration. */
-	kown = malloc((size_t)maxkey * sizeof(*kown));
-	if (!kown)
+	key_owner = malloc((size_t)maxkey * sizeof(*key_owner));
+	if (!key_owner)
 		app_die(&a, "out of memory");
 	for (i = 0; i < maxkey; i++)
-		kown[i] = (uint16_t)owner[i * NBUCKET / maxkey];
+		key_owner[i] = (uint16_t)owner[i * NBUCKET / maxkey];
 	klo = range[a.rank];
 	khi = range[a.rank + 1];
 	kcnt = calloc((size_t)(khi - klo + 1), sizeof(*kcnt));
@@ -187,13 +187,13 @@ int main(int argc, char **argv)
 			keys[it + k - lo] = (int)(maxkey - it);
 		memset(scnt, 0, (size_t)a.nranks * sizeof(*scnt));
 		for (i = 0; i < nloc; i++)
-			scnt[kown[keys[i]]]++;
+			scnt[key_owner[keys[i]]]++;
 		for (r = 0, pos = 0; r < a.nranks; r++) {
 			sdsp[r] = fill[r] = (int)pos;
 			pos += scnt[r];
 		}
 		for (i = 0; i < nloc; i++) {
-			int d = kown[keys[i]];
+			int d = key_owner[keys[i]];
 
 			sendbuf[fill[d]++] = keys[i];
 		}
@@ -314,7 +314,7 @@ int main(int argc, char **argv)
 	free(sendbuf);
 	free(sorted);
 	free(owner);
-	free(kown);
+	free(key_owner);
 	free(range);
 	free(scnt);
 	free(sdsp);

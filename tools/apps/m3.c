@@ -29,7 +29,7 @@ static const struct app_desc desc = {
 		"hands out blocks of its rows and collects the rows of C_i.",
 	.size_help = "matrix order (N x N matrices; N >= P - 1)",
 	.iters_help = "matrices A_i multiplied",
-	.def_size = 512, .def_iters = 22,
+	.def_size = 512, .def_iters = 40,
 	.paper_size = 1024, .paper_iters = 400,
 	.paper_help = "1024 x 1024, 400 iterations",
 	.ranks_help = "P >= 2: rank 0 is the master, ranks 1..P-1 the workers\n"
@@ -39,7 +39,7 @@ static const struct app_desc desc = {
 		"                   coll: MPI_Bcast of B, MPI_Scatterv of A_i and\n"
 		"                   MPI_Gatherv of C_i (the master's own share empty)",
 	.post_help =
-		"                   early: the master posts the receives of C_i before\n"
+		"                   the master posts the receives of C_i before\n"
 		"                   making A_(i+1), a worker its receive of A_(i+1)\n"
 		"                   before computing C_i (two A buffers alternate);\n"
 		"                   with coll: MPI_Igatherv and MPI_Iscatterv the same way",

@@ -44,7 +44,7 @@ static const struct app_desc desc = {
 		"                   other rank, MPI_Irecv of theirs into place\n"
 		"                   coll: MPI_Allgatherv in place",
 	.post_help =
-		"                   early (p2p only): the receives of the next step's\n"
+		"                   only with --comm p2p: the receives of the step's\n"
 		"                   particles are posted before the force computation\n"
 		"                   (two copies of the set alternate then)",
 	.coll_early = 0,

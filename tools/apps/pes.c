@@ -31,7 +31,7 @@ static const struct app_desc desc = {
 		"the neighbours after every sweep.",
 	.size_help = "grid points per side (N x N grid; N >= 2 P)",
 	.iters_help = "Jacobi sweeps",
-	.def_size = 4096, .def_iters = 145,
+	.def_size = 4096, .def_iters = 130,
 	.paper_size = 5120, .paper_iters = 2000,
 	.paper_help = "5120 x 5120, 2000 sweeps",
 	.ranks_help = "any P >= 1 with N >= 2 P (rows N/P or N/P + 1 each)",
@@ -39,7 +39,7 @@ static const struct app_desc desc = {
 		"                   both: MPI_Isend/MPI_Irecv of the edge rows\n"
 		"                   (the exchange is point to point either way)",
 	.post_help =
-		"                   early posts the ghost-row receives before the\n"
+		"                   the ghost-row receives are posted before the\n"
 		"                   sweep (two ghost rows per side alternate then)",
 	.coll_early = 1,
 };

@@ -1,0 +1,160 @@
+#!/bin/bash
+# check-apps.sh - the application programs of tools/apps (pes, m3, nbody,
+# ft, is; Documentation/apps.md) at small sizes, each run a few tenths of
+# a second:
+#   - with 2 ranks under stock Open MPI, stock MPICH, Open MPI over
+#     libzcrecv-mpi.so (ZCRECV_POLICY=auto) and MPICH over
+#     libzcrecv-mpi-mpich.so, in every --comm / --post combination the
+#     program takes; ft also over zcrecv with the copy and the remap
+#     policy; each program once with --alloc malloc over zcrecv;
+#   - with 3 ranks (ft: 4) under Open MPI, stock and over zcrecv
+#     (oversubscribed: Open MPI then yields while it waits; MPICH, which
+#     would spin, only runs 2 ranks here);
+#   - every run exits 0 and prints check=ok; over zcrecv every rank
+#     prints its report line, and with --comm p2p the layer carried
+#     messages;
+#   - all runs of one program print the same digest: the digest depends
+#     on neither the MPI, nor the comm and post modes, nor zcrecv, nor
+#     the number of ranks.
+# Builds nothing (run make first). Prints "ok N - what" / "not ok N -
+# what" per check, "# ..." lines with the zcrecv counters, and ends with
+# "N passed, N failed"; exits 1 on any failure.
+#
+# Usage: tests/apps/check-apps.sh [-v]   (-v: the command of every run)
+set -uo pipefail
+usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; }
+verbose=0
+case ${1:-} in
+'') ;;
+-v) verbose=1 ;;
+-h|--help) usage; exit 0 ;;
+*) echo "check-apps.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+esac
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+bin=build/tools/apps
+lib=$root/build/tools/mpi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+pass=0 fail=0 n=0
+ok() { n=$((n + 1)); pass=$((pass + 1)); echo "ok $n - $*"; }
+bad() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n - $*"; }
+
+# Small problems: a tenth of a second or so of work with 2 ranks.
+declare -A args=(
+	[pes]="--size 1024 --iters 100"
+	[m3]="--size 256 --iters 10"
+	[nbody]="--size 2048 --iters 10"
+	[ft]="--size 64 --iters 20"
+	[is]="--size 2097152 --iters 10"
+)
+# Ranks beyond 2: ft needs a power of 2.
+declare -A more=([pes]=3 [m3]=3 [nbody]=3 [ft]=4 [is]=3)
+# Combinations of --comm and --post each program takes.
+modes_of() {
+	case $1 in
+	pes|m3) echo "p2p/late p2p/early coll/late coll/early" ;;
+	*) echo "p2p/late p2p/early coll/late" ;;
+	esac
+}
+
+have_ompi=0 have_mpich=0
+command -v mpirun >/dev/null && [ -x $bin/pes ] && have_ompi=1
+command -v mpiexec.mpich >/dev/null && [ -x $bin/pes-mpich ] && have_mpich=1
+if [ $have_ompi = 0 ] && [ $have_mpich = 0 ]; then
+	bad "no programs: build/tools/apps is empty or no MPI is installed (run make)"
+	echo "$pass passed, $fail failed"
+	exit 1
+fi
+[ $have_ompi = 1 ] || echo "# Open MPI or its build of the programs missing: its runs skipped"
+[ $have_mpich = 1 ] || echo "# MPICH or its build of the programs missing: its runs skipped"
+
+# run STACK NP APP COMM POST [extra args]: one run, checked; the digest
+# goes to $tmp/APP.digests.
+run() {
+	local stack=$1 np=$2 app=$3 comm=$4 post=$5 cmd env=() rc line dig
+	local zc=0 what lines carried counters
+	shift 5
+	what="$app $stack P=$np $comm/$post${*:+ $*}"
+	case $stack in
+	ompi|zc-*)
+		[ $have_ompi = 1 ] || return 0
+		case $stack in zc-*)
+			zc=1
+			env=(-x LD_PRELOAD="$lib/libzcrecv-mpi.so" -x ZCRECV_REPORT=1
+			     -x ZCRECV_POLICY="${stack#zc-}") ;;
+		esac
+		cmd=(mpirun --bind-to none --oversubscribe -np "$np" "${env[@]}"
+		     "$bin/$app") ;;
+	mpich|zcmpich)
+		[ $have_mpich = 1 ] || return 0
+		if [ $stack = zcmpich ]; then
+			zc=1
+			env=(-genv LD_PRELOAD "$lib/libzcrecv-mpi-mpich.so"
+			     -genv ZCRECV_REPORT 1)
+		fi
+		cmd=(mpiexec.mpich -n "$np" "${env[@]}" "$bin/$app-mpich") ;;
+	esac
+	cmd+=(${args[$app]} --comm "$comm" --post "$post" "$@")
+	[ $verbose = 1 ] && echo "# ${cmd[*]}"
+	timeout -k 5 60 "${cmd[@]}" >"$tmp/out" 2>"$tmp/err" </dev/null
+	rc=$?
+	line=$(grep -m1 '^zcapp: ' "$tmp/out")
+	dig=$(sed -n 's/.* digest=\([0-9a-f]\{16\}\)$/\1/p' <<< "$line")
+	lines=$(grep -c '^zcrecv-mpi: rank [0-9]*: msgs' "$tmp/err")
+	carried=$(grep -o 'msgs [0-9]* sent' "$tmp/err" |
+		awk '{s += $2} END {print s + 0}')
+	if [ $rc != 0 ] || [[ $line != *" check=ok "* ]] || [ -z "$dig" ]; then
+		bad "$what: exit $rc, ${line:-no result line}"
+		grep -v '^zcrecv-mpi:' "$tmp/err" | tail -n 5 | sed 's/^/# /'
+		return
+	fi
+	if [ $zc = 1 ] && { [ "$lines" != "$np" ] ||
+	   { [ $comm = p2p ] && [ "$carried" = 0 ]; }; }; then
+		bad "$what: $lines zcrecv report lines of $np, $carried messages carried"
+		return
+	fi
+	echo "$dig $what" >> "$tmp/$app.digests"
+	ok "$what: check=ok digest=$dig"
+	if [ $zc = 1 ]; then
+		counters=$(sed -n 's/.*received, early \([0-9]*\), hits \([0-9]*\), remaps \([0-9]*\),.*/\1 \2 \3/p' \
+			"$tmp/err" | awk '{e += $1; h += $2; r += $3}
+			END {printf "early %d, hits %d, remaps %d", e, h, r}')
+		echo "#   zcrecv: $carried messages, $counters"
+	fi
+}
+
+start=$(date +%s)
+for app in pes m3 nbody ft is; do
+	rm -f "$tmp/$app.digests"
+	for m in $(modes_of $app); do
+		for stack in ompi mpich zc-auto zcmpich; do
+			run $stack 2 $app "${m%/*}" "${m#*/}"
+		done
+	done
+	if [ $app = ft ]; then
+		for m in $(modes_of $app); do
+			run zc-copy 2 $app "${m%/*}" "${m#*/}"
+			run zc-remap 2 $app "${m%/*}" "${m#*/}"
+		done
+	fi
+	run zc-auto 2 $app p2p late --alloc malloc
+	for stack in ompi zc-auto; do
+		run $stack "${more[$app]}" $app p2p late
+		run $stack "${more[$app]}" $app coll late
+	done
+	if [ -s "$tmp/$app.digests" ]; then
+		runs=$(wc -l < "$tmp/$app.digests")
+		digests=$(cut -d' ' -f1 "$tmp/$app.digests" | sort -u)
+		if [ "$(wc -l <<< "$digests")" = 1 ]; then
+			ok "$app: the $runs runs agree on digest $digests"
+		else
+			bad "$app: the $runs runs disagree on the digest:"
+			sort "$tmp/$app.digests" | sed 's/^/#   /'
+		fi
+	fi
+done
+echo "# $(( $(date +%s) - start )) s"
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]
