@@ -9,8 +9,9 @@
  * checksum (the sum of 1024 fixed elements). The FFTs are radix-2,
  * iterative, written here.
  * Checks: on small arrays rank 0 repeats everything serially and must get
- * the same checksums; after the run the last result is transformed
- * forward again and must give back the evolved array times N^3/2.
+ * the same checksums and the same result in every iteration; after the
+ * run the last result is transformed forward again and must give back
+ * the evolved array times N^3/2.
  *   mpirun -np 2 ft [--size N] [--iters K] [--comm p2p|coll]
  *                   [--post late|early] [--alloc mpi|malloc] [--paper]
  */
@@ -262,6 +263,34 @@ static double twiddle(long x, long y, long z, const struct ft *f)
 		   (double)(kx * kx + ky * ky + kz * kz));
 }
 
+/*
+ * A cheap word of a whole result, for every iteration: each element's
+ * bits mixed with its global index g (x + N (y + N z)), summed.
+ */
+static inline uint64_t quick(uint64_t g, const struct cplx *c)
+{
+	return (app_bits(c->re) ^ (2 * g)) * 0x9e3779b97f4a7c15ULL +
+	       (app_bits(c->im) ^ (2 * g + 1)) * 0xc2b2ae3d27d4eb4fULL;
+}
+
+/* The quick word of the elements of layout B this rank holds. */
+static uint64_t quick_word(const struct ft *f, const struct cplx *u, long ylo,
+			   int nranks)
+{
+	uint64_t w = 0, g;
+	long r, yl, zl, x;
+
+	for (r = 0; r < nranks; r++)
+		for (yl = 0; yl < f->nyl; yl++)
+			for (zl = 0; zl < f->nzl; zl++) {
+				g = (uint64_t)(((r * f->nzl + zl) * f->ny +
+						ylo + yl) * f->nx);
+				for (x = 0; x < f->nx; x++, u++)
+					w += quick(g + (uint64_t)x, u);
+			}
+	return w;
+}
+
 /* The j-th checksum element (NAS FT), j = 1..1024. */
 static void sum_point(long j, const struct ft *f, long *x, long *y, long *z)
 {
@@ -273,10 +302,11 @@ static void sum_point(long j, const struct ft *f, long *x, long *y, long *z)
 /*
  * Rank 0, small arrays: the same computation serially on the whole array
  * (s[z][y][x]), the FFTs in the same order along the same axes; the
- * checksums, 2 doubles per iteration, unscaled sums.
+ * checksums, 2 doubles per iteration, unscaled sums, and the quick
+ * words of the results.
  */
 static void serial_reference(struct app *a, struct ft *f, long k,
-			     double *sums)
+			     double *sums, uint64_t *words)
 {
 	long nx = f->nx, ny = f->ny, nz = f->nz, n = f->ntot, i, x, y, z, j;
 	long it, *oy = malloc((size_t)ny * sizeof(long));
@@ -315,7 +345,11 @@ static void serial_reference(struct app *a, struct ft *f, long k,
 				     f->tmp);
 		for (y = 0; y < ny; y++)
 			fft_gathered(s1 + y * nx, oz, nx, &f->pz, 1, f->tmp);
-		sums[2 * it] = sums[2 * it + 1] = 0;
+		words[it] = 0;
+		for (i = 0; i < n; i++)
+			words[it] += quick((uint64_t)i, s1 + i);
+		sums[2 * it] = 0;
+		sums[2 * it + 1] = 0;
 		for (j = 1; j <= NSUM; j++) {
 			sum_point(j, f, &x, &y, &z);
 			sums[2 * it] += s1[(z * ny + y) * nx + x].re;
@@ -337,8 +371,8 @@ int main(int argc, char **argv)
 	struct cplx *u0, *u1, *u2;
 	double *tw, *cs, *sums, *ref, err = 0, big = 0, e;
 	long n, k, i, j, it, yl, y, z, zl, xx, ylo, zlo, loc;
-	uint64_t *w;
-	int rc;
+	uint64_t *w, *refw;
+	int rc, nw;
 
 	app_init(&a, &desc, argc, argv);
 	n = a.size;
@@ -371,7 +405,12 @@ int main(int argc, char **argv)
 	f.tmp = malloc((size_t)(CHUNK * n) * sizeof(struct cplx));
 	cs = calloc((size_t)(2 * k * NSUM), sizeof(double));
 	sums = calloc((size_t)(2 * k), sizeof(double));
-	w = calloc((size_t)(2 * k + 1), sizeof(*w));
+	/*
+	 * Digest words: the checksums (2 per iteration, from rank 0), the
+	 * quick word of every iteration's result, the last result in full.
+	 */
+	nw = (int)(3 * k + 1);
+	w = calloc((size_t)nw, sizeof(*w));
 	if (!f.offy || !f.offz || !f.tmp || !cs || !sums || !w)
 		app_die(&a, "out of memory");
 	for (y = 0; y < f.ny; y++)
@@ -434,6 +473,7 @@ int main(int argc, char **argv)
 			cs[(it * NSUM + j - 1) * 2] = u2[i].re;
 			cs[(it * NSUM + j - 1) * 2 + 1] = u2[i].im;
 		}
+		w[2 * k + it] = quick_word(&f, u2, ylo, a.nranks);
 		app_comp(&a, t0);
 	}
 	app_end(&a);
@@ -446,7 +486,7 @@ int main(int argc, char **argv)
 							f.nx + xx);
 
 				i = b_index(&f, yl, z, xx);
-				w[2 * k] += app_elem(2 * g, u2[i].re) +
+				w[3 * k] += app_elem(2 * g, u2[i].re) +
 					    app_elem(2 * g + 1, u2[i].im);
 			}
 	/*
@@ -487,11 +527,20 @@ int main(int argc, char **argv)
 		app_fail(&a, "forward transform of the result is off the "
 			 "evolved array by %.3g (largest element %.3g)", err,
 			 big);
+	app_sum_words(&a, w, nw);
 	if (a.rank == 0 && f.ntot <= REF_LIMIT) {
 		ref = malloc((size_t)(2 * k) * sizeof(*ref));
-		if (!ref)
+		refw = malloc((size_t)k * sizeof(*refw));
+		if (!ref || !refw)
 			app_die(&a, "out of memory");
-		serial_reference(&a, &f, k, ref);
+		serial_reference(&a, &f, k, ref, refw);
+		for (it = 0; it < k; it++)
+			if (refw[it] != w[2 * k + it]) {
+				app_fail(&a, "the result of iteration %ld "
+					 "differs from the serial one's",
+					 it + 1);
+				break;
+			}
 		if (a.verbose)
 			fprintf(stderr, "ft: serial checksums %s\n",
 				memcmp(ref, sums, (size_t)(2 * k) *
@@ -510,6 +559,7 @@ int main(int argc, char **argv)
 				break;
 			}
 		free(ref);
+		free(refw);
 	}
 	if (a.verbose && a.rank == 0) {
 		for (it = 0; it < k; it++)
@@ -519,7 +569,6 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ft: round trip off by %.3g of %.3g\n", err,
 			big);
 	}
-	app_sum_words(&a, w, (int)(2 * k + 1));
 	app_xchg_free(&x);
 	free(u0);
 	app_free(&a, u1);
@@ -533,7 +582,7 @@ int main(int argc, char **argv)
 	free(f.tmp);
 	free(cs);
 	free(sums);
-	rc = app_finish(&a, w, (int)(2 * k + 1));
+	rc = app_finish(&a, w, nw);
 	free(w);
 	return rc;
 }

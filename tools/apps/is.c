@@ -9,9 +9,10 @@
  * (the keys it kept for itself it reads where they are): every
  * iteration ranks the keys as NAS IS does, the last one also puts them
  * in order.
- * Checks, after the last iteration: every rank's keys are sorted and in
- * its range, so the whole sequence is sorted, and the sorted keys are a
- * permutation of the keys (the key histograms are equal).
+ * Checks: every iteration, each rank got every key of its range as often
+ * as it occurs in all the keys; after the last, every rank's keys are
+ * sorted and in its range, so the whole sequence is sorted, and they are
+ * a permutation of the keys (the key histograms are equal).
  *   mpirun -np 2 is [--size N] [--iters K] [--comm p2p|coll]
  *                   [--post late|early] [--alloc mpi|malloc] [--paper]
  */
@@ -63,12 +64,12 @@ int main(int argc, char **argv)
 	struct app a;
 	struct app_xchg x;
 	long n, k, maxkey, nloc, lo, hi, cap, i, it, nrecv, klo, khi, pos;
-	long *hist, *ghist, per, first = 0, total = 0;
+	long *hist, *ghist, per, first = 0, total = 0, bad;
 	int *keys, *sendbuf, *recvbuf, *sorted, *owner, *scnt, *sdsp, *rcnt;
 	int *rdsp, *fill, *kcnt, *range, r, b, prevb, rc, src;
 	uint16_t *key_owner;
 	size_t slot;
-	uint64_t word = 0;
+	uint64_t *word;
 
 	app_init(&a, &desc, argc, argv);
 	n = a.size;
@@ -102,8 +103,10 @@ int main(int argc, char **argv)
 	fill = calloc((size_t)a.nranks, sizeof(*fill));
 	hist = calloc(NBUCKET, sizeof(*hist));
 	ghist = calloc((size_t)maxkey, sizeof(*ghist));
+	/* Digest: each iteration's key counts, then the sorted sequence. */
+	word = calloc((size_t)k + 1, sizeof(*word));
 	if (!keys || !owner || !range || !scnt || !sdsp || !rcnt || !rdsp ||
-	    !fill || !hist || !ghist)
+	    !fill || !hist || !ghist || !word)
 		app_die(&a, "out of memory");
 	for (i = 0; i < nloc; i++)
 		keys[i] = make_key(lo + i, maxkey);
@@ -149,6 +152,15 @@ int main(int argc, char **argv)
 		key_owner[i] = (uint16_t)owner[i * NBUCKET / maxkey];
 	klo = range[a.rank];
 	khi = range[a.rank + 1];
+	/*
+	 * How often each key value occurs in all the keys, kept up to date
+	 * as the iterations change keys (any rank can make any initial key):
+	 * what each iteration must deliver to the owner of each value.
+	 */
+	for (i = 0; i < nloc; i++)
+		ghist[keys[i]]++;
+	MPI_Allreduce(MPI_IN_PLACE, ghist, (int)maxkey, MPI_LONG, MPI_SUM,
+		      MPI_COMM_WORLD);
 	kcnt = calloc((size_t)(khi - klo + 1), sizeof(*kcnt));
 	if (!kcnt)
 		app_die(&a, "out of memory");
@@ -185,6 +197,10 @@ int main(int argc, char **argv)
 			keys[it - lo] = (int)it;
 		if (it + k >= lo && it + k < hi)
 			keys[it + k - lo] = (int)(maxkey - it);
+		ghist[make_key(it, maxkey)]--;
+		ghist[it]++;
+		ghist[make_key(it + k, maxkey)]--;
+		ghist[maxkey - it]++;
 		memset(scnt, 0, (size_t)a.nranks * sizeof(*scnt));
 		for (i = 0; i < nloc; i++)
 			scnt[key_owner[keys[i]]]++;
@@ -258,8 +274,21 @@ int main(int argc, char **argv)
 		 * rank's keys (NAS IS's ranking). The keys are put in their
 		 * places in the last iteration, which the checks read.
 		 */
-		for (i = 1; i <= khi - klo; i++)
+		for (i = 1, bad = 0; i <= khi - klo; i++) {
+			/* How often key klo + i - 1 came: checked, digested. */
+			if (kcnt[i] != ghist[klo + i - 1])
+				bad = i;
+			if (kcnt[i])
+				word[it - 1] += app_mix(((uint64_t)(klo + i - 1)
+							 << 32) ^
+							(uint64_t)kcnt[i]);
 			kcnt[i] += kcnt[i - 1];
+		}
+		if (bad)
+			app_fail(&a, "iteration %ld: key %ld came %ld times, "
+				 "it occurs %ld times", it, klo + bad - 1,
+				 (long)(kcnt[bad] - kcnt[bad - 1]),
+				 ghist[klo + bad - 1]);
 		for (src = 0; src < a.nranks && it == k; src++) {
 			from = a.comm == APP_P2P && src == a.rank ?
 			       sendbuf + sdsp[src] : recvbuf + rdsp[src];
@@ -283,10 +312,6 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
-	for (i = 0; i < nloc; i++)
-		ghist[keys[i]]++;
-	MPI_Allreduce(MPI_IN_PLACE, ghist, (int)maxkey, MPI_LONG, MPI_SUM,
-		      MPI_COMM_WORLD);
 	for (i = 0; i < nrecv; i++)
 		ghist[sorted[i]]--;
 	for (i = klo; i < khi; i++)
@@ -303,8 +328,8 @@ int main(int argc, char **argv)
 		app_fail(&a, "%ld keys sorted, %ld expected", total, n);
 	/* Digest: each sorted key at its place in the whole sequence. */
 	for (i = 0; i < nrecv; i++)
-		word += app_elem((uint64_t)(first + i), (double)sorted[i]);
-	app_sum_words(&a, &word, 1);
+		word[k] += app_elem((uint64_t)(first + i), (double)sorted[i]);
+	app_sum_words(&a, word, (int)k + 1);
 	if (a.verbose)
 		fprintf(stderr, "is: rank %d: keys [%ld, %ld), %ld of them\n",
 			a.rank, klo, khi, nrecv);
@@ -324,6 +349,7 @@ int main(int argc, char **argv)
 	free(hist);
 	free(ghist);
 	free(kcnt);
-	rc = app_finish(&a, &word, 1);
+	rc = app_finish(&a, word, (int)k + 1);
+	free(word);
 	return rc;
 }

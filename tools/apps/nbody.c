@@ -7,8 +7,9 @@
  * other rank, which receives it straight into its copy of the whole set.
  * Each acceleration sums over all particles in index order, so the
  * result does not depend on the number of ranks.
- * Checks: the total momentum stays what it was (to rounding), and every
- * rank ends with the same copy of the whole set.
+ * Checks: the total momentum stays what it was (to rounding), every rank
+ * ends with the same copy of the whole set, and on small problems rank 0
+ * repeats all steps serially and must get the same set bit for bit.
  *   mpirun -np 2 nbody [--size N] [--iters K] [--comm p2p|coll]
  *                      [--post late|early] [--alloc mpi|malloc] [--paper]
  */
@@ -22,6 +23,7 @@
 #define SEED 0x4e42
 #define EPS2 1e-4	/* softening length squared */
 #define DT 1e-3
+#define REF_LIMIT (1L << 26)	/* serial reference up to N*N*K pairs */
 
 /* One particle, 64 bytes: what a rank sends of each of its own. */
 struct particle {
@@ -107,6 +109,25 @@ static void forces(double *acc, const struct particle *src, long lo, long hi,
 	}
 }
 
+/* Move particles [lo, hi) of src into dst by the accelerations acc. */
+static void move(struct particle *dst, const struct particle *src,
+		 const double *acc, long lo, long hi)
+{
+	long i;
+
+	for (i = lo; i < hi; i++) {
+		const double *ai = acc + 3 * (i - lo);
+
+		dst[i] = src[i];
+		dst[i].vx += ai[0] * DT;
+		dst[i].vy += ai[1] * DT;
+		dst[i].vz += ai[2] * DT;
+		dst[i].x += dst[i].vx * DT;
+		dst[i].y += dst[i].vy * DT;
+		dst[i].z += dst[i].vz * DT;
+	}
+}
+
 /* Momentum (3) and the sum of |m v| (1) of particles [lo, hi). */
 static void momentum(double *mv, const struct particle *p, long lo, long hi)
 {
@@ -120,6 +141,27 @@ static void momentum(double *mv, const struct particle *p, long lo, long hi)
 		mv[3] += p[i].m * sqrt(p[i].vx * p[i].vx +
 				       p[i].vy * p[i].vy + p[i].vz * p[i].vz);
 	}
+}
+
+static uint64_t set_word(const struct particle *p, long lo, long hi);
+
+/* Rank 0, small problems: all steps serially; the set's digest word. */
+static uint64_t serial_reference(struct app *a, long n, long k)
+{
+	struct particle *p = app_alloc_plain(a, (size_t)n * sizeof(*p));
+	double *acc = app_alloc_plain(a, (size_t)(3 * n) * sizeof(*acc));
+	uint64_t w;
+	long it;
+
+	initial(p, n);
+	for (it = 0; it < k; it++) {
+		forces(acc, p, 0, n, n);
+		move(p, p, acc, 0, n);
+	}
+	w = set_word(p, 0, n);
+	free(p);
+	free(acc);
+	return w;
 }
 
 static uint64_t set_word(const struct particle *p, long lo, long hi)
@@ -204,17 +246,7 @@ int main(int argc, char **argv)
 						  MPI_COMM_WORLD);
 		t0 = app_now();
 		forces(acc, src, lo, hi, n);
-		for (i = lo; i < hi; i++) {
-			const double *ai = acc + 3 * (i - lo);
-
-			dst[i] = src[i];
-			dst[i].vx += ai[0] * DT;
-			dst[i].vy += ai[1] * DT;
-			dst[i].vz += ai[2] * DT;
-			dst[i].x += dst[i].vx * DT;
-			dst[i].y += dst[i].vy * DT;
-			dst[i].z += dst[i].vz * DT;
-		}
+		move(dst, src, acc, lo, hi);
 		app_comp(&a, t0);
 		if (a.comm == APP_COLL) {
 			app_allgatherv(&a, dst, cnt, dsp, MPI_BYTE,
@@ -268,6 +300,9 @@ int main(int argc, char **argv)
 					 "differs from rank 0's", r);
 		free(all);
 	}
+	if (a.rank == 0 && n * n * k <= REF_LIMIT &&
+	    serial_reference(&a, n, k) != w)
+		app_fail(&a, "the particles differ from the serial run's");
 	if (a.verbose && a.rank == 0)
 		fprintf(stderr, "nbody: momentum drift %.3g, sum of |m v| "
 			"%.6g\n", drift, mv1[3]);
