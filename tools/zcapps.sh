@@ -73,6 +73,8 @@ bin=$root/build/tools/apps
 mpi=$root/build/tools/mpi
 cluster=$root/tools/cluster/zccluster
 prefix=zca
+# The cluster commands find their nodes by this (zccluster(1)).
+export ZCCLUSTER_PREFIX=$prefix
 num='^[1-9][0-9]*$'
 [[ $trials =~ $num ]] || die "--trials $trials: a positive whole number"
 [[ $timeout =~ $num ]] || die "--timeout $timeout: a positive whole number of seconds"
@@ -155,7 +157,7 @@ command_of() {
 		if [ "$cfg" = node ]; then
 			launch=(mpiexec.mpich -n 2)
 		else
-			launch=("$cluster" mpiexec --prefix "$prefix" -- -hosts "${prefix}1,${prefix}2" -n 2)
+			launch=("$cluster" mpiexec -- -hosts "${prefix}1,${prefix}2" -n 2)
 		fi
 		[ "$stack" = zc-mpich ] && env=(-genv LD_PRELOAD "$mpi/libzcrecv-mpi-mpich.so"
 			-genv ZCRECV_REPORT 1 -genv ZCRECV_POLICY auto)
@@ -164,7 +166,7 @@ command_of() {
 		if [ "$cfg" = node ]; then
 			launch=(mpirun --bind-to none -np 2)
 		else
-			launch=("$cluster" mpirun --prefix "$prefix" -- --host "${prefix}1:1,${prefix}2:1" -np 2)
+			launch=("$cluster" mpirun -- --host "${prefix}1:1,${prefix}2:1" -np 2)
 		fi
 		case $stack in zc-*)
 			env=(-x LD_PRELOAD="$mpi/libzcrecv-mpi.so" -x ZCRECV_REPORT=1

@@ -80,7 +80,7 @@ tools/zcapps.sh --dry-run --configs node,2n-1g --stacks ompi,zc-remap,mpich \
 t "zcapps: dry run lists every run, stacks alternating" \
 	grep -q '^\[4/12\] .*mpirun --bind-to none -np 2 -x LD_PRELOAD=.*libzcrecv-mpi.so .*ZCRECV_POLICY=remap .*/ft --comm p2p --post late' "$tmp/dry"
 t "zcapps: across nodes through the cluster's launcher" \
-	grep -q '^\[7/12\] .*zccluster mpirun --prefix zca -- --host zca1:1,zca2:1 -np 2 .*/ft ' "$tmp/dry"
+	grep -q '^\[7/12\] .*zccluster mpirun -- --host zca1:1,zca2:1 -np 2 .*/ft ' "$tmp/dry"
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
