@@ -43,5 +43,9 @@ done
 for s in $(git ls-files '*.sh' 2>/dev/null || ls tools/*.sh tools/*/*.sh tests/*/*.sh); do
 	check "$s" "$s"
 done
+# Commands without the .sh suffix.
+for s in tools/cluster/zccluster tools/cluster/zcc-agent; do
+	check "$s" "$s"
+done
 [ "$fail" -eq 0 ] && echo "help check: $n programs answer --help and refuse a bad option"
 exit $fail
