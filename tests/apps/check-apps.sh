@@ -32,7 +32,7 @@ case ${1:-} in
 *) echo "check-apps.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
 esac
 root=$(cd "$(dirname "$0")/../.." && pwd)
-cd "$root"
+cd "$root" || exit 1
 bin=build/tools/apps
 lib=$root/build/tools/mpi
 tmp=$(mktemp -d)
@@ -75,7 +75,7 @@ fi
 # goes to $tmp/APP.digests.
 run() {
 	local stack=$1 np=$2 app=$3 comm=$4 post=$5 cmd env=() rc line dig
-	local zc=0 what lines carried counters
+	local zc=0 what lines carried counters size
 	shift 5
 	what="$app $stack P=$np $comm/$post${*:+ $*}"
 	case $stack in
@@ -90,14 +90,15 @@ run() {
 		     "$bin/$app") ;;
 	mpich|zcmpich)
 		[ $have_mpich = 1 ] || return 0
-		if [ $stack = zcmpich ]; then
+		if [ "$stack" = zcmpich ]; then
 			zc=1
 			env=(-genv LD_PRELOAD "$lib/libzcrecv-mpi-mpich.so"
 			     -genv ZCRECV_REPORT 1)
 		fi
 		cmd=(mpiexec.mpich -n "$np" "${env[@]}" "$bin/$app-mpich") ;;
 	esac
-	cmd+=(${args[$app]} --comm "$comm" --post "$post" "$@")
+	read -ra size <<< "${args[$app]}"
+	cmd+=("${size[@]}" --comm "$comm" --post "$post" "$@")
 	[ $verbose = 1 ] && echo "# ${cmd[*]}"
 	timeout -k 5 60 "${cmd[@]}" >"$tmp/out" 2>"$tmp/err" </dev/null
 	rc=$?
@@ -112,7 +113,7 @@ run() {
 		return
 	fi
 	if [ $zc = 1 ] && { [ "$lines" != "$np" ] ||
-	   { [ $comm = p2p ] && [ "$carried" = 0 ]; }; }; then
+	   { [ "$comm" = p2p ] && [ "$carried" = 0 ]; }; }; then
 		bad "$what: $lines zcrecv report lines of $np, $carried messages carried"
 		return
 	fi
