@@ -10,7 +10,8 @@
  * ranks: a broadcast's count at a non-root, a gather's other ranks' parts
  * at the root, an all-to-all's parts from every other rank; a reduction's
  * result counts once (the algorithm decides how often it really moves).
- * Calls on intercommunicators are counted, their bytes are not.
+ * Calls on intercommunicators are counted, their bytes are not; the
+ * neighbourhood collectives are not counted.
  * Open MPI's Fortran bindings call PMPI_* directly and are not counted.
  */
 #include <mpi.h>
@@ -245,4 +246,133 @@ int MPI_Exscan(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
 {
 	note(bytes_of(count, t));
 	return PMPI_Exscan(sbuf, rbuf, count, t, op, comm);
+}
+
+/* The nonblocking forms, counted when they start, and the rest. */
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
+{
+	note(0);
+	return PMPI_Ibarrier(comm, req);
+}
+
+int MPI_Igather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
+		int rcount, MPI_Datatype rt, int root, MPI_Comm comm,
+		MPI_Request *req)
+{
+	note(is_root(root, comm) ? from_others(rcount, rt, comm) : 0);
+	return PMPI_Igather(sbuf, scount, st, rbuf, rcount, rt, root, comm,
+			    req);
+}
+
+int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
+		 const int rcounts[], const int displs[], MPI_Datatype rt,
+		 int root, MPI_Comm comm, MPI_Request *req)
+{
+	note(is_root(root, comm) ? from_others_v(rcounts, rt, comm) : 0);
+	return PMPI_Igatherv(sbuf, scount, st, rbuf, rcounts, displs, rt, root,
+			     comm, req);
+}
+
+int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
+		 int rcount, MPI_Datatype rt, int root, MPI_Comm comm,
+		 MPI_Request *req)
+{
+	note(rooted(root, comm, 0, bytes_of(rcount, rt)));
+	return PMPI_Iscatter(sbuf, scount, st, rbuf, rcount, rt, root, comm,
+			     req);
+}
+
+int MPI_Iscatterv(const void *sbuf, const int scounts[], const int displs[],
+		  MPI_Datatype st, void *rbuf, int rcount, MPI_Datatype rt,
+		  int root, MPI_Comm comm, MPI_Request *req)
+{
+	note(rooted(root, comm, 0, bytes_of(rcount, rt)));
+	return PMPI_Iscatterv(sbuf, scounts, displs, st, rbuf, rcount, rt,
+			      root, comm, req);
+}
+
+int MPI_Iallgatherv(const void *sbuf, int scount, MPI_Datatype st,
+		    void *rbuf, const int rcounts[], const int displs[],
+		    MPI_Datatype rt, MPI_Comm comm, MPI_Request *req)
+{
+	note(from_others_v(rcounts, rt, comm));
+	return PMPI_Iallgatherv(sbuf, scount, st, rbuf, rcounts, displs, rt,
+				comm, req);
+}
+
+int MPI_Ialltoallv(const void *sbuf, const int scounts[],
+		   const int sdispls[], MPI_Datatype st, void *rbuf,
+		   const int rcounts[], const int rdispls[], MPI_Datatype rt,
+		   MPI_Comm comm, MPI_Request *req)
+{
+	note(from_others_v(rcounts, rt, comm));
+	return PMPI_Ialltoallv(sbuf, scounts, sdispls, st, rbuf, rcounts,
+			       rdispls, rt, comm, req);
+}
+
+/* Each part its own type: the bytes of every other rank's part. */
+static uint64_t from_others_w(const int *counts, const MPI_Datatype *types,
+			      MPI_Comm comm)
+{
+	uint64_t sum = 0;
+	int rank, size, i;
+
+	if (!counts || !types || !intra(comm, &rank, &size))
+		return 0;
+	for (i = 0; i < size; i++)
+		if (i != rank)
+			sum += bytes_of(counts[i], types[i]);
+	return sum;
+}
+
+int MPI_Alltoallw(const void *sbuf, const int scounts[], const int sdispls[],
+		  const MPI_Datatype stypes[], void *rbuf, const int rcounts[],
+		  const int rdispls[], const MPI_Datatype rtypes[],
+		  MPI_Comm comm)
+{
+	note(from_others_w(rcounts, rtypes, comm));
+	return PMPI_Alltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts,
+			      rdispls, rtypes, comm);
+}
+
+int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
+		MPI_Op op, int root, MPI_Comm comm, MPI_Request *req)
+{
+	note(is_root(root, comm) ? bytes_of(count, t) : 0);
+	return PMPI_Ireduce(sbuf, rbuf, count, t, op, root, comm, req);
+}
+
+int MPI_Ireduce_scatter(const void *sbuf, void *rbuf, const int rcounts[],
+			MPI_Datatype t, MPI_Op op, MPI_Comm comm,
+			MPI_Request *req)
+{
+	int rank, size;
+
+	note(rcounts && intra(comm, &rank, &size) ?
+	     bytes_of(rcounts[rank], t) : 0);
+	return PMPI_Ireduce_scatter(sbuf, rbuf, rcounts, t, op, comm, req);
+}
+
+int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
+			      MPI_Datatype t, MPI_Op op, MPI_Comm comm,
+			      MPI_Request *req)
+{
+	note(bytes_of(rcount, t));
+	return PMPI_Ireduce_scatter_block(sbuf, rbuf, rcount, t, op, comm,
+					  req);
+}
+
+int MPI_Iscan(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
+	      MPI_Op op, MPI_Comm comm, MPI_Request *req)
+{
+	note(bytes_of(count, t));
+	return PMPI_Iscan(sbuf, rbuf, count, t, op, comm, req);
+}
+
+int MPI_Iexscan(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
+		MPI_Op op, MPI_Comm comm, MPI_Request *req)
+{
+	note(bytes_of(count, t));
+	return PMPI_Iexscan(sbuf, rbuf, count, t, op, comm, req);
 }
