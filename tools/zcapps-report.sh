@@ -114,6 +114,7 @@ NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
 	nrun[key]++
 	if ($col["status"] != "ok") { bad[key]++; next }
 	n = ++nok[key]
+	if (("note" in col) && $col["note"] == "hung-at-exit") hung[key]++
 	w[key, n] = $col["wall"] + 0
 	trial[key, $col["trial"]] = $col["wall"] + 0
 	if ($col["trial"] + 0 > maxt) maxt = $col["trial"] + 0
@@ -173,7 +174,7 @@ END {
 		out(sprintf("%-7s %-6s %-10s %-8s %8.3f %8.3f-%-8.3f %8s %13s %6.3f %6.3f %6.3f  %s%s",
 			f[1], f[2], mode, f[5], med[key], lo[key], hi[key], vs == "" ? "-" : vs,
 			rmin == "" ? "-" : rmin "-" rmax, comp[key] / n, start[key] / n, wt[key] / n, zc,
-			bad[key] ? sprintf("  (%d failed)", bad[key]) : ""))
+			(bad[key] ? sprintf("  (%d failed)", bad[key]) : "") (hung[key] ? sprintf("  (%d hung at exit)", hung[key]) : "")))
 		if (f[5] ~ /^zc-/ && vs != "" && vs + 0 > 1.02) {
 			nl++
 			why[nl] = sprintf("%s %s %s %s: %.3fx stock Open MPI (median %.3f s against %.3f s). Per rank: computation %+.3f s, starting communication %+.3f s, waiting %+.3f s against ompi. zcrecv carried %d messages per run (%d early, %d at the predicted offset, %d remapped, %.1f MB copied from staging); collectives left to the MPI: %d calls, %.1f MB received per run; peers %d shm %d tcp.",

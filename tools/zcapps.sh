@@ -4,7 +4,8 @@
 # on one node and across an emulated two-node cluster.
 #
 # Usage: tools/zcapps.sh [OPTIONS] [-- PROGRAM-OPTIONS]
-#   --apps LIST     programs of build/tools/apps (default pes,m3,nbody,ft,is)
+#   --apps LIST     programs of build/tools/apps (default: all that
+#                   tools/apps.mk builds: pes,m3,nbody,ft,is)
 #   --stacks LIST   what carries the messages (default
 #                   ompi,mpich,zc-copy,zc-remap,zc-auto):
 #                     ompi      stock Open MPI (mpirun)
@@ -23,11 +24,15 @@
 #   --quick         the short version `make run` shows: node only, stacks
 #                   ompi and zc-auto, 3 trials
 #   --timeout S     seconds one run may take (default 120)
+#   --grace S       a job that printed its result and then does not exit
+#                   is stopped after S seconds (default 20) and kept,
+#                   noted hung-at-exit: its timings were complete
 #   --out DIR       results directory (default build/apps)
 #   --no-png        no plot
 #   --dry-run       print the runs, run nothing
 #   -h, --help      this text
-#   PROGRAM-OPTIONS go to every program (e.g. -- --size 512 --iters 20)
+#   PROGRAM-OPTIONS go to every program (e.g. -- --iters 20)
+#   ZCAPPS_BIN      where the programs are (default build/tools/apps)
 #
 # Writes DIR/runs.csv (one row per run: times, the program's digest and the
 # zcrecv layer's counters summed over ranks), DIR/summary.csv and
@@ -42,10 +47,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; }
 die() { echo "zcapps: $*" >&2; exit 2; }
 
-apps=pes,m3,nbody,ft,is
+# The programs: those tools/apps.mk builds (APPS_NAMES), so a new program
+# is one source file and one name there.
+known_apps=$(sed -n 's/^APPS_NAMES *:= *//p' "$root/tools/apps.mk")
+apps=$(tr -s ' ' , <<< "$known_apps")
 stacks=ompi,mpich,zc-copy,zc-remap,zc-auto
 configs=node,2n-1g,2n-10g
-comm=p2p post=late trials=3 timeout=120 out=$root/build/apps png=1 dry=0
+comm=p2p post=late trials=3 timeout=120 grace=20 out=$root/build/apps png=1 dry=0
 prog_args=()
 # An option that takes a value must have one.
 val() { [ $# -ge 2 ] || { echo "zcapps: $1 needs a value" >&2; usage >&2; exit 2; }; }
@@ -58,6 +66,7 @@ while [ $# -gt 0 ]; do
 	--post) val "$@"; post=$2; shift ;;
 	--trials) val "$@"; trials=$2; shift ;;
 	--timeout) val "$@"; timeout=$2; shift ;;
+	--grace) val "$@"; grace=$2; shift ;;
 	--out) val "$@"; out=$2; shift ;;
 	--quick) configs=node stacks=ompi,zc-auto trials=3 ;;
 	--no-png) png=0 ;;
@@ -69,7 +78,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
-bin=$root/build/tools/apps
+bin=${ZCAPPS_BIN:-$root/build/tools/apps}
 mpi=$root/build/tools/mpi
 cluster=$root/tools/cluster/zccluster
 prefix=zca
@@ -78,6 +87,7 @@ export ZCCLUSTER_PREFIX=$prefix
 num='^[1-9][0-9]*$'
 [[ $trials =~ $num ]] || die "--trials $trials: a positive whole number"
 [[ $timeout =~ $num ]] || die "--timeout $timeout: a positive whole number of seconds"
+[[ $grace =~ $num ]] || die "--grace $grace: a positive whole number of seconds"
 case $comm in p2p|coll) comms=$comm ;; both) comms="p2p coll" ;;
 *) die "--comm $comm: p2p, coll or both" ;; esac
 case $post in late|early) posts=$post ;; both) posts="late early" ;;
@@ -86,7 +96,8 @@ IFS=, read -ra APPS <<< "$apps"
 IFS=, read -ra STACKS <<< "$stacks"
 IFS=, read -ra CONFIGS <<< "$configs"
 for a in "${APPS[@]}"; do
-	case $a in pes|m3|nbody|ft|is) ;; *) die "--apps: unknown program '$a' (pes, m3, nbody, ft, is)" ;; esac
+	[[ " $known_apps " == *" $a "* ]] ||
+		die "--apps: unknown program '$a' (${known_apps// /, })"
 done
 has_ompi=0
 for s in "${STACKS[@]}"; do
@@ -177,12 +188,46 @@ command_of() {
 	CMD=("${launch[@]}" "${env[@]}" "$prog" "$@")
 }
 
+# Runs CMD into $1.out and $1.err in a process group of its own; returns
+# its exit status, 124 when it outlived --timeout, 125 when it printed its
+# result line and then did not exit within $grace seconds (the MPIs can
+# hang in MPI_Finalize across nodes when the host is busy: the work and
+# its timings are done by then). A stopped job's group is killed.
+launch_and_wait() {
+	local log=$1 pid start now seen= first rc
+	setsid "${CMD[@]}" > "$log.out" 2> "$log.err" < /dev/null &
+	pid=$!
+	start=$SECONDS
+	while kill -0 "$pid" 2>/dev/null; do
+		now=$SECONDS
+		if [ -z "$seen" ] && [ -s "$log.out" ] &&
+		   IFS= read -r first < "$log.out" && [[ $first == zcapp:* ]]; then
+			seen=$now
+		fi
+		rc=
+		if [ -n "$seen" ] && [ $((now - seen)) -ge "$grace" ]; then
+			rc=125
+		elif [ $((now - start)) -ge "$timeout" ]; then
+			rc=124
+		fi
+		if [ -n "$rc" ]; then
+			kill -TERM -- "-$pid" 2>/dev/null
+			sleep 2
+			kill -KILL -- "-$pid" 2>/dev/null
+			wait "$pid" 2>/dev/null
+			return "$rc"
+		fi
+		sleep 0.5
+	done
+	wait "$pid"
+}
+
 # Key=value from the program's result line: kv LINE KEY.
 kv() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<< " $1"; }
 # Sum of a number over the layer's report lines: sumr FILE REGEX-BEFORE.
 sumr() { sed -n "s/.*$2 \([0-9][0-9]*\).*/\1/p" "$1" | awk '{s += $1} END {print s + 0}'; }
 
-header=config,app,comm,post,stack,trial,status,wall,comp,start,wait,bytes,msgs,check,digest,zc_recv,early,hits,remaps,pages,copied,coll_calls,coll_bytes,shm_peers,tcp_peers,layer_s
+header=config,app,comm,post,stack,trial,status,wall,comp,start,wait,bytes,msgs,check,digest,zc_recv,early,hits,remaps,pages,copied,coll_calls,coll_bytes,shm_peers,tcp_peers,layer_s,note
 echo "$header" > "$runs"
 
 nstacks=${#STACKS[@]}
@@ -193,7 +238,7 @@ total=$(( ${#CONFIGS[@]} * trials * ${#APPS[@]} * nstacks * ncomm ))
 echo "zcapps: $total runs: configurations ${configs}; programs ${apps}; stacks ${stacks}; $trials trials; comm $comm, post $post${prog_args[*]:+; program options ${prog_args[*]}}"
 [ "$has_ompi" = 1 ] || echo "zcapps: no ompi stack: no ratios to stock Open MPI"
 started=$(date +%s)
-failed=0 n=0
+failed=0 hung=0 n=0
 
 run_one() {	# config app comm post stack trial
 	local cfg=$1 app=$2 cm=$3 po=$4 stack=$5 t=$6 log line rc status
@@ -206,11 +251,17 @@ run_one() {	# config app comm post stack trial
 		return
 	fi
 	log=$out/logs/$cfg-$app-$cm-$po-$stack-$t
-	timeout -k 5 "$timeout" "${CMD[@]}" > "$log.out" 2> "$log.err" < /dev/null
+	launch_and_wait "$log"
 	rc=$?
 	line=$(grep -m1 '^zcapp: ' "$log.out")
-	status=ok
-	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+	status=ok note=
+	if [ "$rc" = 125 ] && [ -n "$line" ] &&
+	   [ "$(kv "$line" check)" = ok ]; then
+		# Finished its work and printed it, then never exited.
+		note=hung-at-exit
+		hung=$((hung + 1))
+		echo "zcapps: $cfg $app $cm $po $stack trial $t: the result came, then the job hung at exit for ${grace}s and was stopped (${CMD[*]})" >&2
+	elif [ "$rc" = 124 ] || [ "$rc" = 125 ]; then
 		status=timeout
 	elif [ "$rc" != 0 ]; then
 		status=exit$rc
@@ -225,7 +276,7 @@ run_one() {	# config app comm post stack trial
 		tail -n 5 "$log.err" >&2
 	fi
 	local f=$log.err
-	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' \
+	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' \
 		"$cfg" "$app" "$cm" "$po" "$stack" "$t" "$status" \
 		"$(kv "$line" wall)" "$(kv "$line" comp)" "$(kv "$line" start)" \
 		"$(kv "$line" wait)" "$(kv "$line" bytes)" "$(kv "$line" msgs)" \
@@ -235,7 +286,7 @@ run_one() {	# config app comm post stack trial
 		"$(sumr "$f" 'copied')" "$(sumr "$f" 'collectives')" \
 		"$(sumr "$f" 'calls')" "$(sumr "$f" 'peers')" "$(sumr "$f" 'shm')" \
 		"$(sed -n 's/.*in layer \([0-9.]*\) s.*/\1/p' "$f" | awk '{s += $1} END {printf "%.3f", s}')" \
-		>> "$runs"
+		"$note" >> "$runs"
 	printf '[%d/%d] %-7s %-5s %-4s %-5s %-8s trial %d: %s %ss\n' "$n" "$total" \
 		"$cfg" "$app" "$cm" "$po" "$stack" "$t" "$status" "$(kv "$line" wall)"
 }
@@ -268,6 +319,7 @@ for cfg in "${CONFIGS[@]}"; do
 done
 [ "$dry" = 1 ] && exit 0
 echo "zcapps: $n runs in $(( $(date +%s) - started )) s"
+[ "$hung" = 0 ] || echo "zcapps: $hung runs hung at exit after their result (kept: their timings were complete)"
 
 "$root/tools/zcapps-report.sh" "$runs" "$out" || failed=$((failed + 1))
 if [ "$png" = 1 ]; then

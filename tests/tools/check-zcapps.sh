@@ -82,5 +82,26 @@ t "zcapps: dry run lists every run, stacks alternating" \
 t "zcapps: across nodes through the cluster's launcher" \
 	grep -q '^\[7/12\] .*zccluster mpirun -- --host zca1:1,zca2:1 -np 2 .*/ft ' "$tmp/dry"
 
+# A job that prints its result, then never exits (as the MPIs sometimes
+# do in MPI_Finalize across busy nodes): stopped after --grace, kept.
+if command -v mpirun >/dev/null; then
+	mkdir -p "$tmp/bin"
+	cat > "$tmp/bin/pes" <<'PROG'
+#!/bin/bash
+[ "${OMPI_COMM_WORLD_RANK:-0}" = 0 ] && echo "zcapp: app=pes ranks=2 comm=p2p post=late size=1 iters=1 wall=0.5 comp=0.4 start=0.01 wait=0.09 bytes=1 msgs=1 check=ok digest=00000000000000aa"
+exec sleep 311
+PROG
+	chmod +x "$tmp/bin/pes"
+	ZCAPPS_BIN=$tmp/bin tools/zcapps.sh --configs node --stacks ompi \
+		--apps pes --trials 1 --grace 2 --no-png --out "$tmp/hung" \
+		> "$tmp/hlog" 2>&1
+	rc=$?
+	t "zcapps: a job hung after its result is stopped and kept" \
+		grep -q 'ompi .*(1 hung at exit)' "$tmp/hlog"
+	t "zcapps: and the bench does not fail for it" [ "$rc" = 0 ]
+	t "zcapps: nothing of the job is left running" \
+		bash -c "! pgrep -fx 'sleep 311' >/dev/null"
+fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
