@@ -137,7 +137,11 @@ struct zcr_ctx {
 	struct zcr_list posted;		/* struct zcr_req, in posting order */
 	struct zcr_list unexpected;	/* struct zcr_msg, in arrival order */
 	struct zcr_list stalled;	/* struct zcr_arrival, in stall order */
-	unsigned int nunexpected;	/* messages on unexpected */
+	/*
+	 * Messages on unexpected that are not __zcr_pred_small(): each will
+	 * take one of the receives the predictor sees (match.c).
+	 */
+	unsigned int nunexpected_big;
 	uint64_t post_seq;		/* receives posted so far */
 	struct zcr_list peers;		/* struct zcr_peer: staging shares */
 	unsigned int npeers;
@@ -200,6 +204,17 @@ struct zcr_ctx {
 static inline bool __zcr_is_progress_thread(const struct zcr_ctx *ctx)
 {
 	return ctx->thread_on && pthread_equal(pthread_self(), ctx->thread);
+}
+
+/*
+ * Is a receive (or a message) of size bytes too small ever to be
+ * remapped? Less than a page holds no whole page, so it is copied
+ * wherever it is staged: such receives are not shown to the predictor,
+ * and such messages are staged without asking it.
+ */
+static inline bool __zcr_pred_small(const struct zcr_ctx *ctx, uint64_t size)
+{
+	return size < ctx->page;
 }
 
 /* Complete r with error (0 or -errno) and wake its waiters; calls nothing. */
