@@ -326,6 +326,7 @@ int zcr_ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 void zcr_ctx_destroy(struct zcr_ctx *ctx)
 {
 	struct zcr_list *pos, *tmp;
+	unsigned int i;
 
 	if (!ctx)
 		return;
@@ -363,6 +364,8 @@ void zcr_ctx_destroy(struct zcr_ctx *ctx)
 		free(r->own);
 		free(r);
 	}
+	for (i = 0; i < ZCR_SPARE_REQS; i++)
+		free(ctx->spare_reqs[i]);
 	zcr_list_for_each_safe(pos, tmp, &ctx->eps)
 		__zcr_ep_free(zcr_container_of(pos, struct zcr_ep, link));
 	__zcr_job_free(ctx->job);

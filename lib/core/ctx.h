@@ -31,6 +31,9 @@
 /* ZCR_REQ_ACK: an acknowledgement queued on ep->sendq, freed once sent. */
 enum zcr_req_kind { ZCR_REQ_SEND = 1, ZCR_REQ_RECV = 2, ZCR_REQ_ACK = 3 };
 
+/* Requests a context keeps for reuse (struct zcr_ctx, spare_reqs). */
+#define ZCR_SPARE_REQS	8
+
 /* Bytes of a send request the transport may use as it likes (a header). */
 #define ZCR_TX_SCRATCH	32
 
@@ -176,6 +179,14 @@ struct zcr_ctx {
 	size_t secret_len;
 	/* progress */
 	struct zcr_pollset *pollsets;	/* idle poll sets, for reuse */
+	/*
+	 * Requests handed back by zcr_test()/zcr_wait(), kept for the next
+	 * send or receive (request.c): a calloc() and a free() for each of
+	 * the two requests of a small message's round trip cost as much as
+	 * the rest of the library's part of it. Taken and put back with
+	 * atomic exchanges, outside ctx->lock; freed with the context.
+	 */
+	struct zcr_req *spare_reqs[ZCR_SPARE_REQS];
 	/* prediction */
 	struct zcr_predictor *pred;
 	char pred_name[32];

@@ -42,17 +42,76 @@ void __zcr_req_complete_locked(struct zcr_req *r, int error)
 	}
 }
 
+/*
+ * A spare request of ctx (ctx->spare_reqs), or NULL. Under
+ * AddressSanitizer there are none: every request is really freed, so
+ * that a use of one after zcr_test()/zcr_wait() handed it back is still
+ * caught.
+ */
+static struct zcr_req *spare_take(struct zcr_ctx *ctx)
+{
+#ifndef __SANITIZE_ADDRESS__
+	unsigned int i;
+
+	for (i = 0; i < ZCR_SPARE_REQS; i++)
+		if (__atomic_load_n(&ctx->spare_reqs[i], __ATOMIC_RELAXED)) {
+			struct zcr_req *r;
+
+			r = __atomic_exchange_n(&ctx->spare_reqs[i], NULL,
+						__ATOMIC_ACQUIRE);
+			if (r)
+				return r;
+		}
+#else
+	(void)ctx;
+#endif
+	return NULL;
+}
+
+/* Keep r as a spare of ctx: false when there is no room. */
+static bool spare_put(struct zcr_ctx *ctx, struct zcr_req *r)
+{
+#ifndef __SANITIZE_ADDRESS__
+	unsigned int i;
+
+	for (i = 0; i < ZCR_SPARE_REQS; i++) {
+		struct zcr_req *none = NULL;
+
+		if (!__atomic_load_n(&ctx->spare_reqs[i], __ATOMIC_RELAXED) &&
+		    __atomic_compare_exchange_n(&ctx->spare_reqs[i], &none, r,
+						false, __ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
+			return true;
+	}
+#else
+	(void)ctx;
+	(void)r;
+#endif
+	return false;
+}
+
 /* A new request of ctx, or NULL. */
 static struct zcr_req *req_new(struct zcr_ctx *ctx, int kind, uint32_t comm)
 {
-	struct zcr_req *r = calloc(1, sizeof(*r));
+	struct zcr_req *r = spare_take(ctx);
 
+	if (r)
+		memset(r, 0, sizeof(*r));
+	else
+		r = calloc(1, sizeof(*r));
 	if (r) {
 		r->ctx = ctx;
 		r->kind = kind;
 		r->comm = comm;
 	}
 	return r;
+}
+
+/* r is no longer anyone's. */
+static void req_free(struct zcr_ctx *ctx, struct zcr_req *r)
+{
+	if (!spare_put(ctx, r))
+		free(r);
 }
 
 static int isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
@@ -93,7 +152,7 @@ static int isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
 	wake = !ret && ctx->thread_busy && !r->done;
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret) {
-		free(r);
+		req_free(ctx, r);
 		return ret;
 	}
 	if (wake)
@@ -168,7 +227,7 @@ static int irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 	       (ctx->drain_pending || !r->done);
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret) {
-		free(r);
+		req_free(ctx, r);
 		return ret;
 	}
 	if (wake)
@@ -248,7 +307,7 @@ int zcr_improbe(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret != 1) {
-		free(r);
+		req_free(ctx, r);
 		return ret;
 	}
 	*msg = (struct zcr_message *)r;
@@ -310,7 +369,7 @@ static int finish(struct zcr_req *r, struct zcr_status *st)
 
 	if (st)
 		*st = r->st;
-	free(r);
+	req_free(r->ctx, r);
 	return err;
 }
 
