@@ -162,6 +162,7 @@ struct zcr_ctx {
 	struct zcr_transport tr[ZCR_MAX_TRANSPORTS];
 	int ntr;
 	unsigned int nep;		/* endpoints on eps */
+	bool reap_pending;		/* one accepted, closed, not taken */
 	unsigned int nhandshake;	/* of them in ZCR_EP_HANDSHAKE */
 	uint64_t hs_timeout_ns;
 	uint64_t progress_timeout_ns;	/* a message in flight must move */

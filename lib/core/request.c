@@ -218,7 +218,8 @@ static int irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 	if (!__zcr_pred_small(ctx, size))
 		__zcr_pred_observe(ctx->pred, &c);
 	ret = __zcr_post_recv_locked(ctx, r);
-	__zcr_ep_acks_flush_locked(ctx);
+	if (!zcr_list_empty(&ctx->acks))	/* it matched a sync send */
+		__zcr_ep_acks_flush_locked(ctx);
 	/*
 	 * Staging freed by a delivery: the progress engine drains stalls.
 	 * r->done is read here, under the lock, never after it is dropped.
@@ -411,13 +412,27 @@ static int ms_left(uint64_t end)
 static int wait_for(struct zcr_req *r, struct zcr_status *st,
 		    int timeout_ms)
 {
-	uint64_t end = timeout_ms < 0 ? UINT64_MAX :
-		       zcr_now_ns() + (uint64_t)timeout_ms * 1000000;
 	struct zcr_ctx *ctx = r->ctx;
 	int ret = 0, left = 100;
 	bool done, wake;
+	uint64_t end;
 
 	pthread_mutex_lock(&ctx->lock);
+	if (r->done) {
+		/*
+		 * Nothing to wait for (an eager send completes in its
+		 * zcr_isend()): no progress, so no doorbell taken from the
+		 * progress thread either; only its grace starts again, the
+		 * application being back in the library.
+		 */
+		if (ctx->thread_on && !ctx->waiters)
+			ctx->park_until = zcr_now_ns() + ZCR_PARK_GRACE_NS;
+		reaped_locked(r);
+		pthread_mutex_unlock(&ctx->lock);
+		return finish(r, st);
+	}
+	end = timeout_ms < 0 ? UINT64_MAX :
+	      zcr_now_ns() + (uint64_t)timeout_ms * 1000000;
 	/*
 	 * We drive progress ourselves, the progress thread parks meanwhile:
 	 * the receive completes on this thread, with no hand-over between
