@@ -326,6 +326,7 @@ int zcr_ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 void zcr_ctx_destroy(struct zcr_ctx *ctx)
 {
 	struct zcr_list *pos, *tmp;
+	unsigned int i;
 
 	if (!ctx)
 		return;
@@ -363,6 +364,8 @@ void zcr_ctx_destroy(struct zcr_ctx *ctx)
 		free(r->own);
 		free(r);
 	}
+	for (i = 0; i < ZCR_SPARE_REQS; i++)
+		free(ctx->spare_reqs[i]);
 	zcr_list_for_each_safe(pos, tmp, &ctx->eps)
 		__zcr_ep_free(zcr_container_of(pos, struct zcr_ep, link));
 	__zcr_job_free(ctx->job);
@@ -490,19 +493,28 @@ static void pollset_put_locked(struct zcr_ctx *ctx, struct zcr_pollset *ps)
  */
 static int work_locked(struct zcr_ctx *ctx)
 {
-	int i, r, n;
+	int i, r, n = 0;
 
+	/*
+	 * A waiting thread runs a pass per look at its connections: what
+	 * has nothing to do is not called (stalled arrivals, handshakes,
+	 * acknowledgements are rare; a small message's round trip is a few
+	 * thousand instructions, and these calls were a tenth of it).
+	 */
 	__zcr_ep_reap_locked(ctx);
-	n = __zcr_match_drain_locked(ctx);
+	if (!zcr_list_empty(&ctx->stalled))
+		n = __zcr_match_drain_locked(ctx);
 	for (i = 0; i < ctx->ntr; i++) {
 		r = ctx->tr[i].ops->progress(ctx, ctx->tr[i].priv);
 		if (r > 0)
 			n += r;
 	}
-	n += __zcr_ep_expire_handshakes_locked(ctx);
+	if (ctx->nhandshake)
+		n += __zcr_ep_expire_handshakes_locked(ctx);
 	if (ctx->drain_pending)
 		n += __zcr_match_drain_locked(ctx);
-	__zcr_ep_acks_flush_locked(ctx);
+	if (!zcr_list_empty(&ctx->acks))
+		__zcr_ep_acks_flush_locked(ctx);
 	return n;
 }
 
@@ -575,15 +587,16 @@ int __zcr_thread_wake_fd(void)
 
 /*
  * Each transport's entries after a poll (revents 0 where it did not run or
- * ended without events): every poll_fill() is followed by its poll_done().
+ * ended without events): every poll_fill() is followed by its poll_done(),
+ * for the first filled transports (those asked before one found work).
  */
 static void polled_locked(struct zcr_ctx *ctx, const struct pollfd *pfd,
-			  const unsigned int *cnt)
+			  const unsigned int *cnt, int filled)
 {
 	unsigned int nfd = 0;
 	int i;
 
-	for (i = 0; i < ctx->ntr; nfd += cnt[i++])
+	for (i = 0; i < filled; nfd += cnt[i++])
 		if (ctx->tr[i].ops->poll_done)
 			ctx->tr[i].ops->poll_done(ctx, ctx->tr[i].priv,
 						  pfd + nfd, cnt[i]);
@@ -626,6 +639,7 @@ int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms)
 	uint64_t v, now, next, end = UINT64_MAX, slice, spin;
 	int own = thread_wake_fd_if_any();
 	bool spun = false;
+	int filled;
 	struct zcr_pollset *ps;
 	struct zcr_list *pos;
 	struct pollfd *pfd;
@@ -660,13 +674,20 @@ again:
 	}
 	base = nfd;
 	ctx->poll_spin_ns = 0;
-	for (i = 0; i < ctx->ntr; i++) {
+	/*
+	 * Once a transport found work while filling (next 0: the shm
+	 * transport's look before sleeping), nobody sleeps: the others are
+	 * not asked, nor told poll_done.
+	 */
+	for (filled = 0; filled < ctx->ntr && next; filled++) {
+		i = filled;
 		cnt[i] = ctx->tr[i].ops->poll_fill(ctx, ctx->tr[i].priv,
 						   pfd + nfd, max - nfd,
 						   &next);
 		nfd += cnt[i];
 	}
-	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
+	for (pos = ctx->eps.next; ctx->nhandshake && pos != &ctx->eps;
+	     pos = pos->next) {
 		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
 
 		if (ep->state == ZCR_EP_HANDSHAKE && ep->hs_deadline < next)
@@ -676,7 +697,7 @@ again:
 		/* Work is waiting (a transport saw it while filling): do it. */
 		for (i = 0; i < (int)nfd; i++)
 			pfd[i].revents = 0;
-		polled_locked(ctx, pfd + base, cnt);
+		polled_locked(ctx, pfd + base, cnt, filled);
 		pollset_put_locked(ctx, ps);
 		return work_locked(ctx);
 	}
@@ -727,7 +748,7 @@ again:
 		/* Nothing pending after all. */
 	}
 	pthread_mutex_lock(&ctx->lock);
-	polled_locked(ctx, pfd + base, cnt);
+	polled_locked(ctx, pfd + base, cnt, filled);
 	pollset_put_locked(ctx, ps);
 	if (ret < 0 && ret != -EINTR)
 		return ret;

@@ -31,6 +31,9 @@
 /* ZCR_REQ_ACK: an acknowledgement queued on ep->sendq, freed once sent. */
 enum zcr_req_kind { ZCR_REQ_SEND = 1, ZCR_REQ_RECV = 2, ZCR_REQ_ACK = 3 };
 
+/* Requests a context keeps for reuse (struct zcr_ctx, spare_reqs). */
+#define ZCR_SPARE_REQS	8
+
 /* Bytes of a send request the transport may use as it likes (a header). */
 #define ZCR_TX_SCRATCH	32
 
@@ -137,7 +140,11 @@ struct zcr_ctx {
 	struct zcr_list posted;		/* struct zcr_req, in posting order */
 	struct zcr_list unexpected;	/* struct zcr_msg, in arrival order */
 	struct zcr_list stalled;	/* struct zcr_arrival, in stall order */
-	unsigned int nunexpected;	/* messages on unexpected */
+	/*
+	 * Messages on unexpected that are not __zcr_pred_small(): each will
+	 * take one of the receives the predictor sees (match.c).
+	 */
+	unsigned int nunexpected_big;
 	uint64_t post_seq;		/* receives posted so far */
 	struct zcr_list peers;		/* struct zcr_peer: staging shares */
 	unsigned int npeers;
@@ -155,6 +162,7 @@ struct zcr_ctx {
 	struct zcr_transport tr[ZCR_MAX_TRANSPORTS];
 	int ntr;
 	unsigned int nep;		/* endpoints on eps */
+	bool reap_pending;		/* one accepted, closed, not taken */
 	unsigned int nhandshake;	/* of them in ZCR_EP_HANDSHAKE */
 	uint64_t hs_timeout_ns;
 	uint64_t progress_timeout_ns;	/* a message in flight must move */
@@ -172,6 +180,14 @@ struct zcr_ctx {
 	size_t secret_len;
 	/* progress */
 	struct zcr_pollset *pollsets;	/* idle poll sets, for reuse */
+	/*
+	 * Requests handed back by zcr_test()/zcr_wait(), kept for the next
+	 * send or receive (request.c): a calloc() and a free() for each of
+	 * the two requests of a small message's round trip cost as much as
+	 * the rest of the library's part of it. Taken and put back with
+	 * atomic exchanges, outside ctx->lock; freed with the context.
+	 */
+	struct zcr_req *spare_reqs[ZCR_SPARE_REQS];
 	/* prediction */
 	struct zcr_predictor *pred;
 	char pred_name[32];
@@ -200,6 +216,17 @@ struct zcr_ctx {
 static inline bool __zcr_is_progress_thread(const struct zcr_ctx *ctx)
 {
 	return ctx->thread_on && pthread_equal(pthread_self(), ctx->thread);
+}
+
+/*
+ * Is a receive (or a message) of size bytes too small ever to be
+ * remapped? Less than a page holds no whole page, so it is copied
+ * wherever it is staged: such receives are not shown to the predictor,
+ * and such messages are staged without asking it.
+ */
+static inline bool __zcr_pred_small(const struct zcr_ctx *ctx, uint64_t size)
+{
+	return size < ctx->page;
 }
 
 /* Complete r with error (0 or -errno) and wake its waiters; calls nothing. */

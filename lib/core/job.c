@@ -48,6 +48,11 @@ struct zcr_job {
 	char **addr;			/* per rank: "HOST:PORT" */
 	struct zcr_ep **ep;		/* per rank: the endpoint we dialled */
 	pthread_mutex_t lock;		/* ep[] */
+	/*
+	 * Per rank: ep[rank] once zcr_job_ep() can never change it again,
+	 * read without a lock (NULL: take the locks and look).
+	 */
+	struct zcr_ep **settled;
 	/* JOB_DIR */
 	char dir[PATH_MAX - 64];
 	int wait_ms;
@@ -360,6 +365,7 @@ void __zcr_job_free(struct zcr_job *j)
 		free(j->addr[r]);
 	free(j->addr);
 	free(j->ep);
+	free(j->settled);
 #ifdef ZCR_HAVE_PMIX
 	if (j->inited)
 		j->fini(NULL, 0);
@@ -469,7 +475,8 @@ int zcr_ctx_create_job(const struct zcr_ctx_attr *attr, size_t attr_size,
 	all = calloc((size_t)j->size, JOB_SLOT);
 	j->addr = calloc((size_t)j->size, sizeof(*j->addr));
 	j->ep = calloc((size_t)j->size, sizeof(*j->ep));
-	if (!all || !j->addr || !j->ep)
+	j->settled = calloc((size_t)j->size, sizeof(*j->settled));
+	if (!all || !j->addr || !j->ep || !j->settled)
 		goto err;
 
 	/* Round 1: the job secret, rank 0's, unless the caller has one. */
@@ -567,6 +574,17 @@ static struct zcr_ep *take_accepted_locked(struct zcr_ctx *ctx, int rank)
 }
 
 /*
+ * May the rule of zcr_job_ep() (below) still move our sends to rank from
+ * cur to another connection? Only while cur is one we dialled to a lower
+ * rank and it carried nothing yet. Under ctx->lock.
+ */
+static bool may_move_locked(struct zcr_job *j, int rank, struct zcr_ep *cur)
+{
+	return !cur || (rank < j->rank && !cur->accepted && !cur->send_via &&
+			!cur->send_seq);
+}
+
+/*
  * Both directions of a pair on one connection where it can be arranged:
  * on a connection that carries DATA one way only, the receiver's kernel
  * acknowledges every small segment with a segment of its own as soon as
@@ -590,29 +608,44 @@ int zcr_job_ep(struct zcr_ctx *ctx, int rank, struct zcr_ep **out)
 {
 	struct zcr_ep *cur, *peer;
 	struct zcr_job *j;
+	bool settled = false;
 	int ret = 0;
 
 	if (!ctx || !ctx->job || !out || rank < 0 || rank >= ctx->job->size)
 		return -EINVAL;
 	j = ctx->job;
+	/*
+	 * Every send and receive of libzcrecv-mpi asks: once the answer
+	 * cannot change, it costs no lock (two pairs of them per message
+	 * before, a tenth of the layer's part of a small message).
+	 */
+	cur = __atomic_load_n(&j->settled[rank], __ATOMIC_ACQUIRE);
+	if (cur) {
+		*out = cur;
+		return 0;
+	}
 	pthread_mutex_lock(&j->lock);
 	if (rank != j->rank) {
 		pthread_mutex_lock(&ctx->lock);
 		cur = j->ep[rank];
-		if (!cur || (rank < j->rank && !cur->accepted &&
-			     !cur->send_via && !cur->send_seq)) {
+		if (may_move_locked(j, rank, cur)) {
 			peer = take_accepted_locked(ctx, rank);
 			if (peer && cur)
 				cur->send_via = peer;
 			if (peer)
 				j->ep[rank] = peer;
 		}
+		settled = !may_move_locked(j, rank, j->ep[rank]);
 		pthread_mutex_unlock(&ctx->lock);
 	}
 	if (!j->ep[rank])
 		ret = zcr_ep_connect(ctx, j->addr[rank], &j->ep[rank]);
-	if (!ret)
+	if (!ret) {
 		*out = j->ep[rank];
+		if (settled || rank == j->rank)
+			__atomic_store_n(&j->settled[rank], j->ep[rank],
+					 __ATOMIC_RELEASE);
+	}
 	pthread_mutex_unlock(&j->lock);
 	return ret;
 }

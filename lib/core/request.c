@@ -42,17 +42,76 @@ void __zcr_req_complete_locked(struct zcr_req *r, int error)
 	}
 }
 
+/*
+ * A spare request of ctx (ctx->spare_reqs), or NULL. Under
+ * AddressSanitizer there are none: every request is really freed, so
+ * that a use of one after zcr_test()/zcr_wait() handed it back is still
+ * caught.
+ */
+static struct zcr_req *spare_take(struct zcr_ctx *ctx)
+{
+#ifndef __SANITIZE_ADDRESS__
+	unsigned int i;
+
+	for (i = 0; i < ZCR_SPARE_REQS; i++)
+		if (__atomic_load_n(&ctx->spare_reqs[i], __ATOMIC_RELAXED)) {
+			struct zcr_req *r;
+
+			r = __atomic_exchange_n(&ctx->spare_reqs[i], NULL,
+						__ATOMIC_ACQUIRE);
+			if (r)
+				return r;
+		}
+#else
+	(void)ctx;
+#endif
+	return NULL;
+}
+
+/* Keep r as a spare of ctx: false when there is no room. */
+static bool spare_put(struct zcr_ctx *ctx, struct zcr_req *r)
+{
+#ifndef __SANITIZE_ADDRESS__
+	unsigned int i;
+
+	for (i = 0; i < ZCR_SPARE_REQS; i++) {
+		struct zcr_req *none = NULL;
+
+		if (!__atomic_load_n(&ctx->spare_reqs[i], __ATOMIC_RELAXED) &&
+		    __atomic_compare_exchange_n(&ctx->spare_reqs[i], &none, r,
+						false, __ATOMIC_RELEASE,
+						__ATOMIC_RELAXED))
+			return true;
+	}
+#else
+	(void)ctx;
+	(void)r;
+#endif
+	return false;
+}
+
 /* A new request of ctx, or NULL. */
 static struct zcr_req *req_new(struct zcr_ctx *ctx, int kind, uint32_t comm)
 {
-	struct zcr_req *r = calloc(1, sizeof(*r));
+	struct zcr_req *r = spare_take(ctx);
 
+	if (r)
+		memset(r, 0, sizeof(*r));
+	else
+		r = calloc(1, sizeof(*r));
 	if (r) {
 		r->ctx = ctx;
 		r->kind = kind;
 		r->comm = comm;
 	}
 	return r;
+}
+
+/* r is no longer anyone's. */
+static void req_free(struct zcr_ctx *ctx, struct zcr_req *r)
+{
+	if (!spare_put(ctx, r))
+		free(r);
 }
 
 static int isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
@@ -93,7 +152,7 @@ static int isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
 	wake = !ret && ctx->thread_busy && !r->done;
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret) {
-		free(r);
+		req_free(ctx, r);
 		return ret;
 	}
 	if (wake)
@@ -148,9 +207,19 @@ static int irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 	c.tag = tag;
 	c.site = (uintptr_t)site;
 	pthread_mutex_lock(&ctx->lock);
-	__zcr_pred_observe(ctx->pred, &c);
+	/*
+	 * Only receives that could ever take a remap teach the predictor:
+	 * one of less than a page holds no whole page, so where its message
+	 * is staged does not matter (match asks no prediction for such a
+	 * message either: __zcr_pred_small()). The selector's observe is
+	 * about 8000 instructions, half of an 8-byte round trip under
+	 * libzcrecv-mpi when every receive paid it.
+	 */
+	if (!__zcr_pred_small(ctx, size))
+		__zcr_pred_observe(ctx->pred, &c);
 	ret = __zcr_post_recv_locked(ctx, r);
-	__zcr_ep_acks_flush_locked(ctx);
+	if (!zcr_list_empty(&ctx->acks))	/* it matched a sync send */
+		__zcr_ep_acks_flush_locked(ctx);
 	/*
 	 * Staging freed by a delivery: the progress engine drains stalls.
 	 * r->done is read here, under the lock, never after it is dropped.
@@ -159,7 +228,7 @@ static int irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 	       (ctx->drain_pending || !r->done);
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret) {
-		free(r);
+		req_free(ctx, r);
 		return ret;
 	}
 	if (wake)
@@ -239,7 +308,7 @@ int zcr_improbe(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret != 1) {
-		free(r);
+		req_free(ctx, r);
 		return ret;
 	}
 	*msg = (struct zcr_message *)r;
@@ -263,7 +332,8 @@ int zcr_imrecv(struct zcr_message *msg, void *buf, size_t size,
 	c.tag = r->tag;
 	c.site = (uintptr_t)__builtin_return_address(0);
 	pthread_mutex_lock(&ctx->lock);
-	__zcr_pred_observe(ctx->pred, &c);
+	if (!__zcr_pred_small(ctx, size))
+		__zcr_pred_observe(ctx->pred, &c);
 	__zcr_match_mrecv_locked(ctx, r, buf, size);
 	wake = ctx->thread_busy && (ctx->drain_pending || !r->done);
 	pthread_mutex_unlock(&ctx->lock);
@@ -300,7 +370,7 @@ static int finish(struct zcr_req *r, struct zcr_status *st)
 
 	if (st)
 		*st = r->st;
-	free(r);
+	req_free(r->ctx, r);
 	return err;
 }
 
@@ -342,13 +412,27 @@ static int ms_left(uint64_t end)
 static int wait_for(struct zcr_req *r, struct zcr_status *st,
 		    int timeout_ms)
 {
-	uint64_t end = timeout_ms < 0 ? UINT64_MAX :
-		       zcr_now_ns() + (uint64_t)timeout_ms * 1000000;
 	struct zcr_ctx *ctx = r->ctx;
 	int ret = 0, left = 100;
 	bool done, wake;
+	uint64_t end;
 
 	pthread_mutex_lock(&ctx->lock);
+	if (r->done) {
+		/*
+		 * Nothing to wait for (an eager send completes in its
+		 * zcr_isend()): no progress, so no doorbell taken from the
+		 * progress thread either; only its grace starts again, the
+		 * application being back in the library.
+		 */
+		if (ctx->thread_on && !ctx->waiters)
+			ctx->park_until = zcr_now_ns() + ZCR_PARK_GRACE_NS;
+		reaped_locked(r);
+		pthread_mutex_unlock(&ctx->lock);
+		return finish(r, st);
+	}
+	end = timeout_ms < 0 ? UINT64_MAX :
+	      zcr_now_ns() + (uint64_t)timeout_ms * 1000000;
 	/*
 	 * We drive progress ourselves, the progress thread parks meanwhile:
 	 * the receive completes on this thread, with no hand-over between

@@ -24,8 +24,9 @@
 /*
  * Past this many queued messages no prediction is asked for: the receive
  * that far ahead is a guess, and asking costs some predictors O(k) steps,
- * which an arrival must not (a peer sending 64 Ki empty messages would
- * freeze the rank in a quadratic walk). Those land at page offset 0.
+ * which an arrival must not (a peer sending 64 Ki messages of a page
+ * would freeze the rank in a quadratic walk). Those land at page offset
+ * 0. Smaller messages never ask (__zcr_pred_small()) and do not count.
  */
 #define PREDICT_HORIZON	128
 
@@ -120,12 +121,15 @@ static void land_posted(struct zcr_ctx *ctx, struct zcr_arrival *a,
 /*
  * The predicted page offset of the receive that will take a message from
  * (src, tag): the first of the next predicted calls that could match it,
- * starting after the receives the already-queued messages will take.
+ * starting after the receives the already-queued messages will take. The
+ * predictor sees only receives of a page or more (request.c), which the
+ * queued messages of a page or more will take; smaller ones are taken by
+ * receives it did not see, so they are not counted.
  */
 static size_t predict_offset(struct zcr_ctx *ctx, int src, int tag,
 			     const void **buf)
 {
-	unsigned int queued = ctx->nunexpected, k;
+	unsigned int queued = ctx->nunexpected_big, k;
 	struct zcr_call c;
 
 	*buf = NULL;
@@ -240,7 +244,11 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 		land_posted(ctx, a, r);
 		return 0;
 	}
-	off = predict_offset(ctx, a->src, a->tag, &pbuf);
+	/* Too small to remap: staged in plain memory, no prediction. */
+	off = 0;
+	pbuf = NULL;
+	if (!__zcr_pred_small(ctx, a->len))
+		off = predict_offset(ctx, a->src, a->tag, &pbuf);
 	ops = __zcr_remap_pick(ctx, pbuf, a->len, &by);
 	if (pbuf)
 		off = __zcr_remap_stage_offset(ctx, ops, pbuf, a->len, &room);
@@ -298,7 +306,8 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	if (peer)
 		peer->bytes += slot->cap;
 	zcr_list_add_tail(&m->link, &ctx->unexpected);
-	ctx->nunexpected++;
+	if (!__zcr_pred_small(ctx, m->len))
+		ctx->nunexpected_big++;
 	a->state = ZCR_RX_LANDING;
 	a->msg = m;
 	a->req = NULL;
@@ -345,7 +354,8 @@ static void msg_free_as(struct zcr_ctx *ctx, struct zcr_msg *m,
 	/* Not delivered (aborted, or the context goes): dst as it was. */
 	__zcr_remap_unprepare_locked(ctx, m->slot, abandoned);
 	zcr_list_del(&m->link);
-	ctx->nunexpected--;
+	if (!__zcr_pred_small(ctx, m->len))
+		ctx->nunexpected_big--;
 	if (m->peer) {
 		m->peer->bytes -= m->slot->cap;
 		peer_put(ctx, m->peer);

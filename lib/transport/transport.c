@@ -218,6 +218,8 @@ void __zcr_ep_fail_locked(struct zcr_ep *ep, int err, const char *fmt, ...)
 	else
 		__zcr_match_peer_closed_locked(ctx, ep->rank);
 	ep->state = ZCR_EP_CLOSED;
+	if (ep->accepted && !ep->returned)
+		ctx->reap_pending = true;	/* nobody else will free it */
 	ep->error = err;
 	va_start(ap, fmt);
 	vsnprintf(ep->errmsg, sizeof(ep->errmsg), fmt, ap);
@@ -422,6 +424,10 @@ void __zcr_ep_reap_locked(struct zcr_ctx *ctx)
 {
 	struct zcr_list *pos, *tmp;
 
+	/* Every progress pass asks: walk the endpoints only when one is. */
+	if (!ctx->reap_pending)
+		return;
+	ctx->reap_pending = false;
 	zcr_list_for_each_safe(pos, tmp, &ctx->eps) {
 		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
 

@@ -60,8 +60,9 @@ struct zcr_req;
  *		transport that looks before it sleeps stops looking there,
  *		and may unlock ctx->lock meanwhile if it keeps nothing it
  *		found under it);
- *		0: work is waiting, poll not. Returns the number of entries
- *		used
+ *		0: work is waiting, poll not (the transports after this
+ *		one are then neither filled nor told @poll_done). Returns
+ *		the number of entries used
  * @poll_done:	after every @poll_fill, once poll(2) returned or was not
  *		needed: the @n entries @poll_fill gave, with revents (0 when
  *		poll timed out, failed or did not run)

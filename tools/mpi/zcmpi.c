@@ -87,6 +87,7 @@ static int free_head = -1, pool_top;
 static unsigned int nfreed;	/* requests freed by the user, pending */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread int depth;
+static bool timed;		/* ZCRECV_REPORT=1: the report's layer time */
 static uint64_t layer_ns;
 static struct mem { void *p; struct mem *next; } *mems;
 
@@ -98,12 +99,17 @@ static uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
 }
 
-/* Time spent in the layer: outermost wrapper only. */
-#define ENTER	uint64_t t_enter = depth++ ? 0 : now_ns()
+/*
+ * Time spent in the layer: outermost wrapper only, and only for the
+ * report line (two clock reads and a thread-local per call otherwise,
+ * several per cent of a small message's round trip). timed is set once
+ * in MPI_Init, before any wrapper that times runs.
+ */
+#define ENTER	uint64_t t_enter = timed && !depth++ ? now_ns() : 0
 #define LEAVE(ret)							\
 	do {								\
 		int ret_ = (ret);					\
-		if (!--depth)						\
+		if (timed && !--depth)					\
 			__atomic_add_fetch(&layer_ns,			\
 					   now_ns() - t_enter,		\
 					   __ATOMIC_RELAXED);		\
@@ -161,12 +167,31 @@ static inline T H(struct zreq *z)					\
 HANDLES(MPI_Request, ours, Z, H, 0x01000000U)
 HANDLES(MPI_Message, ours_msg, ZM, HM, 0x02000000U)
 
+/*
+ * The pool's free list is shared between threads only where they may
+ * call the MPI at once (MPI_THREAD_MULTIPLE): otherwise its lock is two
+ * pairs of calls per message for nothing.
+ */
+static bool threads;
+
+static void pool_lock(void)
+{
+	if (threads)
+		pthread_mutex_lock(&lock);
+}
+
+static void pool_unlock(void)
+{
+	if (threads)
+		pthread_mutex_unlock(&lock);
+}
+
 static struct zreq *zreq_new(int kind, MPI_Comm comm, struct zcomm *zc)
 {
 	struct zreq *z = NULL;
 	int i;
 
-	pthread_mutex_lock(&lock);
+	pool_lock();
 	if (free_head >= 0) {
 		i = free_head;
 		free_head = pool[i].next;
@@ -174,7 +199,7 @@ static struct zreq *zreq_new(int kind, MPI_Comm comm, struct zcomm *zc)
 	} else if (pool_top < NREQ) {
 		z = &pool[pool_top++];
 	}
-	pthread_mutex_unlock(&lock);
+	pool_unlock();
 	if (!z)
 		die("more than %d requests pending", NREQ);
 	memset(z, 0, sizeof(*z));
@@ -189,10 +214,10 @@ static void zreq_release(struct zreq *z)
 {
 	free(z->tmp);
 	z->kind = ZR_FREE;
-	pthread_mutex_lock(&lock);
+	pool_lock();
 	z->next = free_head;
 	free_head = (int)(z - pool);
-	pthread_mutex_unlock(&lock);
+	pool_unlock();
 }
 
 /* ---- communicators ------------------------------------------------------ */
@@ -284,6 +309,81 @@ static void zcomm_new(MPI_Comm parent, MPI_Comm comm)
 
 /* ---- data types ------------------------------------------------------- */
 
+/* What contig() needs to know of a datatype. */
+struct tfacts {
+	MPI_Datatype t;
+	bool known;			/* a slot of tfacts[] in use */
+	int size;
+	MPI_Aint ext, tlb, text;
+};
+
+/*
+ * The facts of the common predefined types, learnt in MPI_Init and only
+ * read after it: asking the MPI costs three calls per send and receive,
+ * several per cent of a small message's round trip. Predefined types are
+ * never freed, so their handles and facts never change; a derived type's
+ * handle may be freed and reused for another type, so those are asked
+ * each time.
+ */
+#define NTFACTS		64		/* a power of two */
+static struct tfacts tfacts[NTFACTS];
+
+static unsigned int tfacts_slot(MPI_Datatype t)
+{
+	return (unsigned int)(((uint64_t)(uintptr_t)t *
+			       0x9e3779b97f4a7c15ULL) >> 58) & (NTFACTS - 1);
+}
+
+static void type_facts(MPI_Datatype t, struct tfacts *f)
+{
+	MPI_Aint lb;
+
+	f->t = t;
+	f->size = 0;
+	PMPI_Type_size(t, &f->size);
+	PMPI_Type_get_extent(t, &lb, &f->ext);
+	PMPI_Type_get_true_extent(t, &f->tlb, &f->text);
+}
+
+static const struct tfacts *tfacts_of(MPI_Datatype t)
+{
+	unsigned int i = tfacts_slot(t), n;
+
+	for (n = 0; n < NTFACTS && tfacts[i].known;
+	     n++, i = (i + 1) & (NTFACTS - 1))
+		if (tfacts[i].t == t)
+			return &tfacts[i];
+	return NULL;
+}
+
+static void tfacts_init(void)
+{
+	const MPI_Datatype common[] = {
+		MPI_BYTE, MPI_CHAR, MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR,
+		MPI_SHORT, MPI_UNSIGNED_SHORT, MPI_INT, MPI_UNSIGNED,
+		MPI_LONG, MPI_UNSIGNED_LONG, MPI_LONG_LONG,
+		MPI_UNSIGNED_LONG_LONG, MPI_FLOAT, MPI_DOUBLE,
+		MPI_LONG_DOUBLE, MPI_WCHAR, MPI_C_BOOL, MPI_INT8_T,
+		MPI_INT16_T, MPI_INT32_T, MPI_INT64_T, MPI_UINT8_T,
+		MPI_UINT16_T, MPI_UINT32_T, MPI_UINT64_T,
+		MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX, MPI_AINT,
+		MPI_OFFSET, MPI_COUNT, MPI_PACKED,
+	};
+	size_t k;
+
+	for (k = 0; k < sizeof(common) / sizeof(common[0]); k++) {
+		unsigned int i = tfacts_slot(common[k]);
+
+		/* An MPI may lack one (MPI_DATATYPE_NULL), or alias two. */
+		if (common[k] == MPI_DATATYPE_NULL || tfacts_of(common[k]))
+			continue;
+		while (tfacts[i].known)
+			i = (i + 1) & (NTFACTS - 1);
+		type_facts(common[k], &tfacts[i]);
+		tfacts[i].known = true;
+	}
+}
+
 /*
  * Where count elements of t at buf lie, if they are one contiguous run of
  * bytes: *ptr and *bytes; else false (the caller packs).
@@ -291,19 +391,20 @@ static void zcomm_new(MPI_Comm parent, MPI_Comm comm)
 static bool contig(const void *buf, int count, MPI_Datatype t, void **ptr,
 		   size_t *bytes)
 {
-	MPI_Aint lb, ext, tlb, text;
-	int size = 0;
+	const struct tfacts *f = tfacts_of(t);
+	struct tfacts asked;
 
-	PMPI_Type_size(t, &size);
-	*bytes = (size_t)size * (size_t)(count > 0 ? count : 0);
+	if (!f) {
+		type_facts(t, &asked);
+		f = &asked;
+	}
+	*bytes = (size_t)f->size * (size_t)(count > 0 ? count : 0);
 	*ptr = (void *)buf;
 	if (!*bytes)
 		return true;
-	PMPI_Type_get_extent(t, &lb, &ext);
-	PMPI_Type_get_true_extent(t, &tlb, &text);
-	if (text != size || (count > 1 && ext != size))
+	if (f->text != f->size || (count > 1 && f->ext != f->size))
 		return false;
-	*ptr = (char *)buf + tlb;
+	*ptr = (char *)buf + f->tlb;
 	return true;
 }
 
@@ -668,13 +769,17 @@ static void zc_init(void)
 {
 	const char *how = getenv("ZCRECV_MPI_WIREUP");
 	const char *pt = getenv("ZCRECV_MPI_PROGRESS_THREAD");
+	const char *rep = getenv("ZCRECV_REPORT");
 	struct zcr_ctx_attr a = { 0 };
 	struct zcr_job_attr ja = { 0 };
+	int ret, level = MPI_THREAD_MULTIPLE;
 	bool pmix;
-	int ret;
 
 	PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
 	PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
+	timed = rep && !strcmp(rep, "1");
+	PMPI_Query_thread(&level);
+	threads = level == MPI_THREAD_MULTIPLE;
 	if (how && *how && strcmp(how, "auto") && strcmp(how, "pmix") &&
 	    strcmp(how, "mpi") && strcmp(how, "env"))
 		die("ZCRECV_MPI_WIREUP=%s: expected auto, pmix, env or mpi",
@@ -713,6 +818,7 @@ static void zc_init(void)
 		die("the PMIx rank %d is not the MPI rank %d", ret, world_rank);
 	world.id = 0;
 	zcomm_fill(&world, MPI_COMM_WORLD);
+	tfacts_init();
 	PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, zcomm_delete, &keyval,
 				NULL);
 	pool = mmap(NULL, (size_t)NREQ * sizeof(*pool), PROT_READ | PROT_WRITE,

@@ -260,7 +260,12 @@ static void cells_copy(struct zcr_shm_ring *r, uint64_t i, char *buf,
 void __zcr_shm_ring_put(struct zcr_shm_ring *r, const void *src,
 			uint64_t len)
 {
-	cells_copy(r, r->tail, (char *)src, len, true);
+	/* Most messages fit their first cell: no walk over cells. */
+	if (len <= r->cell_size - ZCR_SHM_CELL_HDR)
+		memcpy((char *)cell_at(r, r->tail) + ZCR_SHM_CELL_HDR, src,
+		       len);
+	else
+		cells_copy(r, r->tail, (char *)src, len, true);
 }
 
 void __zcr_shm_ring_publish(struct zcr_shm_ring *r)
@@ -315,7 +320,11 @@ uint64_t __zcr_shm_ring_ready(struct zcr_shm_ring *r)
 
 void __zcr_shm_ring_get(struct zcr_shm_ring *r, void *dst, uint64_t len)
 {
-	cells_copy(r, r->head, dst, len, false);
+	if (len <= r->cell_size - ZCR_SHM_CELL_HDR)
+		memcpy(dst, (char *)cell_at(r, r->head) + ZCR_SHM_CELL_HDR,
+		       len);
+	else
+		cells_copy(r, r->head, dst, len, false);
 }
 
 void __zcr_shm_ring_consume_n(struct zcr_shm_ring *r, uint64_t k)
