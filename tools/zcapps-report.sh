@@ -70,12 +70,12 @@ if [ "$mode" = png ]; then
 	nc=$(wc -l < "$tmp/configs")
 	ns=$(cat "$tmp/nstacks")
 	{
-		echo "set terminal pngcairo size $((420 * nc + 300)),520 noenhanced"
+		echo "set terminal pngcairo size $((420 * nc + 300)),560 noenhanced"
 		echo "set output '$png'"
 		echo "set multiplot layout 1,$nc title 'Wall time over stock Open MPI, median of alternating trials (below 1: faster)'"
 		echo "set style data histograms; set style histogram clustered gap 1"
 		echo "set style fill solid 0.8 border -1; set boxwidth 0.9"
-		echo "set datafile missing '?'; set key top left; set grid ytics"
+		echo "set datafile missing '?'; set key below horizontal; set grid ytics"
 		echo "set yrange [0:*]; set xtics rotate by -30"
 		while read -r c; do
 			echo "set title '$c'"
