@@ -205,6 +205,55 @@ int __zcr_ep_open_locked(struct zcr_ep *ep, int rank)
 	return 0;
 }
 
+/*
+ * In a job both directions of a pair may ride on one connection (job.c:
+ * a pair that talks both ways shares one) while the other stays open and
+ * idle. A connection that carried the pair's messages ends the pair:
+ * otherwise the idle one would keep the rank "reachable" and a receive
+ * from it would wait for ever for messages nothing can carry any more.
+ */
+static bool carried_pair(struct zcr_ctx *ctx, const struct zcr_ep *ep)
+{
+	struct zcr_list *pos;
+
+	if (!ctx->job || ep->rank < 0)
+		return false;
+	if (ep->send_seq || ep->recv_seq)
+		return true;
+	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
+		struct zcr_ep *e = zcr_container_of(pos, struct zcr_ep, link);
+
+		if (e->send_via == ep)
+			return true;
+	}
+	return false;
+}
+
+/* Fail every other open connection to ep's rank (each fails once). */
+static void fail_pair(struct zcr_ctx *ctx, struct zcr_ep *ep, int err)
+{
+	struct zcr_list *pos;
+	bool again = true;
+
+	while (again) {
+		again = false;
+		for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
+			struct zcr_ep *e = zcr_container_of(pos, struct zcr_ep,
+							    link);
+
+			if (e == ep || e->rank != ep->rank ||
+			    e->state != ZCR_EP_OPEN)
+				continue;
+			/* Failing one may touch the list: look again. */
+			__zcr_ep_fail_locked(e, err, "the connection that "
+					     "carried this pair's messages "
+					     "ended");
+			again = true;
+			break;
+		}
+	}
+}
+
 void __zcr_ep_fail_locked(struct zcr_ep *ep, int err, const char *fmt, ...)
 {
 	struct zcr_ctx *ctx = ep->ctx;
@@ -241,6 +290,8 @@ void __zcr_ep_fail_locked(struct zcr_ep *ep, int err, const char *fmt, ...)
 	}
 	/* A message cut short is never delivered. */
 	__zcr_match_abort_locked(ctx, &ep->rx);
+	if (carried_pair(ctx, ep))
+		fail_pair(ctx, ep, err);
 	__zcr_match_source_lost_locked(ctx, ep->rank, ep->rank >= 0 &&
 				       !rank_has_open_ep(ctx, ep->rank, NULL));
 }

@@ -14,6 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -391,4 +394,92 @@ ZT_TEST(synchronous_sends_over_shm)
 	setenv("ZCRECV_SHM", "1", 1);
 	two_ranks(sync_shm_main);
 	unsetenv("ZCRECV_SHM");
+}
+
+/*
+ * At rank 1: shut down the connection rank 0 dialled, the one whose local
+ * port is our listener's; returns how many sockets were shut.
+ */
+static int shut_accepted(void)
+{
+	struct sockaddr_in a;
+	struct dirent *e;
+	socklen_t l;
+	int fds[256], nf = 0, lport = -1, n = 0, i;
+	DIR *d = opendir("/proc/self/fd");
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		int fd = atoi(e->d_name), acc = 0;
+
+		l = sizeof(acc);
+		if (e->d_name[0] == '.' || fd == dirfd(d) ||
+		    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &l))
+			continue;
+		l = sizeof(a);
+		if (acc && !getsockname(fd, (struct sockaddr *)&a, &l))
+			lport = ntohs(a.sin_port);
+		else if (!acc && nf < 256)
+			fds[nf++] = fd;
+	}
+	closedir(d);
+	for (i = 0; i < nf; i++) {
+		l = sizeof(a);
+		if (!getsockname(fds[i], (struct sockaddr *)&a, &l) &&
+		    a.sin_family == AF_INET && ntohs(a.sin_port) == lport) {
+			shutdown(fds[i], SHUT_RDWR);
+			n++;
+		}
+	}
+	return n;
+}
+
+/*
+ * Both directions ride on rank 0's connection, rank 1's own stays open
+ * and idle; when the shared one breaks, a receive from the other rank
+ * must fail on both sides instead of waiting for messages nothing can
+ * carry any more.
+ */
+static int shared_fail_main(int rank)
+{
+	struct zcr_ep *ep, *ep2;
+	struct zcr_req *req;
+	int x = 1, ret;
+
+	if (zcr_ctx_create_job(NULL, 0, NULL, 0, &ctx_of_rank))
+		return 10;
+	if (zcr_job_ep(ctx_of_rank, 1 - rank, &ep))
+		return 12;
+	if (rank == 0) {
+		if (zcr_send(ep, &x, sizeof(x), 1))
+			return 13;
+		if (zcr_recv(ctx_of_rank, &x, sizeof(x), 1, 1, NULL) || x != 2)
+			return 14;
+		if (zcr_irecv(ctx_of_rank, &x, sizeof(x), 1, 3, &req))
+			return 15;
+		ret = zcr_wait_timeout(req, NULL, 5000);
+		sleep(1);
+		return ret < 0 && ret != -ETIMEDOUT ? 0 : 16;
+	}
+	if (zcr_recv(ctx_of_rank, &x, sizeof(x), 0, 1, NULL) || x != 1)
+		return 17;
+	if (zcr_job_ep(ctx_of_rank, 0, &ep2) || ep2 == ep)
+		return 18;
+	x = 2;
+	if (zcr_send(ep2, &x, sizeof(x), 1))
+		return 19;
+	usleep(200000);
+	if (shut_accepted() != 1)
+		return 20;
+	if (zcr_irecv(ctx_of_rank, &x, sizeof(x), 0, 3, &req))
+		return 21;
+	ret = zcr_wait_timeout(req, NULL, 5000);
+	sleep(1);
+	return ret < 0 && ret != -ETIMEDOUT ? 0 : 22;
+}
+
+ZT_TEST(a_broken_shared_connection_fails_both_ways)
+{
+	two_ranks(shared_fail_main);
 }
