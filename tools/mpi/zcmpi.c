@@ -549,9 +549,18 @@ static bool inactive(MPI_Request h)
 /* Requests the user freed before they completed: release the done ones. */
 static void reap_freed(void)
 {
+	static pthread_mutex_t reaping = PTHREAD_MUTEX_INITIALIZER;
 	int i;
 
 	if (!__atomic_load_n(&nfreed, __ATOMIC_RELAXED))
+		return;
+	/*
+	 * One reaper at a time under MPI_THREAD_MULTIPLE: two threads that
+	 * both saw a freed request complete would release it twice, and the
+	 * library, which reuses its requests, would hand one out twice.
+	 * The others skip: the next call reaps what is left.
+	 */
+	if (threads && pthread_mutex_trylock(&reaping))
 		return;
 	for (i = 0; i < pool_top; i++) {
 		struct zreq *z = &pool[i];
@@ -561,6 +570,8 @@ static void reap_freed(void)
 			__atomic_sub_fetch(&nfreed, 1, __ATOMIC_RELAXED);
 		}
 	}
+	if (threads)
+		pthread_mutex_unlock(&reaping);
 }
 
 /* Wait a little for something to happen on the context. */
