@@ -244,10 +244,15 @@ static void fail_pair(struct zcr_ctx *ctx, struct zcr_ep *ep, int err)
 			if (e == ep || e->rank != ep->rank ||
 			    e->state != ZCR_EP_OPEN)
 				continue;
-			/* Failing one may touch the list: look again. */
-			__zcr_ep_fail_locked(e, err, "the connection that "
-					     "carried this pair's messages "
-					     "ended");
+			/*
+			 * Failing one may touch the list: look again. The
+			 * message names the transport first, as its own
+			 * failures do (libzcrecv-mpi's report counts shm
+			 * peers by it).
+			 */
+			__zcr_ep_fail_locked(e, err, "%s: the connection "
+					     "that carried this pair's "
+					     "messages ended", e->tp->name);
 			again = true;
 			break;
 		}
