@@ -38,6 +38,18 @@ ZT_TEST(no_launcher_is_enoent)
 static struct zcr_ctx *ctx_of_rank;
 
 /*
+ * This rank's job context and its endpoint to the other rank of a pair:
+ * 0, or the exit status that says which failed (10 the context, 12 the
+ * endpoint).
+ */
+static int pair_open(int rank, struct zcr_ep **ep)
+{
+	if (zcr_ctx_create_job(NULL, 0, NULL, 0, &ctx_of_rank))
+		return 10;
+	return zcr_job_ep(ctx_of_rank, 1 - rank, ep) ? 12 : 0;
+}
+
+/*
  * The last word of a two-rank run: rank 1 sends 99 (tag 9), rank 0 waits
  * for it, so neither closes before the other has read everything; then
  * the context goes. 0, or bad when the exchange failed.
@@ -106,10 +118,9 @@ static int claim_main(int rank)
 	struct zcr_ep *ep;
 	int i, x = 30, y = 40, c = 0, found = 0;
 
-	if (zcr_ctx_create_job(NULL, 0, NULL, 0, &ctx_of_rank))
-		return 10;
-	if (zcr_job_ep(ctx_of_rank, 1 - rank, &ep))
-		return 12;
+	i = pair_open(rank, &ep);
+	if (i)
+		return i;
 	if (rank == 0) {
 		if (zcr_issend_comm(ep, 3, &x, sizeof(x), 1, &sreq))
 			return 13;
@@ -174,10 +185,11 @@ static int sync_shm_main(int rank)
 	unsigned int k;
 	int i, go = 1;
 
-	if (!buf || zcr_ctx_create_job(NULL, 0, NULL, 0, &ctx_of_rank))
+	if (!buf)
 		return 10;
-	if (zcr_job_ep(ctx_of_rank, 1 - rank, &ep))
-		return 12;
+	i = pair_open(rank, &ep);
+	if (i)
+		return i;
 	via = job_carrier(ctx_of_rank, ep);
 	if (!via || strcmp(via, "shm")) {
 		if (!via)
@@ -265,10 +277,11 @@ static int pingpong_main(int rank)
 	size_t i;
 	int k;
 
-	if (!sb || !rb || zcr_ctx_create_job(NULL, 0, NULL, 0, &ctx_of_rank))
+	if (!sb || !rb)
 		return 10;
-	if (zcr_job_ep(ctx_of_rank, 1 - rank, &ep))
-		return 12;
+	k = pair_open(rank, &ep);
+	if (k)
+		return k;
 	via = job_carrier(ctx_of_rank, ep);
 	if (!via || strcmp(via, "shm"))
 		return 13;
@@ -310,10 +323,9 @@ static int both_ways_main(int rank)
 	struct zcr_ep *ep, *ep2, *ep3;
 	int i, x = 1;
 
-	if (zcr_ctx_create_job(NULL, 0, NULL, 0, &ctx_of_rank))
-		return 10;
-	if (zcr_job_ep(ctx_of_rank, 1 - rank, &ep))
-		return 12;
+	i = pair_open(rank, &ep);
+	if (i)
+		return i;
 	if (rank == 0) {
 		if (zcr_send(ep, &x, sizeof(x), 1))
 			return 13;
@@ -447,10 +459,9 @@ static int shared_fail_main(int rank)
 	struct zcr_req *req;
 	int x = 1, ret;
 
-	if (zcr_ctx_create_job(NULL, 0, NULL, 0, &ctx_of_rank))
-		return 10;
-	if (zcr_job_ep(ctx_of_rank, 1 - rank, &ep))
-		return 12;
+	ret = pair_open(rank, &ep);
+	if (ret)
+		return ret;
 	if (rank == 0) {
 		if (zcr_send(ep, &x, sizeof(x), 1))
 			return 13;
