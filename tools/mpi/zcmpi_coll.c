@@ -81,13 +81,6 @@ static uint64_t from_others_v(const int *counts, MPI_Datatype t,
 	return sum;
 }
 
-static bool is_root(int root, MPI_Comm comm)
-{
-	int rank, size;
-
-	return intra(comm, &rank, &size) && rank == root;
-}
-
 static uint64_t rooted(int root, MPI_Comm comm, uint64_t at_root,
 		       uint64_t elsewhere)
 {
@@ -120,7 +113,7 @@ int MPI_Ibcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm,
 int MPI_Gather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 	       int rcount, MPI_Datatype rt, int root, MPI_Comm comm)
 {
-	note(is_root(root, comm) ? from_others(rcount, rt, comm) : 0);
+	note(rooted(root, comm, from_others(rcount, rt, comm), 0));
 	return PMPI_Gather(sbuf, scount, st, rbuf, rcount, rt, root, comm);
 }
 
@@ -128,7 +121,7 @@ int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 		const int rcounts[], const int displs[], MPI_Datatype rt,
 		int root, MPI_Comm comm)
 {
-	note(is_root(root, comm) ? from_others_v(rcounts, rt, comm) : 0);
+	note(rooted(root, comm, from_others_v(rcounts, rt, comm), 0));
 	return PMPI_Gatherv(sbuf, scount, st, rbuf, rcounts, displs, rt, root,
 			    comm);
 }
@@ -199,7 +192,7 @@ int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
 int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
 	       MPI_Op op, int root, MPI_Comm comm)
 {
-	note(is_root(root, comm) ? bytes_of(count, t) : 0);
+	note(rooted(root, comm, bytes_of(count, t), 0));
 	return PMPI_Reduce(sbuf, rbuf, count, t, op, root, comm);
 }
 
@@ -260,7 +253,7 @@ int MPI_Igather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 		int rcount, MPI_Datatype rt, int root, MPI_Comm comm,
 		MPI_Request *req)
 {
-	note(is_root(root, comm) ? from_others(rcount, rt, comm) : 0);
+	note(rooted(root, comm, from_others(rcount, rt, comm), 0));
 	return PMPI_Igather(sbuf, scount, st, rbuf, rcount, rt, root, comm,
 			    req);
 }
@@ -269,7 +262,7 @@ int MPI_Igatherv(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 		 const int rcounts[], const int displs[], MPI_Datatype rt,
 		 int root, MPI_Comm comm, MPI_Request *req)
 {
-	note(is_root(root, comm) ? from_others_v(rcounts, rt, comm) : 0);
+	note(rooted(root, comm, from_others_v(rcounts, rt, comm), 0));
 	return PMPI_Igatherv(sbuf, scount, st, rbuf, rcounts, displs, rt, root,
 			     comm, req);
 }
@@ -339,7 +332,7 @@ int MPI_Alltoallw(const void *sbuf, const int scounts[], const int sdispls[],
 int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
 		MPI_Op op, int root, MPI_Comm comm, MPI_Request *req)
 {
-	note(is_root(root, comm) ? bytes_of(count, t) : 0);
+	note(rooted(root, comm, bytes_of(count, t), 0));
 	return PMPI_Ireduce(sbuf, rbuf, count, t, op, root, comm, req);
 }
 
