@@ -190,6 +190,10 @@ struct zcr_ctx_attr {
  *			the rest)
  * @bytes_pushed:	since 0.3: bytes we wrote, as the sender, into a
  *			peer's receive that offered us part of its copy
+ * @deferred:		since 0.3: messages that arrived before their receive
+ *			and were left with the transport until it came (they
+ *			would only have been copied out of staging), then
+ *			landed straight in it (ZCRECV_DEFER_MIN)
  */
 struct zcr_stats {
 	uint64_t msgs_sent;
@@ -219,6 +223,7 @@ struct zcr_stats {
 	/* 0.3 */
 	uint64_t shared_pulls;
 	uint64_t bytes_pushed;
+	uint64_t deferred;
 };
 
 /**

@@ -33,6 +33,8 @@
 #   -h, --help      this text
 #   PROGRAM-OPTIONS go to every program (e.g. -- --iters 20)
 #   ZCAPPS_BIN      where the programs are (default build/tools/apps)
+#   ZCAPPS_ZC_ENV   NAME=VALUE words added to the environment of the
+#                   zcrecv stacks' ranks (e.g. ZCRECV_DEFER_MIN=0)
 #
 # Writes DIR/runs.csv (one row per run: times, the program's digest and the
 # zcrecv layer's counters summed over ranks), DIR/summary.csv and
@@ -79,6 +81,10 @@ while [ $# -gt 0 ]; do
 done
 
 bin=${ZCAPPS_BIN:-$root/build/tools/apps}
+zc_env=${ZCAPPS_ZC_ENV:-}
+for kv in $zc_env; do
+	case $kv in [A-Za-z_]*=*) ;; *) die "ZCAPPS_ZC_ENV: $kv is not NAME=VALUE" ;; esac
+done
 mpi=$root/build/tools/mpi
 cluster=$root/tools/cluster/zccluster
 prefix=zca
@@ -170,8 +176,11 @@ command_of() {
 		else
 			launch=("$cluster" mpiexec -- -hosts "${prefix}1,${prefix}2" -n 2)
 		fi
-		[ "$stack" = zc-mpich ] && env=(-genv LD_PRELOAD "$mpi/libzcrecv-mpi-mpich.so"
-			-genv ZCRECV_REPORT 1 -genv ZCRECV_POLICY auto)
+		if [ "$stack" = zc-mpich ]; then
+			env=(-genv LD_PRELOAD "$mpi/libzcrecv-mpi-mpich.so"
+			     -genv ZCRECV_REPORT 1 -genv ZCRECV_POLICY auto)
+			for kv in $zc_env; do env+=(-genv "${kv%%=*}" "${kv#*=}"); done
+		fi
 		;;
 	*)
 		if [ "$cfg" = node ]; then
@@ -181,7 +190,8 @@ command_of() {
 		fi
 		case $stack in zc-*)
 			env=(-x LD_PRELOAD="$mpi/libzcrecv-mpi.so" -x ZCRECV_REPORT=1
-			     -x ZCRECV_POLICY="${stack#zc-}") ;;
+			     -x ZCRECV_POLICY="${stack#zc-}")
+			for kv in $zc_env; do env+=(-x "$kv"); done ;;
 		esac
 		;;
 	esac

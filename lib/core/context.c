@@ -22,6 +22,12 @@
 #define ZCR_DEFAULT_PROGRESS_MS	30000
 #define ZCR_DEFAULT_MAX_CONNS	1024
 #define ZCR_MIN_POLL		64
+/*
+ * Early messages from this size up that would be copied out of staging
+ * wait with the transport for their receive (match.c, defer()). Below it
+ * staging them is cheap and frees the sender's buffer (or socket) early.
+ */
+#define ZCR_DEFAULT_DEFER_MIN	(64ULL << 10)
 
 /*
  * A bad value of an environment variable fails zcr_ctx_create() with
@@ -80,6 +86,25 @@ static int env_pos(bool quiet, const char *var, int dflt,
 	if (errno || *end || ms <= 0 || ms > INT_MAX)
 		return env_bad(quiet, var, v, expected);
 	return (int)ms;
+}
+
+/* A byte count in [0, 2^62] from var, dflt when unset, or -EINVAL. */
+static int env_bytes(bool quiet, const char *var, uint64_t dflt,
+		     uint64_t *out)
+{
+	const char *v = getenv(var);
+	unsigned long long n;
+	char *end;
+
+	*out = dflt;
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (errno || *end || *v < '0' || *v > '9' || n > (1ULL << 62))
+		return env_bad(quiet, var, v, "a number of bytes");
+	*out = n;
+	return 0;
 }
 
 /* ZCRECV_QUIET: 1 quiet, 0 not, unset: the attribute. Or -EINVAL. */
@@ -179,6 +204,7 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	struct zcr_ctx *ctx;
 	const char *pred;
 	int ret, policy, backend, hs_ms, pr_ms, conns, quiet, huge;
+	uint64_t defer_min;
 
 	if (attr->rank < 0 || attr->policy < 0 ||
 	    attr->policy > ZCRECV_POLICY_REMAP || attr->backend < 0 ||
@@ -205,7 +231,8 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 			"a positive number of connections");
 	huge = env_choice(quiet, "ZCRECV_HUGE_ZONES", off_on, 2, 1, "0 or 1");
 	if (policy < 0 || backend < 0 || hs_ms < 0 || pr_ms < 0 || conns < 0 ||
-	    huge < 0)
+	    huge < 0 || env_bytes(quiet, "ZCRECV_DEFER_MIN",
+				  ZCR_DEFAULT_DEFER_MIN, &defer_min))
 		return -EINVAL;
 
 	ctx = calloc(1, sizeof(*ctx));
@@ -233,6 +260,7 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	ctx->max_msg = attr->max_msg ? attr->max_msg : ZCR_DEFAULT_MAX_MSG;
 	ctx->staging_limit = attr->staging_bytes ? attr->staging_bytes :
 						   ZCR_DEFAULT_STAGING;
+	ctx->defer_min = defer_min;
 	ctx->hs_timeout_ns = (uint64_t)hs_ms * 1000000;
 	ctx->progress_timeout_ns = (uint64_t)pr_ms * 1000000;
 	ctx->max_conns = (unsigned int)conns;

@@ -149,6 +149,7 @@ struct zcr_ctx {
 	struct zcr_list peers;		/* struct zcr_peer: staging shares */
 	unsigned int npeers;
 	bool drain_pending;		/* staging freed while some stalled */
+	uint64_t defer_min;		/* ZCRECV_DEFER_MIN; 0: never defer */
 	struct zcr_list acks;		/* struct zcr_ack: ACKs to send */
 	struct zcr_list done_reqs;	/* completed requests not reaped */
 	struct zcr_list mems;		/* struct zcr_mem */

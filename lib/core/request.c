@@ -144,6 +144,9 @@ static int isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
 	if (ep->send_via)
 		ep = ep->send_via;
 	r->ep = ep;
+	/* Its acknowledgement may come behind a message we deferred. */
+	if (sync && !zcr_list_empty(&ctx->stalled))
+		__zcr_match_release_deferred_locked(ctx, ep->rank);
 	ret = __zcr_ep_send_locked(ep, r);
 	/*
 	 * Read under the lock: once it is dropped the progress thread may

@@ -99,6 +99,8 @@ static void unstall(struct zcr_arrival *a)
 {
 	if (a->state == ZCR_RX_STALLED)
 		zcr_list_del(&a->stall_link);
+	a->deferred = false;
+	a->release = false;
 }
 
 /* Land the payload of arrival a straight into receive r. */
@@ -226,6 +228,69 @@ static struct zcr_slot *slot_in_share(struct zcr_ctx *ctx,
 	       __zcr_slot_get_locked(ctx, ops, len, block) : NULL;
 }
 
+/*
+ * Must a message from src be staged rather than deferred? Yes while a
+ * receive that could take a later message from src is posted (it did not
+ * take this one), or a synchronous send of ours to src waits: its
+ * acknowledgement comes behind. The same events later release a deferred
+ * arrival (__zcr_match_release_deferred_locked()).
+ */
+static bool defer_blocked(struct zcr_ctx *ctx, int src)
+{
+	struct zcr_list *pos, *q;
+
+	for (pos = ctx->posted.next; pos != &ctx->posted; pos = pos->next) {
+		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
+
+		if (r->src == src || r->src == ZCRECV_ANY_SOURCE)
+			return true;
+	}
+	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
+		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
+
+		if (ep->rank != src)
+			continue;
+		if (!zcr_list_empty(&ep->ackq))
+			return true;
+		for (q = ep->sendq.next; q != &ep->sendq; q = q->next)
+			if (zcr_container_of(q, struct zcr_req, link)->sync)
+				return true;
+	}
+	return false;
+}
+
+/*
+ * Stall a by choice: its payload would only be copied out of staging
+ * (the copy policy, no remap backend for it, or auto copies its class),
+ * so it stays with the transport until a receive takes it and lands
+ * there, once: a copy in, a copy out, and the processor time of the
+ * first, saved.
+ */
+static void defer(struct zcr_ctx *ctx, struct zcr_arrival *a)
+{
+	a->deferred = true;
+	a->release = false;
+	a->state = ZCR_RX_STALLED;
+	zcr_list_add_tail(&a->stall_link, &ctx->stalled);
+	ctx->st.deferred++;
+}
+
+void __zcr_match_release_deferred_locked(struct zcr_ctx *ctx, int src)
+{
+	struct zcr_list *pos;
+
+	for (pos = ctx->stalled.next; pos != &ctx->stalled; pos = pos->next) {
+		struct zcr_arrival *a = zcr_container_of(pos,
+							 struct zcr_arrival,
+							 stall_link);
+
+		if (a->deferred && (src == ZCRECV_ANY_SOURCE || a->src == src)) {
+			a->release = true;
+			ctx->drain_pending = true;
+		}
+	}
+}
+
 /* Find a landing for a: a posted receive, else staging. 0 or -EAGAIN. */
 static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 {
@@ -244,12 +309,25 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 		land_posted(ctx, a, r);
 		return 0;
 	}
+	/* Deferred: it waits for its receive until something needs it. */
+	if (a->deferred) {
+		if (!a->release)
+			return -EAGAIN;
+		a->deferred = false;
+		a->may_defer = false;
+	}
 	/* Too small to remap: staged in plain memory, no prediction. */
 	off = 0;
 	pbuf = NULL;
 	if (!__zcr_pred_small(ctx, a->len))
 		off = predict_offset(ctx, a->src, a->tag, &pbuf);
 	ops = __zcr_remap_pick(ctx, pbuf, a->len, &by);
+	if (a->may_defer && ops == &__zcr_remap_copy && ctx->defer_min &&
+	    a->len >= ctx->defer_min && a->state != ZCR_RX_STALLED &&
+	    !defer_blocked(ctx, a->src)) {
+		defer(ctx, a);
+		return -EAGAIN;
+	}
 	if (pbuf)
 		off = __zcr_remap_stage_offset(ctx, ops, pbuf, a->len, &room);
 	/*
@@ -317,9 +395,9 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	return 0;
 }
 
-int __zcr_match_arrive_sync_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
-				   uint32_t comm, int src, int tag,
-				   uint64_t len, uint64_t ack)
+int __zcr_match_arrive_defer_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
+				    uint32_t comm, int src, int tag,
+				    uint64_t len, uint64_t ack, bool may_defer)
 {
 	memset(a, 0, sizeof(*a));
 	zcr_list_init(&a->stall_link);
@@ -328,7 +406,16 @@ int __zcr_match_arrive_sync_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
 	a->tag = tag;
 	a->len = len;
 	a->ack = ack;
+	a->may_defer = may_defer && ctx->policy != ZCRECV_POLICY_REMAP;
 	return find_landing(ctx, a);
+}
+
+int __zcr_match_arrive_sync_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
+				   uint32_t comm, int src, int tag,
+				   uint64_t len, uint64_t ack)
+{
+	return __zcr_match_arrive_defer_locked(ctx, a, comm, src, tag, len,
+					       ack, false);
 }
 
 int __zcr_match_arrive_comm_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
@@ -680,6 +767,9 @@ bool __zcr_match_probe_locked(struct zcr_ctx *ctx, uint32_t comm, int src,
 			goto found;
 		}
 	}
+	/* What the probe looks for may come behind a deferred message. */
+	if (!zcr_list_empty(&ctx->stalled))
+		__zcr_match_release_deferred_locked(ctx, src);
 	return false;
 found:
 	st->source = s;
@@ -698,6 +788,9 @@ int __zcr_post_recv_locked(struct zcr_ctx *ctx, struct zcr_req *r)
 		return r->src == ZCRECV_ANY_SOURCE ? -ENOTCONN : -ECONNRESET;
 	zcr_list_add_tail(&r->link, &ctx->posted);
 	r->posted = true;
+	/* Its message may come behind one deferred from its source. */
+	if (!zcr_list_empty(&ctx->stalled))
+		__zcr_match_release_deferred_locked(ctx, r->src);
 	return 0;
 }
 

@@ -95,6 +95,13 @@ enum zcr_rx_state {
  * @msg:	landing in this staged message, or NULL
  * @stall_link:	on ctx->stalled while ZCR_RX_STALLED
  * @ack:	a synchronous message: its number, ACKed once matched; or 0
+ * @may_defer:	the transport can leave the payload where it is (in the
+ *		sender, or in the socket) until a receive takes it
+ * @deferred:	stalled by choice, not for want of room: the landing
+ *		would be a copy out of staging, so the payload waits for
+ *		its receive and lands once, straight into it
+ * @release:	a receive, probe or synchronous send needs what comes
+ *		after it from this endpoint: stage it after all
  *
  * Embedded in each endpoint (ep->rx); zero means idle.
  */
@@ -109,6 +116,7 @@ struct zcr_arrival {
 	struct zcr_msg *msg;
 	struct zcr_list stall_link;
 	uint64_t ack;
+	bool may_defer, deferred, release;
 };
 
 /* ---- upward interface for transports ----------------------------------- */
@@ -131,6 +139,17 @@ int __zcr_match_arrive_comm_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
 int __zcr_match_arrive_sync_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
 				   uint32_t comm, int src, int tag,
 				   uint64_t len, uint64_t ack);
+/*
+ * The same, from a transport that can leave a payload of len bytes
+ * unread (may_defer): with no receive posted for it, a message that would
+ * be copied out of staging anyway (no remap) may then stall by choice
+ * (a->deferred) instead of being staged, and land once, straight into
+ * the receive that takes it. Read nothing more from the endpoint until
+ * a->state becomes ZCR_RX_LANDING, as for any stall.
+ */
+int __zcr_match_arrive_defer_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
+				    uint32_t comm, int src, int tag,
+				    uint64_t len, uint64_t ack, bool may_defer);
 /*
  * Would a message (comm, src, tag) arriving now find a posted receive?
  * Nothing is taken.
@@ -160,6 +179,12 @@ void __zcr_match_peer_closed_locked(struct zcr_ctx *ctx, int rank);
 
 /* ---- for the progress engine and the API ------------------------------- */
 
+/*
+ * Something may wait behind the deferred arrivals from src
+ * (ZCRECV_ANY_SOURCE: from anyone): a synchronous send to src waits for
+ * an acknowledgement that comes behind them. Stage them at the next drain.
+ */
+void __zcr_match_release_deferred_locked(struct zcr_ctx *ctx, int src);
 /* Give room to stalled arrivals; returns how many got it. */
 int __zcr_match_drain_locked(struct zcr_ctx *ctx);
 /* Match receive r against queued and stalled messages, else post it. */

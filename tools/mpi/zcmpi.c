@@ -896,7 +896,8 @@ static void report(void)
 	fprintf(stderr, "zcrecv-mpi: rank %d: msgs %llu sent %llu received, "
 		"early %llu, hits %llu, remaps %llu, pages %llu, copied "
 		"%llu B, backend %s, peers %u shm %u tcp, shared %llu, "
-		"in layer %.3f s, collectives %llu calls %llu B\n",
+		"in layer %.3f s, collectives %llu calls %llu B, "
+		"deferred %llu\n",
 		world_rank,
 		(unsigned long long)s.msgs_sent,
 		(unsigned long long)s.msgs_recv,
@@ -905,7 +906,8 @@ static void report(void)
 		(unsigned long long)s.pages_remapped,
 		(unsigned long long)s.bytes_copied, s.backend_name, shm, tcp,
 		(unsigned long long)s.shared_pulls, (double)layer_ns / 1e9,
-		(unsigned long long)coll_calls, (unsigned long long)coll_bytes);
+		(unsigned long long)coll_calls, (unsigned long long)coll_bytes,
+		(unsigned long long)s.deferred);
 }
 
 int MPI_Finalize(void)

@@ -876,13 +876,16 @@ static int rx_ep(struct zcr_ep *ep)
 				n++;
 				continue;
 			}
-			if (__zcr_match_arrive_sync_locked(ep->ctx, &ep->rx,
+			/* An announcement may wait: its bytes are the
+			 * sender's until pulled. */
+			if (__zcr_match_arrive_defer_locked(ep->ctx, &ep->rx,
 					ep->comm_ok ?
 					(uint32_t)se->cur.pad[0] : 0,
 					se->cur.src, se->cur.tag,
 					se->cur.len,
 					(se->cur.flags & ZCR_SHM_F_SYNC) ?
-					se->cur.seq : 0) < 0)
+					se->cur.seq : 0,
+					se->cur.type == ZCR_SHM_RTS) < 0)
 				break;	/* stalled: stays in the ring */
 		}
 		if (ep->rx.state != ZCR_RX_LANDING || !land(ep))

@@ -45,6 +45,7 @@ struct tcp_ctx {
 	int listen_fd;
 	uint64_t accept_resume;		/* no accept() before; 0: not paused */
 	uint64_t accept_next;		/* next accept() without a poll hint */
+	uint64_t paused_look;		/* last look at paused connections */
 	bool listen_ready;		/* poll saw a connection waiting */
 	struct io_uring *ring;		/* batched receives, or NULL */
 	uint64_t spin_ns;		/* look before sleeping (ctx.h) */
@@ -928,11 +929,14 @@ static bool rx_header(struct zcr_ep *ep)
 	te->have_hdr = true;
 	te->got = 0;
 	sync = ep->sync_ok && (te->h.seq & ZCR_SEQ_SYNC);
-	/* -EAGAIN: stalled; rx_target() reads nothing until it lands. */
-	__zcr_match_arrive_sync_locked(ep->ctx, &ep->rx, ep->comm_ok ?
-				       (uint32_t)(te->h.seq >> 32) : 0,
-				       te->h.src, te->h.tag, te->h.len,
-				       sync ? ep->recv_seq : 0);
+	/*
+	 * -EAGAIN: stalled; rx_target() reads nothing until it lands. A
+	 * large payload may wait in the socket for its receive (deferred).
+	 */
+	__zcr_match_arrive_defer_locked(ep->ctx, &ep->rx, ep->comm_ok ?
+					(uint32_t)(te->h.seq >> 32) : 0,
+					te->h.src, te->h.tag, te->h.len,
+					sync ? ep->recv_seq : 0, true);
 	return true;
 }
 
@@ -1464,12 +1468,15 @@ static int check_progress(struct zcr_ep *ep, uint64_t now)
 	return 1;
 }
 
+#define ZCR_PAUSED_LOOK_NS	(10 * 1000000ULL)
+
 static int tcp_progress(struct zcr_ctx *ctx, void *priv)
 {
 	struct tcp_ctx *tc = priv;
 	struct zcr_list *pos, *tmp;
 	int n, r = -1;
 	uint64_t now;
+	bool look;
 
 	n = accept_all(ctx, tc);
 	if (!__atomic_load_n(&tc->neps, __ATOMIC_RELAXED))
@@ -1492,11 +1499,25 @@ static int tcp_progress(struct zcr_ctx *ctx, void *priv)
 						      link));
 	}
 	now = zcr_now_ns();
+	/*
+	 * A paused connection's end is seen by poll(2), which a caller
+	 * that only ever tests (zero timeouts) never reaches: look every
+	 * ZCR_PAUSED_LOOK_NS. A deferred message (match.c) pauses its
+	 * connection with nobody short of room, so nothing else would.
+	 */
+	look = !zcr_list_empty(&ctx->stalled) &&
+	       now - tc->paused_look >= ZCR_PAUSED_LOOK_NS;
+	if (look)
+		tc->paused_look = now;
 	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
 		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
 
-		if (is_tcp(ep) && ep->state != ZCR_EP_CLOSED)
-			n += check_progress(ep, now);
+		if (!is_tcp(ep) || ep->state == ZCR_EP_CLOSED)
+			continue;
+		n += check_progress(ep, now);
+		if (look && ep->state == ZCR_EP_OPEN &&
+		    ep->rx.state == ZCR_RX_STALLED && !T(ep)->peer_done)
+			paused_error(ctx, T(ep)->fd);
 	}
 	return n;
 }

@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * test_defer.c - deferred early arrivals: a large message that arrives
+ * before its receive and would only be copied out of staging waits with
+ * its transport (in the socket over TCP, in the sender over shm) and
+ * lands once, straight into the receive that takes it. Checked over TCP
+ * and shm: the bytes, the counters (deferred, not early; nothing copied
+ * out of staging), the threshold (ZCRECV_DEFER_MIN, its bad values),
+ * the remap policy staging as before, and everything that must not wait
+ * behind a deferred message: a receive posted for a later one, a probe,
+ * an ANY_SOURCE receive, a synchronous send whose acknowledgement comes
+ * behind it, a peer that closes after a completed send.
+ * Run: build/tests/unit/test_defer [name]
+ */
+#include <stdlib.h>
+
+#include "zcr_pair.h"
+
+#define BIG	(256 * 1024)
+#define SMALL	(4 * 1024)
+
+static const struct zcr_ctx_attr copy_attr = {
+	.policy = ZCRECV_POLICY_COPY,
+};
+
+/* Two ranks under attr, over shm when shm is set (checked), else TCP. */
+static void open_pair(struct pair *p, const struct zcr_ctx_attr *attr,
+		      bool shm)
+{
+	if (shm)
+		setenv("ZCRECV_SHM", "1", 1);
+	else
+		unsetenv("ZCRECV_SHM");
+	pair_open(p, 2, attr);
+	unsetenv("ZCRECV_SHM");
+	if (shm) {
+		PAIR_PUMP_UNTIL(p, !strcmp(pair_tp(p->from[1]), "shm") &&
+				   !strcmp(pair_tp(p->to0[1]), "shm"));
+	} else {
+		ZT_ASSERT(!strcmp(pair_tp(p->from[1]), ""));
+	}
+}
+
+/* Pump until rank 0 has deferred n messages in all. */
+static void until_deferred(struct pair *p, uint64_t n)
+{
+	PAIR_PUMP_UNTIL(p, pair_stats(p->c[0]).deferred == n);
+}
+
+/* Receive len bytes of (1, tag) into a fresh buffer, check seed. */
+static void recv_check(struct pair *p, size_t len, int tag, uint32_t seed)
+{
+	char *rb = malloc(len);
+	struct zcr_status st;
+	struct zcr_req *r;
+
+	ZT_ASSERT(rb);
+	memset(rb, 0, len);
+	ZT_EXPECT_EQ(zcr_irecv(p->c[0], rb, len, 1, tag, &r), 0);
+	PAIR_PUMP_UNTIL(p, zcr_test(r, &st) != 0);
+	ZT_EXPECT_EQ(st.error, 0);
+	ZT_EXPECT_EQ(st.len, len);
+	ZT_EXPECT_EQ(st.tag, tag);
+	ZT_EXPECT_EQ(pattern_bad(rb, len, seed), 0);
+	free(rb);
+}
+
+static struct zcr_req *send_seed(struct pair *p, char *sb, size_t len,
+				 int tag, uint32_t seed)
+{
+	struct zcr_req *s;
+
+	pattern_fill(sb, len, seed);
+	ZT_EXPECT_EQ(zcr_isend(p->to0[1], sb, len, tag, &s), 0);
+	return s;
+}
+
+/*
+ * A large early message under the copy policy waits and lands once; a
+ * small one is staged as before. Over shm the sender's send stays
+ * incomplete until the receive pulls it (its bytes are the sender's).
+ */
+static void defers_large(bool shm)
+{
+	char *sb = malloc(BIG), *sb2 = malloc(SMALL);
+	struct zcr_req *s, *s2;
+	struct zcr_stats a, b;
+	struct pair p;
+	int i;
+
+	ZT_ASSERT(sb && sb2);
+	open_pair(&p, &copy_attr, shm);
+	a = pair_stats(p.c[0]);
+	s = send_seed(&p, sb, BIG, 1, 11);
+	until_deferred(&p, a.deferred + 1);
+	for (i = 0; i < 100; i++)
+		pair_pump(&p);
+	b = pair_stats(p.c[0]);
+	ZT_EXPECT_EQ(b.early, a.early);
+	ZT_EXPECT_EQ(b.deferred, a.deferred + 1);
+	if (shm)
+		ZT_EXPECT_EQ(zcr_test(s, NULL), 0);
+	recv_check(&p, BIG, 1, 11);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+	b = pair_stats(p.c[0]);
+	ZT_EXPECT_EQ(b.bytes_copied, a.bytes_copied);
+	ZT_EXPECT_EQ(b.posted, a.posted + 1);
+	ZT_EXPECT_EQ(b.early, a.early);
+
+	/* Below ZCRECV_DEFER_MIN (64 KiB): staged, copied out. */
+	s2 = send_seed(&p, sb2, SMALL, 2, 12);
+	PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).early == a.early + 1);
+	recv_check(&p, SMALL, 2, 12);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s2, NULL) != 0);
+	b = pair_stats(p.c[0]);
+	ZT_EXPECT_EQ(b.deferred, a.deferred + 1);
+	ZT_EXPECT_EQ(b.bytes_copied, a.bytes_copied + SMALL);
+	pair_close(&p);
+	free(sb);
+	free(sb2);
+}
+
+ZT_TEST(tcp_large_early_message_waits_and_lands_once)
+{
+	defers_large(false);
+}
+
+ZT_TEST(shm_large_early_message_waits_and_lands_once)
+{
+	defers_large(true);
+}
+
+/*
+ * A receive for a message that comes behind a deferred one: the deferred
+ * one is staged after all (early), the later one lands, then the first.
+ */
+static void later_receive_releases(bool shm)
+{
+	char *sb = malloc(BIG), *sb2 = malloc(SMALL);
+	struct zcr_req *s, *s2;
+	struct zcr_stats a;
+	struct pair p;
+
+	ZT_ASSERT(sb && sb2);
+	open_pair(&p, &copy_attr, shm);
+	a = pair_stats(p.c[0]);
+	s = send_seed(&p, sb, BIG, 1, 21);
+	s2 = send_seed(&p, sb2, SMALL, 2, 22);
+	until_deferred(&p, a.deferred + 1);
+	recv_check(&p, SMALL, 2, 22);
+	/* The large one staged; the small one landed in its receive. */
+	ZT_EXPECT_EQ(pair_stats(p.c[0]).early, a.early + 1);
+	recv_check(&p, BIG, 1, 21);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0 && zcr_test(s2, NULL) != 0);
+	pair_close(&p);
+	free(sb);
+	free(sb2);
+}
+
+ZT_TEST(tcp_receive_for_a_later_message_releases)
+{
+	later_receive_releases(false);
+}
+
+ZT_TEST(shm_receive_for_a_later_message_releases)
+{
+	later_receive_releases(true);
+}
+
+/* A probe for a message behind a deferred one finds it. */
+static void probe_releases(bool shm)
+{
+	char *sb = malloc(BIG), *sb2 = malloc(SMALL);
+	struct zcr_status st;
+	struct zcr_req *s, *s2;
+	struct zcr_stats a;
+	struct pair p;
+	int got;
+
+	ZT_ASSERT(sb && sb2);
+	open_pair(&p, &copy_attr, shm);
+	a = pair_stats(p.c[0]);
+	s = send_seed(&p, sb, BIG, 1, 31);
+	s2 = send_seed(&p, sb2, SMALL, 2, 32);
+	until_deferred(&p, a.deferred + 1);
+	/* The deferred one itself is there for a probe to see. */
+	ZT_EXPECT_EQ(zcr_iprobe(p.c[0], 0, 1, 1, &st), 1);
+	ZT_EXPECT_EQ(st.len, BIG);
+	PAIR_PUMP_UNTIL(&p, (got = zcr_iprobe(p.c[0], 0, 1, 2, &st)) != 0);
+	ZT_EXPECT_EQ(got, 1);
+	ZT_EXPECT_EQ(st.len, SMALL);
+	recv_check(&p, SMALL, 2, 32);
+	recv_check(&p, BIG, 1, 31);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0 && zcr_test(s2, NULL) != 0);
+	pair_close(&p);
+	free(sb);
+	free(sb2);
+}
+
+ZT_TEST(tcp_probe_for_a_later_message_releases)
+{
+	probe_releases(false);
+}
+
+ZT_TEST(shm_probe_for_a_later_message_releases)
+{
+	probe_releases(true);
+}
+
+/*
+ * An ANY_SOURCE receive waiting (for another tag) may want what comes
+ * behind: nothing is deferred while it is posted.
+ */
+ZT_TEST(any_source_receive_posted_stages)
+{
+	char *sb = malloc(BIG), rb[8];
+	struct zcr_req *s, *r;
+	struct zcr_stats a;
+	struct pair p;
+
+	ZT_ASSERT(sb);
+	open_pair(&p, &copy_attr, false);
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, sizeof(rb), ZCRECV_ANY_SOURCE, 9,
+			       &r), 0);
+	a = pair_stats(p.c[0]);
+	s = send_seed(&p, sb, BIG, 1, 41);
+	PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).early == a.early + 1);
+	ZT_EXPECT_EQ(pair_stats(p.c[0]).deferred, a.deferred);
+	recv_check(&p, BIG, 1, 41);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+	ZT_EXPECT_EQ(zcr_cancel(r), 0);
+	pair_close(&p);
+	free(sb);
+}
+
+/*
+ * Rank 0 deferred rank 1's large message, then sends rank 1 a synchronous
+ * message: its acknowledgement travels behind the deferred one (over TCP
+ * the pair shares one connection; over shm, one ring each way), so the
+ * deferred one must be staged for the synchronous send to complete.
+ */
+static void sync_send_releases(bool shm)
+{
+	char *sb = malloc(BIG), msg[64], rb[64];
+	struct zcr_req *s, *ss, *r;
+	struct zcr_stats a;
+	struct pair p;
+
+	ZT_ASSERT(sb);
+	open_pair(&p, &copy_attr, shm);
+	a = pair_stats(p.c[0]);
+	s = send_seed(&p, sb, BIG, 1, 51);
+	until_deferred(&p, a.deferred + 1);
+	memset(msg, 7, sizeof(msg));
+	ZT_EXPECT_EQ(zcr_issend_comm(p.from[1], 0, msg, sizeof(msg), 3, &ss), 0);
+	ZT_EXPECT_EQ(zcr_irecv(p.c[1], rb, sizeof(rb), 0, 3, &r), 0);
+	PAIR_PUMP_UNTIL(&p, zcr_test(r, NULL) != 0);
+	PAIR_PUMP_UNTIL(&p, zcr_test(ss, NULL) != 0);
+	ZT_EXPECT_EQ(memcmp(rb, msg, sizeof(rb)), 0);
+	recv_check(&p, BIG, 1, 51);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+	pair_close(&p);
+	free(sb);
+}
+
+ZT_TEST(tcp_sync_send_behind_a_deferred_message_completes)
+{
+	sync_send_releases(false);
+}
+
+ZT_TEST(shm_sync_send_behind_a_deferred_message_completes)
+{
+	sync_send_releases(true);
+}
+
+/* The remap policy stages every early arrival, as before. */
+ZT_TEST(remap_policy_never_defers)
+{
+	const struct zcr_ctx_attr attr = { .policy = ZCRECV_POLICY_REMAP };
+	char *sb = malloc(BIG);
+	struct zcr_req *s;
+	struct zcr_stats a;
+	struct pair p;
+
+	ZT_ASSERT(sb);
+	open_pair(&p, &attr, false);
+	a = pair_stats(p.c[0]);
+	s = send_seed(&p, sb, BIG, 1, 61);
+	PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).early == a.early + 1);
+	ZT_EXPECT_EQ(pair_stats(p.c[0]).deferred, a.deferred);
+	recv_check(&p, BIG, 1, 61);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+	pair_close(&p);
+	free(sb);
+}
+
+/* ZCRECV_DEFER_MIN: 0 stages everything; a bad value fails clearly. */
+ZT_TEST(defer_min_zero_stages_and_bad_values_fail)
+{
+	static const char *const bad[] = { "abc", "-1", "12k", "", " 5",
+					   "99999999999999999999" };
+	struct zcr_ctx_attr attr = { .policy = ZCRECV_POLICY_COPY };
+	char *sb = malloc(BIG);
+	struct zcr_ctx *c;
+	struct zcr_req *s;
+	struct zcr_stats a;
+	struct pair p;
+	unsigned int i;
+
+	ZT_ASSERT(sb);
+	setenv("ZCRECV_DEFER_MIN", "0", 1);
+	open_pair(&p, &copy_attr, false);
+	a = pair_stats(p.c[0]);
+	s = send_seed(&p, sb, BIG, 1, 71);
+	PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).early == a.early + 1);
+	ZT_EXPECT_EQ(pair_stats(p.c[0]).deferred, 0);
+	recv_check(&p, BIG, 1, 71);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+	pair_close(&p);
+
+	/* Larger than the message: staged too. */
+	setenv("ZCRECV_DEFER_MIN", "1048576", 1);
+	open_pair(&p, &copy_attr, false);
+	s = send_seed(&p, sb, BIG, 1, 72);
+	PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).early == 1);
+	ZT_EXPECT_EQ(pair_stats(p.c[0]).deferred, 0);
+	recv_check(&p, BIG, 1, 72);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+	pair_close(&p);
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv("ZCRECV_DEFER_MIN", bad[i], 1);
+		attr.quiet = 1;
+		c = NULL;
+		/* "" is unset: the default. */
+		ZT_EXPECT_EQ(zcr_ctx_create_sized(&attr, sizeof(attr), &c),
+			     *bad[i] ? -EINVAL : 0);
+		if (c)
+			zcr_ctx_destroy(c);
+	}
+	unsetenv("ZCRECV_DEFER_MIN");
+	free(sb);
+}
+
+/*
+ * Over TCP a completed send is in the socket: the sender may close, and
+ * the deferred message is still delivered whole.
+ */
+ZT_TEST(tcp_deferred_message_outlives_its_closed_sender)
+{
+	size_t len = 128 * 1024;
+	char *sb = malloc(len);
+	struct zcr_req *s;
+	struct pair p;
+
+	ZT_ASSERT(sb);
+	open_pair(&p, &copy_attr, false);
+	s = send_seed(&p, sb, len, 1, 81);
+	until_deferred(&p, 1);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+	zcr_ctx_destroy(p.c[1]);
+	p.c[1] = NULL;
+	p.n = 1;
+	recv_check(&p, len, 1, 81);
+	zcr_ctx_destroy(p.c[0]);
+	free(sb);
+}
