@@ -14,6 +14,8 @@
  * (still woken by the peer's doorbell), and a
  * peer killed mid-message (an error, not a hang, and no memfd
  * descriptor, mapping or /dev/shm file left).
+ * Early arrivals are staged (ZCRECV_DEFER_MIN=0, unless set): what lands
+ * out of staging is checked here; deferred announcements in test_defer.c.
  * Run: build/tests/unit/test_shm_tp [name]
  */
 #include <dirent.h>
@@ -32,6 +34,11 @@
 #include "core/ctx.h"
 #include "transport/shm/shm.h"
 #include "zcr_pair.h"
+
+__attribute__((constructor)) static void stage_every_early_arrival(void)
+{
+	setenv("ZCRECV_DEFER_MIN", "0", 0);
+}
 
 static int count_in(const char *dir_path, const char *needle, bool links)
 {
