@@ -286,6 +286,7 @@ int __zcr_env_parse(enum zcr_env id, const char *text,
 	out->u = v->dflt;
 	if (!text || !*text)
 		return 0;
+	out->s = text;
 	switch (v->type) {
 	case ZCR_ENV_BOOL:
 		if (strcmp(text, "0") && strcmp(text, "1"))
@@ -306,8 +307,6 @@ int __zcr_env_parse(enum zcr_env id, const char *text,
 	case ZCR_ENV_STRING:
 		if (strlen(text) < v->min || strlen(text) > v->max)
 			ret = -EINVAL;
-		else
-			out->s = text;
 		break;
 	default:
 		ret = parse_number(v, text, &out->u);

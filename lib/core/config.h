@@ -129,8 +129,9 @@ extern const struct zcr_env_var __zcr_env_vars[ZCR_ENV_COUNT];
  * struct zcr_env_val - a parsed value
  * @set:	the environment gave one (else the rest is the default)
  * @u:		bool, number or choice index
- * @s:		names and strings: the value (NULL when unset); a pointer
- *		into the environment, valid until it is changed
+ * @s:		the text as given, also when bad (NULL when unset or
+ *		empty); a pointer into the environment, valid until that
+ *		is changed
  */
 struct zcr_env_val {
 	bool set;
@@ -146,8 +147,8 @@ struct zcr_env_set {
 /*
  * Parse text as the value of variable id into *out (text NULL or empty:
  * unset, the default). Returns 0, or -EINVAL with what the variable
- * accepts written to why (may be NULL) and *out the default. Prints
- * nothing.
+ * accepts written to why (may be NULL) and *out unset, the default.
+ * Prints nothing.
  */
 int __zcr_env_parse(enum zcr_env id, const char *text,
 		    struct zcr_env_val *out, char *why, size_t len);

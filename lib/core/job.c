@@ -82,7 +82,7 @@ static bool job_quiet(void)
 {
 	struct zcr_env_val v;
 
-	__zcr_env_parse(ZCR_ENV_QUIET, getenv("ZCRECV_QUIET"), &v, NULL, 0);
+	__zcr_env_get(ZCR_ENV_QUIET, true, &v);
 	return v.u;
 }
 
@@ -238,7 +238,7 @@ static int env_rank(struct zcr_job *j, const struct zcr_env_set *env)
 			 j->size);
 		if (j->rank >= j->size)
 			return __zcr_env_bad(ZCR_ENV_RANK,
-					     getenv("ZCRECV_RANK"), want,
+					     env->v[ZCR_ENV_RANK].s, want,
 					     job_quiet());
 		return 0;
 	}

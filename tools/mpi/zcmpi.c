@@ -791,8 +791,7 @@ static void env_check(struct zcr_env_set *mine)
 	unsigned int i;
 	int bad;
 
-	__zcr_env_parse(ZCR_ENV_QUIET, getenv("ZCRECV_QUIET"), &quiet, NULL,
-			0);
+	__zcr_env_get(ZCR_ENV_QUIET, true, &quiet);
 	bad = __zcr_env_load(mine, ZCR_ENV_MPI, false);
 	for (i = 0; i < sizeof(theirs) / sizeof(theirs[0]); i++)
 		bad |= __zcr_env_load(&set, theirs[i], quiet.u);

@@ -392,11 +392,10 @@ static int yama_scope(bool *assumed)
 int __zcr_shm_ptracer_mode(enum zcr_shm_ptracer_mode *mode)
 {
 	struct zcr_env_val v;
-	int ret = __zcr_env_parse(ZCR_ENV_SHM_PTRACER,
-				  getenv("ZCRECV_SHM_PTRACER"), &v, NULL, 0);
 
-	if (ret)
-		return ret;
+	/* zcr_ctx_create() said it if bad; a connection says it again. */
+	if (__zcr_env_get(ZCR_ENV_SHM_PTRACER, true, &v))
+		return -EINVAL;
 	*mode = v.u ? ZCR_SHM_PTRACER_MODE_PEER : ZCR_SHM_PTRACER_MODE_ANY;
 	return 0;
 }
@@ -433,11 +432,13 @@ int __zcr_shm_allow_peer(pid_t pid, char *why, size_t len)
 
 	if (__zcr_shm_ptracer_mode(&mode)) {
 		if (why) {
+			struct zcr_env_val v;
 			char acc[32];
 
+			__zcr_env_get(ZCR_ENV_SHM_PTRACER, true, &v);
 			__zcr_env_accepts(ZCR_ENV_SHM_PTRACER, acc, sizeof(acc));
 			snprintf(why, len, "ZCRECV_SHM_PTRACER=%s: expected %s",
-				 getenv("ZCRECV_SHM_PTRACER"), acc);
+				 v.s, acc);
 		}
 		return -EINVAL;
 	}
