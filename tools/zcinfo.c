@@ -131,7 +131,7 @@ static void env_man(void)
 		roff(v->name);
 		printf("\n");
 		roff(v->help);
-		printf("\n.br\n");
+		printf("\n.br\nTakes ");
 		roff(acc);
 		printf("; default ");
 		roff(def);

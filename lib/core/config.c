@@ -194,7 +194,7 @@ const char *__zcr_env_reader_name(enum zcr_env_reader reader)
 {
 	static const char *const names[] = {
 		[ZCR_ENV_CTX] = "context", [ZCR_ENV_JOB] = "job",
-		[ZCR_ENV_MPI] = "mpi", [ZCR_ENV_TRACE] = "tracer",
+		[ZCR_ENV_MPI] = "MPI layer", [ZCR_ENV_TRACE] = "tracer",
 	};
 
 	return (unsigned int)reader < sizeof(names) / sizeof(names[0]) ?
