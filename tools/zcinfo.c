@@ -91,7 +91,8 @@ static int env_text(void)
 			printf("%s=%s%s\n", v->name,
 			       v->secret ? "..." : val.s,
 			       ret ? "   <- bad value" : "");
-		snprintf(line, sizeof(line), "%s: %s; default %s; read by the %s",
+		snprintf(line, sizeof(line),
+			 "%s: %s; default %s; read by the %s",
 			 __zcr_env_type_name(v->type), acc, def,
 			 __zcr_env_reader_name(v->reader));
 		wrap(line, "    ", 76);
@@ -165,11 +166,12 @@ static void usage(FILE *f)
 		"Prints the library version, what /dev/zcrecv answers to the\n"
 		"handshake and the module's counters. Exit status 1 when the\n"
 		"device cannot be used.\n"
-		"  --env    instead, every ZCRECV_* variable: its value here,\n"
-		"           what it accepts, its default, who reads it and what\n"
-		"           it does; exit status 1 when a value set is bad.\n"
-		"           =man and =markdown print the list as zcrecv(7) and\n"
-		"           Documentation/configuration.md carry it.\n");
+		"  --env    instead, every ZCRECV_* variable: its value\n"
+		"           here, what it accepts, its default, who reads\n"
+		"           it and what it does; exit status 1 when a value\n"
+		"           set is bad. =man and =markdown print the list as\n"
+		"           zcrecv(7) and Documentation/configuration.md\n"
+		"           carry it.\n");
 }
 
 int main(int argc, char **argv)

@@ -216,8 +216,10 @@ static void list_words(const char *const *w, char *buf, size_t len)
 void __zcr_env_accepts(enum zcr_env id, char *buf, size_t len)
 {
 	static const char *const unit[] = {
-		[ZCR_ENV_UINT] = "", [ZCR_ENV_MS] = " of milliseconds",
-		[ZCR_ENV_US] = " of microseconds", [ZCR_ENV_BYTES] = " of bytes",
+		[ZCR_ENV_UINT] = "",
+		[ZCR_ENV_MS] = " of milliseconds",
+		[ZCR_ENV_US] = " of microseconds",
+		[ZCR_ENV_BYTES] = " of bytes",
 	};
 	const struct zcr_env_var *v = &__zcr_env_vars[id];
 

@@ -194,9 +194,9 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	ctx->max_msg = attr->max_msg ? attr->max_msg : ZCR_DEFAULT_MAX_MSG;
 	ctx->staging_limit = attr->staging_bytes ? attr->staging_bytes :
 						   ZCR_DEFAULT_STAGING;
-	ctx->hs_timeout_ns = (uint64_t)env_or(&env.v[ZCR_ENV_HANDSHAKE_TIMEOUT_MS],
-					      attr->handshake_timeout_ms) *
-			     1000000;
+	ctx->hs_timeout_ns =
+		(uint64_t)env_or(&env.v[ZCR_ENV_HANDSHAKE_TIMEOUT_MS],
+				 attr->handshake_timeout_ms) * 1000000;
 	ctx->progress_timeout_ns =
 		(uint64_t)env_or(&env.v[ZCR_ENV_PROGRESS_TIMEOUT_MS],
 				 attr->progress_timeout_ms) * 1000000;

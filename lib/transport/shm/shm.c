@@ -436,7 +436,8 @@ int __zcr_shm_allow_peer(pid_t pid, char *why, size_t len)
 			char acc[32];
 
 			__zcr_env_get(ZCR_ENV_SHM_PTRACER, true, &v);
-			__zcr_env_accepts(ZCR_ENV_SHM_PTRACER, acc, sizeof(acc));
+			__zcr_env_accepts(ZCR_ENV_SHM_PTRACER, acc,
+					  sizeof(acc));
 			snprintf(why, len, "ZCRECV_SHM_PTRACER=%s: expected %s",
 				 v.s, acc);
 		}

@@ -38,16 +38,6 @@
 
 #define SHM_SPINS_PER_YIELD	16
 /*
- * ZCRECV_SHM_FRAG_MAX (core/config.c, default 32 KiB): messages up to this
- * size travel eager over several cells (two copies, no pull) to a peer
- * that takes it, up to ZCR_SHM_FRAG_CELLS cells. Above it the shared pull wins: on the
- * host of 2026-11-26 (Documentation/benchmarks.md, "Where eager ends"),
- * 64 KiB 6.5-6.9 us pulled against 9.4-10.1 eager in zcbench and level
- * in NPopenmpi under libzcrecv-mpi, 128 KiB 9-10 against 16 and 12
- * against 17; at 32 KiB the two ways split (zcbench 4.9-5.1 pulled
- * against 6.4, NPopenmpi 6.4-6.7 against 5.7-5.8).
- */
-/*
  * An announced message with no receive posted for it, while our own
  * announced send to that peer has not completed here yet: the
  * application is most likely about to see that send complete and post
@@ -56,21 +46,6 @@
  * into staging and copy it a second time.
  */
 #define SHM_DEFER_NS		(100 * 1000ULL)
-/*
- * ZCRECV_SHM_SPLIT_MIN (default 32 KiB): pulls of at least this many bytes
- * are shared with a sender that waits for them (shm.h, enum
- * zcr_shm_help; 0: never). Every pull above the eager limit: unshared, 48 KiB took
- * 8.5-8.8 us in zcbench and 5.6 in NPopenmpi under libzcrecv-mpi, shared
- * 5.9-6.0 and 3.9 (eager 8.3 and 3.7-3.9; benchmarks.md).
- */
-
-/*
- * ZCRECV_SHM_SPIN_MAX_US (default 5000): while the recent peak of waits
- * for a peer is at most this long, waits are spun through (1.5 times the
- * peak, up to this) rather than slept in poll(2): waking from poll costs
- * 50-200 µs on some virtual machines, longer than the wait itself in a
- * ping-pong of megabytes (0: spin ZCRECV_SHM_SPIN_US only).
- */
 /*
  * A peer's exit or close is seen when progress sleeps in poll(2); one
  * that never sleeps (timeout 0, a spinning application) looks at the
@@ -169,9 +144,36 @@ static int shm_init(struct zcr_ctx *ctx, void **priv)
 	if (!sc)
 		return -ENOMEM;
 	zcr_list_init(&sc->eps);
+	/*
+	 * The defaults are in core/config.c. ZCRECV_SHM_SPIN_MAX_US (5000):
+	 * while the recent peak of waits for a peer is at most this long,
+	 * waits are spun through (1.5 times the peak, up to this) rather
+	 * than slept in poll(2): waking from poll costs 50-200 µs on some
+	 * virtual machines, longer than the wait itself in a ping-pong of
+	 * megabytes.
+	 */
 	sc->spin_ns = env[ZCR_ENV_SHM_SPIN_US].u * 1000;
 	sc->spin_max_ns = env[ZCR_ENV_SHM_SPIN_MAX_US].u * 1000;
+	/*
+	 * ZCRECV_SHM_FRAG_MAX (32 KiB): messages up to this size travel
+	 * eager over several cells (two copies, no pull) to a peer that
+	 * takes it, up to ZCR_SHM_FRAG_CELLS cells. Above it the shared
+	 * pull wins: on the host of 2026-11-26 (Documentation/benchmarks.md,
+	 * "Where eager ends"), 64 KiB 6.5-6.9 us pulled against 9.4-10.1
+	 * eager in zcbench and level in NPopenmpi under libzcrecv-mpi, 128
+	 * KiB 9-10 against 16 and 12 against 17; at 32 KiB the two ways
+	 * split (zcbench 4.9-5.1 pulled against 6.4, NPopenmpi 6.4-6.7
+	 * against 5.7-5.8).
+	 */
 	sc->frag_max = env[ZCR_ENV_SHM_FRAG_MAX].u;
+	/*
+	 * ZCRECV_SHM_SPLIT_MIN (32 KiB): pulls of at least this many bytes
+	 * are shared with a sender that waits for them (shm.h, enum
+	 * zcr_shm_help). Every pull above the eager limit: unshared, 48 KiB
+	 * took 8.5-8.8 us in zcbench and 5.6 in NPopenmpi under
+	 * libzcrecv-mpi, shared 5.9-6.0 and 3.9 (eager 8.3 and 3.7-3.9;
+	 * benchmarks.md).
+	 */
 	sc->split_min = env[ZCR_ENV_SHM_SPLIT_MIN].u;
 	*priv = sc;
 	return 0;
