@@ -6,13 +6,16 @@
 #                              -> predict
 #
 # plus the base every layer may use: core/list.h, core/ctx.h, core/mem.h
-# (data: the context and its objects) and the request completion and
-# memory functions they declare. Two checks:
+# (data: the context and its objects), core/config.h (the ZCRECV_*
+# variables) and the request completion, memory and configuration
+# functions they declare. Three checks:
 #   1. #include "X/..." lines of lib/FOLDER/**: X must be allowed for FOLDER;
 #   2. the __zcr_* symbols each object of build/lib/FOLDER/ leaves
 #      undefined must be defined by an allowed folder. Calls through ops
 #      pointers (the core driving a transport, the engine a backend) are
-#      not seen here: they are how an upper layer drives a lower one.
+#      not seen here: they are how an upper layer drives a lower one;
+#   3. the configuration (core/config.c) calls nothing of the library and
+#      includes only its own header: the MPI layer builds it in alone.
 # Prints every violation; exit 1 if any.
 #
 # Usage: tools/check-layers.sh   (no arguments, after make: reads build/lib)
@@ -32,8 +35,8 @@ declare -A allow=(
 	[remap]="remap"
 	[predict]="predict"
 )
-base_hdr=" core/list.h core/ctx.h core/mem.h "
-base_sym=" __zcr_req_complete_locked __zcr_zone_map __zcr_zone_huge __zcr_mem_in_zone __zcr_mem_zone_unit __zcr_mem_room __zcr_mem_thp __zcr_mem_thp_any __zcr_anon_map "
+base_hdr=" core/list.h core/ctx.h core/mem.h core/config.h "
+base_sym=" __zcr_req_complete_locked __zcr_zone_map __zcr_zone_huge __zcr_mem_in_zone __zcr_mem_zone_unit __zcr_mem_room __zcr_mem_thp __zcr_mem_thp_any __zcr_anon_map __zcr_env_vars __zcr_env_parse __zcr_env_get __zcr_env_load __zcr_env_bad __zcr_env_accepts __zcr_env_default __zcr_env_type_name __zcr_env_reader_name "
 bad=0
 
 allowed() {	# folder target
@@ -91,6 +94,17 @@ if [ -n "$(objs)" ]; then
 	done < <(objs)
 else
 	echo "check-layers: no build/lib objects, symbol check skipped" >&2
+	bad=1
+fi
+# 3. the configuration stands alone
+if grep -v '^#include "core/config.h"' lib/core/config.c | grep -q '^#include "'; then
+	echo "check-layers: lib/core/config.c includes a library header other than core/config.h"
+	bad=1
+fi
+if [ -f build/lib/core/config.o ] &&
+   nm -u build/lib/core/config.o | grep -q ' __zcr_'; then
+	echo "check-layers: lib/core/config.c calls into the library:" \
+		$(nm -u build/lib/core/config.o | awk '$2 ~ /^__zcr_/ {print $2}')
 	bad=1
 fi
 [ $bad = 0 ] && echo "lib/ layers: includes and calls point downward only"

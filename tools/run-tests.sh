@@ -56,6 +56,7 @@ if [ "$mode" != vm ]; then
 	host_check "lib/ layers include only downward" tools/check-layers.sh
 	host_check "MPI tracer under Open MPI and MPICH" tests/mpi/check-tracer.sh
 	host_check "manual pages: every call and tool, no man warning" tests/man/check.sh
+	host_check "ZCRECV_* variables: one table, zcrecv(7) and configuration.md match it" tests/tools/check-env.sh
 	host_check "--help and a bad option on every tool and script" tests/tools/check-help.sh
 	host_check "zcbench and zcland-bench verify every message" tests/tools/check-bench.sh
 	host_check "zcapps: report arithmetic, digests, option checks" tests/tools/check-zcapps.sh

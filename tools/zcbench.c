@@ -79,6 +79,7 @@
 
 #include "zcrecv.h"
 #include "bench.h"
+#include "core/config.h"
 
 #define TAG_DATA	1
 #define TAG_CTRL	1000
@@ -381,12 +382,13 @@ static uint64_t early_count(struct zcr_ctx *ctx)
 static const char *transport_of(struct zcr_ctx *ctx, struct zcr_ep *ep)
 {
 	const char *msg = "";
-	const char *want = getenv("ZCRECV_SHM");
+	struct zcr_env_val want;
 	int i;
 
+	__zcr_env_get(ZCR_ENV_SHM, true, &want);
 	for (i = 0; i < 200; i++) {
 		zcr_ep_error(ep, &msg);
-		if (*msg || !want || strcmp(want, "1"))
+		if (*msg || !want.u)
 			break;
 		CHECK(zcr_progress(ctx, 10));
 	}
@@ -1080,8 +1082,8 @@ static int run_perftest(const char *tool, uint64_t min, uint64_t max,
 			unsigned int iters, const char *out, bool emulated)
 {
 	char cmd[512], c2[1024], line[512], raw[300];
-	const char *dev = getenv("ZCRECV_VERBS_DEV");
-	const char *gid = getenv("ZCRECV_VERBS_GID");
+	struct zcr_env_val dv, gv;
+	const char *dev, *gid;
 	bool lat = strstr(tool, "lat") != NULL;
 	unsigned long long b, n;
 	uint64_t size;
@@ -1090,6 +1092,11 @@ static int run_perftest(const char *tool, uint64_t min, uint64_t max,
 	FILE *f, *o;
 	pid_t srv;
 
+	/* The device and GID the transport uses (it checked them). */
+	__zcr_env_get(ZCR_ENV_VERBS_DEV, true, &dv);
+	__zcr_env_get(ZCR_ENV_VERBS_GID, true, &gv);
+	dev = dv.set ? dv.s : NULL;
+	gid = gv.set ? gv.s : NULL;
 	snprintf(cmd, sizeof(cmd), "command -v %s >/dev/null 2>&1", tool);
 	if (system(cmd))
 		return -ENOENT;

@@ -18,118 +18,60 @@
 
 #define ZCR_DEFAULT_STAGING	(256ULL << 20)
 #define ZCR_DEFAULT_MAX_MSG	(1ULL << 30)
-#define ZCR_DEFAULT_HANDSHAKE_MS	10000
-#define ZCR_DEFAULT_PROGRESS_MS	30000
-#define ZCR_DEFAULT_MAX_CONNS	1024
 #define ZCR_MIN_POLL		64
-/*
- * Early messages from this size up that would be copied out of staging
- * wait with the transport for their receive (match.c, defer()). Below it
- * staging them is cheap and frees the sender's buffer (or socket) early.
- */
-#define ZCR_DEFAULT_DEFER_MIN	(64ULL << 10)
 
 /*
- * A bad value of an environment variable fails zcr_ctx_create() with
- * -EINVAL; say which variable and what it takes, unless quiet.
+ * ZCRECV_QUIET: 1 quiet, 0 not, unset: the attribute. A bad value is said
+ * unless the attribute asks for quiet. Or -EINVAL.
  */
-static int env_bad(bool quiet, const char *var, const char *v,
-		   const char *expected)
+static int env_quiet(int attr)
 {
-	if (!quiet)
-		fprintf(stderr, "zcrecv: %s=%s: expected %s\n", var, v,
-			expected);
-	return -EINVAL;
-}
+	struct zcr_env_val v;
 
-static int env_choice(bool quiet, const char *var, const char *const *names,
-		      int n, int dflt, const char *expected)
-{
-	const char *v = getenv(var);
-	int i;
-
-	if (!v || !*v)
-		return dflt;
-	for (i = 0; i < n; i++)
-		if (names[i] && !strcmp(v, names[i]))
-			return i;
-	return env_bad(quiet, var, v, expected);
+	if (__zcr_env_get(ZCR_ENV_QUIET, attr, &v))
+		return -EINVAL;
+	return v.set ? (int)v.u : !!attr;
 }
 
 /* The backend ZCRECV_BACKEND names, dflt when unset, or -EINVAL (said). */
-static int env_backend(bool quiet, int dflt)
+static int env_backend(const struct zcr_env_val *v, bool quiet, int dflt)
 {
-	const char *v = getenv("ZCRECV_BACKEND");
 	int id;
 
-	if (!v || !*v)
+	if (!v->set)
 		return dflt;
-	id = __zcr_remap_lookup(v);
+	id = __zcr_remap_lookup(v->s);
 	if (id < 0)
-		return env_bad(quiet, "ZCRECV_BACKEND", v,
-			       "auto, kmod, uffd-move or copy");
+		return __zcr_env_bad(ZCR_ENV_BACKEND, v->s,
+				     __zcr_env_vars[ZCR_ENV_BACKEND].accepts,
+				     quiet);
 	return id;
 }
 
-/* A number in [1, INT_MAX] from var, dflt when unset, or -EINVAL. */
-static int env_pos(bool quiet, const char *var, int dflt,
-		   const char *expected)
+static bool pred_known(const char *name)
 {
-	const char *v = getenv(var);
-	char *end;
-	long ms;
+	int i;
 
-	if (!v || !*v)
-		return dflt;
-	errno = 0;
-	ms = strtol(v, &end, 10);
-	if (errno || *end || ms <= 0 || ms > INT_MAX)
-		return env_bad(quiet, var, v, expected);
-	return (int)ms;
+	for (i = 0; __zcr_pred_names[i]; i++)
+		if (!strcmp(name, __zcr_pred_names[i]))
+			return true;
+	return false;
 }
 
-/* A byte count in [0, 2^62] from var, dflt when unset, or -EINVAL. */
-static int env_bytes(bool quiet, const char *var, uint64_t dflt,
-		     uint64_t *out)
+/* An attribute's value, else the variable's if set, else the default. */
+static int env_or(const struct zcr_env_val *v, int attr)
 {
-	const char *v = getenv(var);
-	unsigned long long n;
-	char *end;
-
-	*out = dflt;
-	if (!v || !*v)
-		return 0;
-	errno = 0;
-	n = strtoull(v, &end, 10);
-	if (errno || *end || *v < '0' || *v > '9' || n > (1ULL << 62))
-		return env_bad(quiet, var, v, "a number of bytes");
-	*out = n;
-	return 0;
-}
-
-/* ZCRECV_QUIET: 1 quiet, 0 not, unset: the attribute. Or -EINVAL. */
-static int env_quiet(int attr)
-{
-	const char *v = getenv("ZCRECV_QUIET");
-
-	if (!v || !*v)
-		return !!attr;
-	if (!strcmp(v, "0") || !strcmp(v, "1"))
-		return *v == '1';
-	return env_bad(attr, "ZCRECV_QUIET", v, "0 or 1");
+	return v->set || !attr ? (int)v->u : attr;
 }
 
 /* The job secret: the attribute, else ZCRECV_JOB_SECRET, else none. */
 static int job_secret(struct zcr_ctx *ctx, const char *attr)
 {
-	const char *v = attr ? attr : getenv("ZCRECV_JOB_SECRET");
+	const char *v = attr ? attr : ctx->env.v[ZCR_ENV_JOB_SECRET].s;
 	size_t n = v ? strlen(v) : 0;
 
-	if (n > ZCR_SECRET_MAX)
-		return attr ? -EINVAL :
-		       env_bad(ctx->quiet, "ZCRECV_JOB_SECRET", "...",
-			       "at most 256 bytes");
-	if (attr && !n)
+	/* ZCRECV_JOB_SECRET's length was checked by its parse. */
+	if (n > ZCR_SECRET_MAX || (attr && !n))
 		return -EINVAL;
 	if (n)
 		memcpy(ctx->secret, v, n);
@@ -198,13 +140,10 @@ static bool all_zero(const void *p, size_t n)
 
 static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 {
-	static const char *const policies[] = { "auto", "copy", "remap" };
-	static const char *const off_on[] = { "0", "1" };
-	static const char ms[] = "a positive number of milliseconds";
+	struct zcr_env_set env;
 	struct zcr_ctx *ctx;
 	const char *pred;
-	int ret, policy, backend, hs_ms, pr_ms, conns, quiet, huge;
-	uint64_t defer_min;
+	int ret, backend, quiet;
 
 	if (attr->rank < 0 || attr->policy < 0 ||
 	    attr->policy > ZCRECV_POLICY_REMAP || attr->backend < 0 ||
@@ -215,30 +154,25 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	quiet = env_quiet(attr->quiet);
 	if (quiet < 0)
 		return quiet;
-	policy = env_choice(quiet, "ZCRECV_POLICY", policies, 3,
-			    attr->policy, "auto, copy or remap");
-	backend = env_backend(quiet, attr->backend);
-	hs_ms = env_pos(quiet, "ZCRECV_HANDSHAKE_TIMEOUT_MS",
-			attr->handshake_timeout_ms ?
-			attr->handshake_timeout_ms : ZCR_DEFAULT_HANDSHAKE_MS,
-			ms);
-	pr_ms = env_pos(quiet, "ZCRECV_PROGRESS_TIMEOUT_MS",
-			attr->progress_timeout_ms ?
-			attr->progress_timeout_ms : ZCR_DEFAULT_PROGRESS_MS,
-			ms);
-	conns = env_pos(quiet, "ZCRECV_MAX_CONNS", attr->max_conns ?
-			attr->max_conns : ZCR_DEFAULT_MAX_CONNS,
-			"a positive number of connections");
-	huge = env_choice(quiet, "ZCRECV_HUGE_ZONES", off_on, 2, 1, "0 or 1");
-	if (policy < 0 || backend < 0 || hs_ms < 0 || pr_ms < 0 || conns < 0 ||
-	    huge < 0 || env_bytes(quiet, "ZCRECV_DEFER_MIN",
-				  ZCR_DEFAULT_DEFER_MIN, &defer_min))
+	/* Every variable a context reads, at once: each bad one is said. */
+	ret = __zcr_env_load(&env, ZCR_ENV_CTX, quiet);
+	backend = env_backend(&env.v[ZCR_ENV_BACKEND], quiet, attr->backend);
+	if (ret || backend < 0)
 		return -EINVAL;
+	pred = attr->predictor ? attr->predictor : env.v[ZCR_ENV_PREDICTOR].s;
+	if (!pred || !*pred)
+		pred = "select";
+	if (!pred_known(pred))
+		return attr->predictor ? -EINVAL :
+		       __zcr_env_bad(ZCR_ENV_PREDICTOR, pred,
+				     __zcr_env_vars[ZCR_ENV_PREDICTOR].accepts,
+				     quiet);
 
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return -ENOMEM;
 	ctx->quiet = quiet;
+	ctx->env = env;
 	ret = job_secret(ctx, attr->job_secret);
 	if (ret) {
 		free(ctx);
@@ -256,15 +190,26 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 		pthread_condattr_destroy(&ca);
 	}
 	ctx->rank = attr->rank;
-	ctx->policy = policy;
+	ctx->policy = env_or(&env.v[ZCR_ENV_POLICY], attr->policy);
 	ctx->max_msg = attr->max_msg ? attr->max_msg : ZCR_DEFAULT_MAX_MSG;
 	ctx->staging_limit = attr->staging_bytes ? attr->staging_bytes :
 						   ZCR_DEFAULT_STAGING;
-	ctx->defer_min = defer_min;
-	ctx->hs_timeout_ns = (uint64_t)hs_ms * 1000000;
-	ctx->progress_timeout_ns = (uint64_t)pr_ms * 1000000;
-	ctx->max_conns = (unsigned int)conns;
-	ctx->huge_zones = huge;
+	ctx->hs_timeout_ns =
+		(uint64_t)env_or(&env.v[ZCR_ENV_HANDSHAKE_TIMEOUT_MS],
+				 attr->handshake_timeout_ms) * 1000000;
+	ctx->progress_timeout_ns =
+		(uint64_t)env_or(&env.v[ZCR_ENV_PROGRESS_TIMEOUT_MS],
+				 attr->progress_timeout_ms) * 1000000;
+	ctx->max_conns = (unsigned int)env_or(&env.v[ZCR_ENV_MAX_CONNS],
+					      attr->max_conns);
+	ctx->huge_zones = (bool)env.v[ZCR_ENV_HUGE_ZONES].u;
+	/*
+	 * Early messages from this size up that would be copied out of
+	 * staging wait with the transport for their receive (match.c,
+	 * defer()); below it (64 KiB by default) staging them is cheap and
+	 * frees the sender's buffer, or socket, early.
+	 */
+	ctx->defer_min = env.v[ZCR_ENV_DEFER_MIN].u;
 	ctx->page = (size_t)sysconf(_SC_PAGESIZE);
 	zcr_list_init(&ctx->eps);
 	zcr_list_init(&ctx->posted);
@@ -292,9 +237,6 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	if (ret)
 		goto err_remap;
 
-	pred = attr->predictor ? attr->predictor : getenv("ZCRECV_PREDICTOR");
-	if (!pred || !*pred)
-		pred = "select";
 	ctx->pred = __zcr_pred_create(pred, 0);
 	if (!ctx->pred) {
 		ret = -EINVAL;

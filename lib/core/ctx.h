@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "zcrecv.h"
+#include "core/config.h"
 #include "core/list.h"
 #include "core/mem.h"
 #include "match/match.h"
@@ -126,6 +127,12 @@ struct zcr_ctx {
 	int rank;
 	int policy;
 	int quiet;
+	/*
+	 * The ZCRECV_* variables as zcr_ctx_create() read them (config.h);
+	 * their strings point into the environment, so whoever keeps one
+	 * past the creation (a transport's init) copies it.
+	 */
+	struct zcr_env_set env;
 	uint64_t max_msg;
 	size_t page;
 	bool listening;			/* some transport accepts peers */

@@ -38,7 +38,6 @@
 #endif
 
 #define JOB_SLOT	256	/* bytes per rank in an exchange */
-#define JOB_WAIT_MS	60000	/* ZCRECV_JOB_TIMEOUT_MS default */
 
 enum job_how { JOB_PMIX = 1, JOB_DIR, JOB_CALLBACK };
 
@@ -78,11 +77,20 @@ struct zcr_job {
 static int job_err(int err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* ZCRECV_QUIET=1 (a bad value is said by zcr_ctx_create()). */
+static bool job_quiet(void)
+{
+	struct zcr_env_val v;
+
+	__zcr_env_get(ZCR_ENV_QUIET, true, &v);
+	return v.u;
+}
+
 static int job_err(int err, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (getenv("ZCRECV_QUIET") && !strcmp(getenv("ZCRECV_QUIET"), "1"))
+	if (job_quiet())
 		return err;
 	fprintf(stderr, "zcrecv: job wire-up: ");
 	va_start(ap, fmt);
@@ -204,17 +212,36 @@ static int env_int(const char *var, int lo)
 	return (int)n;
 }
 
-/* Rank and size from the first pair of variables that is set. */
-static int env_rank(struct zcr_job *j)
+/*
+ * Rank and size from the first pair of variables that is set: ours,
+ * parsed already (a bad one was said), else a launcher's.
+ */
+static int env_rank(struct zcr_job *j, const struct zcr_env_set *env)
 {
 	static const char *const vars[][2] = {
-		{ "ZCRECV_RANK", "ZCRECV_SIZE" },
 		{ "PMI_RANK", "PMI_SIZE" },
 		{ "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE" },
 		{ "SLURM_PROCID", "SLURM_NTASKS" },
 	};
 	unsigned int i;
+	char want[48];
 
+	if (env->v[ZCR_ENV_RANK].set) {
+		j->rank = (int)env->v[ZCR_ENV_RANK].u;
+		j->size = env->v[ZCR_ENV_SIZE].set ?
+			  (int)env->v[ZCR_ENV_SIZE].u : -1;
+		if (j->size < 1)
+			return __zcr_env_bad(ZCR_ENV_SIZE, "",
+					     "a size with ZCRECV_RANK",
+					     job_quiet());
+		snprintf(want, sizeof(want), "a rank below ZCRECV_SIZE=%d",
+			 j->size);
+		if (j->rank >= j->size)
+			return __zcr_env_bad(ZCR_ENV_RANK,
+					     env->v[ZCR_ENV_RANK].s, want,
+					     job_quiet());
+		return 0;
+	}
 	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
 		if (!getenv(vars[i][0]))
 			continue;
@@ -329,13 +356,12 @@ static int xchg(struct zcr_job *j, const char *key, const char *mine,
 }
 
 /*
- * The host others reach us at: ZCRECV_JOB_HOST, else the address the
+ * The host others reach us at: ZCRECV_JOB_HOST (v), else the address the
  * default route leaves from (a UDP socket connected to a documentation
  * address sends nothing), else loopback.
  */
-static void job_host(char *out, size_t n)
+static void job_host(const char *v, char *out, size_t n)
 {
-	const char *v = getenv("ZCRECV_JOB_HOST");
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(9) };
 	socklen_t sl = sizeof(a);
 	int fd;
@@ -376,10 +402,12 @@ void __zcr_job_free(struct zcr_job *j)
 }
 
 /* How this job exchanges; rank and size set. */
-static int job_method(struct zcr_job *j, const struct zcr_job_attr *ja)
+static int job_method(struct zcr_job *j, const struct zcr_job_attr *ja,
+		      const struct zcr_env_set *env)
 {
-	const char *how = getenv("ZCRECV_WIREUP");
-	const char *dir = getenv("ZCRECV_JOB_DIR");
+	static const char *const hows[] = { NULL, "pmix", "env" };
+	const char *how = hows[env->v[ZCR_ENV_WIREUP].u];
+	const char *dir = env->v[ZCR_ENV_JOB_DIR].s;
 	bool pmix = getenv("PMIX_NAMESPACE") != NULL;
 	int ret;
 
@@ -392,10 +420,6 @@ static int job_method(struct zcr_job *j, const struct zcr_job_attr *ja)
 		j->size = ja->size;
 		return 0;
 	}
-	if (how && *how && strcmp(how, "auto") && strcmp(how, "pmix") &&
-	    strcmp(how, "env"))
-		return job_err(-EINVAL, "ZCRECV_WIREUP=%s: expected auto, "
-			       "pmix or env", how);
 	if (how && !strcmp(how, "env"))
 		pmix = false;
 	if (pmix || (how && !strcmp(how, "pmix"))) {
@@ -414,8 +438,8 @@ static int job_method(struct zcr_job *j, const struct zcr_job_attr *ja)
 			       "(libpmix-dev); use ZCRECV_WIREUP=env");
 #endif
 	}
-	ret = env_rank(j);
-	if (ret == -ENOENT || (!ret && (!dir || !*dir)))
+	ret = env_rank(j, env);
+	if (ret == -ENOENT || (!ret && !dir))
 		return job_err(-ENOENT, "no PMIx server (PMIX_NAMESPACE is "
 			       "unset: not started by a PMIx launcher such as "
 			       "Open MPI's mpirun, srun --mpi=pmix or "
@@ -426,9 +450,7 @@ static int job_method(struct zcr_job *j, const struct zcr_job_attr *ja)
 		return ret;
 	j->how = JOB_DIR;
 	snprintf(j->dir, sizeof(j->dir), "%s", dir);
-	j->wait_ms = env_int("ZCRECV_JOB_TIMEOUT_MS", 1);
-	if (j->wait_ms < 0)
-		j->wait_ms = JOB_WAIT_MS;
+	j->wait_ms = (int)env->v[ZCR_ENV_JOB_TIMEOUT_MS].u;
 	return 0;
 }
 
@@ -451,7 +473,8 @@ int zcr_ctx_create_job(const struct zcr_ctx_attr *attr, size_t attr_size,
 		       struct zcr_ctx **out)
 {
 	char mine[JOB_SLOT], secret[65], listen[JOB_SLOT], *all = NULL;
-	const char *lst = getenv("ZCRECV_JOB_LISTEN");
+	struct zcr_env_set env;
+	struct zcr_env_val env_secret;
 	struct zcr_ctx_attr a;
 	struct zcr_ctx *ctx = NULL;
 	struct zcr_job *j;
@@ -464,11 +487,19 @@ int zcr_ctx_create_job(const struct zcr_ctx_attr *attr, size_t attr_size,
 	memset(&a, 0, sizeof(a));
 	if (attr)
 		memcpy(&a, attr, attr_size < sizeof(a) ? attr_size : sizeof(a));
+	/*
+	 * The job's variables, and the secret's before rank 0 would draw
+	 * one for nothing: every bad one is said, whoever is quiet, since
+	 * no context exists yet to fail later and name them.
+	 */
+	ret = __zcr_env_load(&env, ZCR_ENV_JOB, job_quiet());
+	if (__zcr_env_get(ZCR_ENV_JOB_SECRET, job_quiet(), &env_secret) || ret)
+		return -EINVAL;
 	j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
 	pthread_mutex_init(&j->lock, NULL);
-	ret = job_method(j, ja);
+	ret = job_method(j, ja, &env);
 	if (ret)
 		goto err;
 	ret = -ENOMEM;
@@ -480,7 +511,7 @@ int zcr_ctx_create_job(const struct zcr_ctx_attr *attr, size_t attr_size,
 		goto err;
 
 	/* Round 1: the job secret, rank 0's, unless the caller has one. */
-	if (!a.job_secret && !getenv("ZCRECV_JOB_SECRET")) {
+	if (!a.job_secret && !env_secret.set) {
 		ret = j->rank == 0 ? new_secret(secret) : 0;
 		if (ret)
 			goto err;
@@ -506,14 +537,15 @@ int zcr_ctx_create_job(const struct zcr_ctx_attr *attr, size_t attr_size,
 	pthread_mutex_unlock(&ctx->lock);
 
 	/* Round 2: where each rank listens. */
-	snprintf(listen, sizeof(listen), "%s", lst && *lst ? lst : "0.0.0.0:0");
+	snprintf(listen, sizeof(listen), "%s",
+		 env.v[ZCR_ENV_JOB_LISTEN].s ? : "0.0.0.0:0");
 	port = zcr_ctx_listen(ctx, listen);
 	if (port < 0) {
 		ret = job_err(port, "cannot listen on %s: %s", listen,
 			      strerror(-port));
 		goto err_ctx;
 	}
-	job_host(mine, sizeof(mine) - 16);
+	job_host(env.v[ZCR_ENV_JOB_HOST].s, mine, sizeof(mine) - 16);
 	r = (int)strlen(mine);
 	snprintf(mine + r, sizeof(mine) - (size_t)r, ":%d", port);
 	ret = xchg(j, "addr", mine, false, all);

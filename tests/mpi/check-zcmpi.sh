@@ -159,6 +159,22 @@ if [ -f $bin/libzcrecv-mpi-mpich.so ]; then
 		bad "mpich: no PMIx server: rc $rc"
 		tail -5 "$tmp/nopmix"
 	fi
+	# A bad value of one of the layer's variables and of one of the
+	# library's stops the job at MPI_Init, naming both.
+	: > "$tmp/badenv"
+	mpich ZCRECV_REPORT=yes ZCRECV_SHM_FRAG_MAX=abc \
+		sh -c 'LD_PRELOAD="$1" exec "$2" 2>> "$3"' \
+		sh "$root/$bin/libzcrecv-mpi-mpich.so" "$bin/cg-mpich" \
+		"$tmp/badenv" > /dev/null
+	rc=$?
+	if [ $rc != 0 ] && [ $rc != 124 ] &&
+	   grep -q 'zcrecv: ZCRECV_REPORT=yes: expected 0 or 1' "$tmp/badenv" &&
+	   grep -q 'zcrecv: ZCRECV_SHM_FRAG_MAX=abc: expected ' "$tmp/badenv"; then
+		ok "mpich: bad ZCRECV_* values stop the job, each named (rc $rc)"
+	else
+		bad "mpich: bad ZCRECV_* values: rc $rc"
+		tail -5 "$tmp/badenv"
+	fi
 else
 	bad "build/tools/mpi/libzcrecv-mpi-mpich.so missing (MPICH's mpicc.mpich)"
 fi

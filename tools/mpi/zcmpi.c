@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "zcrecv.h"
+#include "core/config.h"
 #include "zcmpi.h"
 
 /* ---- state ------------------------------------------------------------ */
@@ -776,35 +777,53 @@ static int mpi_allgather(const void *mine, void *all, size_t len, void *arg)
 			      MPI_BYTE, MPI_COMM_WORLD) != MPI_SUCCESS;
 }
 
+/*
+ * Our variables, and the library's: the context is created quiet (peers
+ * closing at MPI_Finalize are no news), so it would fail a bad value
+ * without naming it. Each bad one is said here, then the job stops.
+ */
+static void env_check(struct zcr_env_set *mine)
+{
+	static const enum zcr_env_reader theirs[] = { ZCR_ENV_CTX,
+						      ZCR_ENV_JOB };
+	struct zcr_env_set set;
+	struct zcr_env_val quiet;
+	unsigned int i;
+	int bad;
+
+	__zcr_env_get(ZCR_ENV_QUIET, true, &quiet);
+	bad = __zcr_env_load(mine, ZCR_ENV_MPI, false);
+	for (i = 0; i < sizeof(theirs) / sizeof(theirs[0]); i++)
+		bad |= __zcr_env_load(&set, theirs[i], quiet.u);
+	if (bad)
+		die("a ZCRECV_* variable has a bad value%s", quiet.u ?
+		    " (ZCRECV_QUIET=1: zcinfo --env shows them)" : " (above)");
+}
+
 static void zc_init(void)
 {
-	const char *how = getenv("ZCRECV_MPI_WIREUP");
-	const char *pt = getenv("ZCRECV_MPI_PROGRESS_THREAD");
-	const char *rep = getenv("ZCRECV_REPORT");
+	enum { AUTO, PMIX, MPI, ENV };	/* ZCRECV_MPI_WIREUP's choices */
 	struct zcr_ctx_attr a = { 0 };
 	struct zcr_job_attr ja = { 0 };
-	int ret, level = MPI_THREAD_MULTIPLE;
+	struct zcr_env_set env;
+	int ret, how, level = MPI_THREAD_MULTIPLE;
 	bool pmix;
 
 	PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
 	PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
-	timed = rep && !strcmp(rep, "1");
+	env_check(&env);
+	timed = env.v[ZCR_ENV_REPORT].u;
 	PMPI_Query_thread(&level);
 	threads = level == MPI_THREAD_MULTIPLE;
-	if (how && *how && strcmp(how, "auto") && strcmp(how, "pmix") &&
-	    strcmp(how, "mpi") && strcmp(how, "env"))
-		die("ZCRECV_MPI_WIREUP=%s: expected auto, pmix, env or mpi",
-		    how);
+	how = (int)env.v[ZCR_ENV_MPI_WIREUP].u;
 	/*
 	 * auto: the launcher's PMIx when there is one, else the MPI's own
 	 * MPI_Allgather; env: the library's environment fallback.
 	 */
-	pmix = how && (!strcmp(how, "pmix") || !strcmp(how, "env")) ? true :
-	       how && !strcmp(how, "mpi") ? false :
+	pmix = how == PMIX || how == ENV ? true : how == MPI ? false :
 	       getenv("PMIX_NAMESPACE") != NULL;
 	if (pmix)
-		setenv("ZCRECV_WIREUP", how && !strcmp(how, "env") ? "env" :
-		       "pmix", 1);
+		setenv("ZCRECV_WIREUP", how == ENV ? "env" : "pmix", 1);
 	/*
 	 * Ranks on one host talk through shared memory (synchronous sends
 	 * included) unless the user said otherwise: ZCRECV_SHM=0 keeps TCP.
@@ -813,7 +832,7 @@ static void zc_init(void)
 	ja.rank = world_rank;
 	ja.size = world_size;
 	ja.allgather = mpi_allgather;
-	a.progress_thread = !(pt && !strcmp(pt, "0"));
+	a.progress_thread = env.v[ZCR_ENV_MPI_PROGRESS_THREAD].u;
 	/* Peers closing at MPI_Finalize are no news; failures we say. */
 	a.quiet = 1;
 	ret = zcr_ctx_create_job(&a, sizeof(a), pmix ? NULL : &ja, sizeof(ja),
@@ -885,11 +904,13 @@ static void peers_by_transport(unsigned int *shm, unsigned int *tcp)
 static void report(void)
 {
 	struct zcr_stats s;
-	const char *v = getenv("ZCRECV_REPORT");
+	struct zcr_env_val v;
 	unsigned int shm, tcp;
 	uint64_t coll_calls, coll_bytes;
 
-	if (!v || strcmp(v, "1") || zcr_ctx_stats_sized(ctx, &s, sizeof(s)))
+	/* Checked at MPI_Init: a bad value stopped the job there. */
+	if (__zcr_env_get(ZCR_ENV_REPORT, false, &v) || !v.u ||
+	    zcr_ctx_stats_sized(ctx, &s, sizeof(s)))
 		return;
 	peers_by_transport(&shm, &tcp);
 	__zcmpi_coll_stats(&coll_calls, &coll_bytes);

@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static FILE *out;
 static unsigned long long seq;
@@ -43,17 +45,24 @@ static void trace_close(void)
 
 static int trace_open(void)
 {
-	const char *dir = getenv("ZCRECV_TRACE_DIR");
+	static int bad_dir;	/* said once; no trace then */
+	struct zcr_env_val dir;
 	char path[PATH_MAX];
 	int rank = 0, size = 1, inited = 0;
 
+	if (bad_dir)
+		return -1;
+	if (__zcr_env_get(ZCR_ENV_TRACE_DIR, false, &dir)) {
+		bad_dir = 1;
+		return -1;
+	}
 	PMPI_Initialized(&inited);
 	if (!inited)
 		return -1;
 	PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	PMPI_Comm_size(MPI_COMM_WORLD, &size);
 	snprintf(path, sizeof(path), "%s/rank-%04d.trace",
-		 dir && *dir ? dir : ".", rank);
+		 dir.s ? dir.s : ".", rank);
 	out = fopen(path, "w");
 	if (!out) {
 		perror(path);

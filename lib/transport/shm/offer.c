@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/config.h"
 #include "transport/shm/shm.h"
 
 #define OFFER_MAGIC	0x4f4d4853U	/* "SHMO" */
@@ -35,11 +36,17 @@ static uint32_t get32(const uint8_t *p)
 	       (uint32_t)p[3] << 24;
 }
 
+/*
+ * ZCRECV_SHM, read at each handshake. zcr_ctx_create() refused a bad
+ * value; one set later counts as unset (off), silently: no context is at
+ * hand to say whether it may print.
+ */
 bool __zcr_shm_wanted(void)
 {
-	const char *v = getenv("ZCRECV_SHM");
+	struct zcr_env_val v;
 
-	return v && !strcmp(v, "1");
+	__zcr_env_get(ZCR_ENV_SHM, true, &v);
+	return v.u;
 }
 
 int __zcr_shm_offer(struct zcr_shm_nego *n, uint8_t out[ZCR_SHM_OFFER_LEN])

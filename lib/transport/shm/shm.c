@@ -36,6 +36,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "core/config.h"
 #include "transport/shm/shm.h"
 
 #ifndef PR_SET_PTRACER
@@ -390,14 +391,12 @@ static int yama_scope(bool *assumed)
 
 int __zcr_shm_ptracer_mode(enum zcr_shm_ptracer_mode *mode)
 {
-	const char *v = getenv("ZCRECV_SHM_PTRACER");
+	struct zcr_env_val v;
 
-	if (!v || !*v || !strcmp(v, "any"))
-		*mode = ZCR_SHM_PTRACER_MODE_ANY;
-	else if (!strcmp(v, "peer"))
-		*mode = ZCR_SHM_PTRACER_MODE_PEER;
-	else
+	/* zcr_ctx_create() said it if bad; a connection says it again. */
+	if (__zcr_env_get(ZCR_ENV_SHM_PTRACER, true, &v))
 		return -EINVAL;
+	*mode = v.u ? ZCR_SHM_PTRACER_MODE_PEER : ZCR_SHM_PTRACER_MODE_ANY;
 	return 0;
 }
 
@@ -432,10 +431,16 @@ int __zcr_shm_allow_peer(pid_t pid, char *why, size_t len)
 	int scope = yama_scope(&assumed), ret = 0;
 
 	if (__zcr_shm_ptracer_mode(&mode)) {
-		if (why)
-			snprintf(why, len, "ZCRECV_SHM_PTRACER=%s is none of "
-				 "any, peer",
-				 getenv("ZCRECV_SHM_PTRACER"));
+		if (why) {
+			struct zcr_env_val v;
+			char acc[32];
+
+			__zcr_env_get(ZCR_ENV_SHM_PTRACER, true, &v);
+			__zcr_env_accepts(ZCR_ENV_SHM_PTRACER, acc,
+					  sizeof(acc));
+			snprintf(why, len, "ZCRECV_SHM_PTRACER=%s: expected %s",
+				 v.s, acc);
+		}
 		return -EINVAL;
 	}
 	pthread_once(&ptracer_once, ptracer_init);

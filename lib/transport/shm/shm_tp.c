@@ -38,17 +38,6 @@
 
 #define SHM_SPINS_PER_YIELD	16
 /*
- * Messages up to this size travel eager over several cells (two copies,
- * no pull) to a peer that takes it (ZCRECV_SHM_FRAG_MAX overrides it, up
- * to ZCR_SHM_FRAG_CELLS cells). Above it the shared pull wins: on the
- * host of 2026-11-26 (Documentation/benchmarks.md, "Where eager ends"),
- * 64 KiB 6.5-6.9 us pulled against 9.4-10.1 eager in zcbench and level
- * in NPopenmpi under libzcrecv-mpi, 128 KiB 9-10 against 16 and 12
- * against 17; at 32 KiB the two ways split (zcbench 4.9-5.1 pulled
- * against 6.4, NPopenmpi 6.4-6.7 against 5.7-5.8).
- */
-#define SHM_FRAG_MAX		(32 << 10)
-/*
  * An announced message with no receive posted for it, while our own
  * announced send to that peer has not completed here yet: the
  * application is most likely about to see that send complete and post
@@ -58,29 +47,11 @@
  */
 #define SHM_DEFER_NS		(100 * 1000ULL)
 /*
- * Pulls of at least this many bytes are shared with a sender that waits
- * for them (shm.h, enum zcr_shm_help); ZCRECV_SHM_SPLIT_MIN overrides it
- * (0: never). Every pull above the eager limit: unshared, 48 KiB took
- * 8.5-8.8 us in zcbench and 5.6 in NPopenmpi under libzcrecv-mpi, shared
- * 5.9-6.0 and 3.9 (eager 8.3 and 3.7-3.9; benchmarks.md).
- */
-#define SHM_SPLIT_MIN		(32 << 10)
-
-/*
- * While the recent peak of waits for a peer is at most this long, waits
- * are spun through (1.5 times the peak, up to this) rather than slept in
- * poll(2): waking from poll costs 50-200 µs on some virtual machines,
- * longer than the wait itself in a ping-pong of megabytes.
- * ZCRECV_SHM_SPIN_MAX_US overrides it (0: spin ZCRECV_SHM_SPIN_US only).
- */
-#define SHM_SPIN_MAX_US		5000
-/*
  * A peer's exit or close is seen when progress sleeps in poll(2); one
  * that never sleeps (timeout 0, a spinning application) looks at the
  * pidfd and the control connection this often instead.
  */
 #define SHM_END_CHECK_NS	(10 * 1000 * 1000ULL)
-#define SHM_SPIN_CEILING_US	1000000	/* what either variable may say */
 
 static inline void cpu_relax(void)
 {
@@ -165,32 +136,45 @@ static uint64_t get_idx(const struct zcr_req *r)
 	return i;
 }
 
-/* A spin variable's µs (def when unset) in ns, at most 1 s. */
-static uint64_t spin_env(const char *v, unsigned long long def)
-{
-	unsigned long long us = v && *v ? strtoull(v, NULL, 10) : def;
-
-	if (us > SHM_SPIN_CEILING_US)
-		us = SHM_SPIN_CEILING_US;
-	return (uint64_t)us * 1000;
-}
-
 static int shm_init(struct zcr_ctx *ctx, void **priv)
 {
 	struct shm_ctx *sc = calloc(1, sizeof(*sc));
-	const char *v = getenv("ZCRECV_SHM_SPIN_US");
+	const struct zcr_env_val *env = ctx->env.v;
 
-	(void)ctx;
 	if (!sc)
 		return -ENOMEM;
 	zcr_list_init(&sc->eps);
-	sc->spin_ns = spin_env(v, 200);
-	sc->spin_max_ns = spin_env(getenv("ZCRECV_SHM_SPIN_MAX_US"),
-				   SHM_SPIN_MAX_US);
-	v = getenv("ZCRECV_SHM_FRAG_MAX");
-	sc->frag_max = v && *v ? strtoull(v, NULL, 10) : SHM_FRAG_MAX;
-	v = getenv("ZCRECV_SHM_SPLIT_MIN");
-	sc->split_min = v && *v ? strtoull(v, NULL, 10) : SHM_SPLIT_MIN;
+	/*
+	 * The defaults are in core/config.c. ZCRECV_SHM_SPIN_MAX_US (5000):
+	 * while the recent peak of waits for a peer is at most this long,
+	 * waits are spun through (1.5 times the peak, up to this) rather
+	 * than slept in poll(2): waking from poll costs 50-200 µs on some
+	 * virtual machines, longer than the wait itself in a ping-pong of
+	 * megabytes.
+	 */
+	sc->spin_ns = env[ZCR_ENV_SHM_SPIN_US].u * 1000;
+	sc->spin_max_ns = env[ZCR_ENV_SHM_SPIN_MAX_US].u * 1000;
+	/*
+	 * ZCRECV_SHM_FRAG_MAX (32 KiB): messages up to this size travel
+	 * eager over several cells (two copies, no pull) to a peer that
+	 * takes it, up to ZCR_SHM_FRAG_CELLS cells. Above it the shared
+	 * pull wins: on the host of 2026-11-26 (Documentation/benchmarks.md,
+	 * "Where eager ends"), 64 KiB 6.5-6.9 us pulled against 9.4-10.1
+	 * eager in zcbench and level in NPopenmpi under libzcrecv-mpi, 128
+	 * KiB 9-10 against 16 and 12 against 17; at 32 KiB the two ways
+	 * split (zcbench 4.9-5.1 pulled against 6.4, NPopenmpi 6.4-6.7
+	 * against 5.7-5.8).
+	 */
+	sc->frag_max = env[ZCR_ENV_SHM_FRAG_MAX].u;
+	/*
+	 * ZCRECV_SHM_SPLIT_MIN (32 KiB): pulls of at least this many bytes
+	 * are shared with a sender that waits for them (shm.h, enum
+	 * zcr_shm_help). Every pull above the eager limit: unshared, 48 KiB
+	 * took 8.5-8.8 us in zcbench and 5.6 in NPopenmpi under
+	 * libzcrecv-mpi, shared 5.9-6.0 and 3.9 (eager 8.3 and 3.7-3.9;
+	 * benchmarks.md).
+	 */
+	sc->split_min = env[ZCR_ENV_SHM_SPLIT_MIN].u;
 	*priv = sc;
 	return 0;
 }
@@ -1096,7 +1080,7 @@ static bool other_transports(struct zcr_ctx *ctx)
  * How long to look at the rings before sleeping: ZCRECV_SHM_SPIN_US plus
  * the time our announced sends should take to be pulled, or 1.5 times
  * the peak of recent waits if that is longer, while the peak is short
- * (SHM_SPIN_MAX_US) and no connection of another transport could need
+ * (ZCRECV_SHM_SPIN_MAX_US) and no connection of another transport could need
  * us meanwhile.
  */
 static uint64_t spin_for(struct zcr_ctx *ctx, struct shm_ctx *sc)

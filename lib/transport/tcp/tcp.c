@@ -60,16 +60,15 @@ struct tcp_ctx {
 };
 
 /*
- * How long an application thread with a connection open polls it without
- * sleeping before it sleeps in poll(2) (ZCRECV_TCP_SPIN_US overrides it,
- * 0: sleep at once). Open MPI's TCP BTL never sleeps in a wait; waking
- * from poll costs about 24 us here (between two network namespaces of a
- * virtual machine: an 8-byte round trip took 77 us sleeping, 13 under
- * Open MPI), 50-200 us on some virtual machines. A wait longer than the
- * spin pays one wake-up: at 2 ms, at most a few percent of that wait.
+ * ZCRECV_TCP_SPIN_US (core/config.c, default 2000): how long an
+ * application thread with a connection open polls it without sleeping
+ * before it sleeps in poll(2) (0: sleep at once). Open MPI's TCP BTL
+ * never sleeps in a wait; waking from poll costs about 24 us here
+ * (between two network namespaces of a virtual machine: an 8-byte round
+ * trip took 77 us sleeping, 13 under Open MPI), 50-200 us on some virtual
+ * machines. A wait longer than the spin pays one wake-up: at 2 ms, at
+ * most a few percent of that wait.
  */
-#define ZCR_TCP_SPIN_US		2000
-#define ZCR_TCP_SPIN_MAX_US	1000000
 
 /* Per endpoint (ep->tp_priv): the socket and the receive state machine. */
 struct tcp_ep {
@@ -1284,14 +1283,13 @@ static int accept_all(struct zcr_ctx *ctx, struct tcp_ctx *tc)
  * it supports IORING_OP_RECV (5.6); plain sockets otherwise, or with
  * ZCRECV_NO_URING=1.
  */
-static struct io_uring *ring_init(void)
+static struct io_uring *ring_init(struct zcr_ctx *ctx)
 {
 #ifdef ZCR_HAVE_LIBURING
 	struct io_uring_probe *probe;
 	struct io_uring *ring;
-	const char *off = getenv("ZCRECV_NO_URING");
 
-	if (off && *off && strcmp(off, "0"))
+	if (ctx->env.v[ZCR_ENV_NO_URING].u)
 		return NULL;
 	ring = calloc(1, sizeof(*ring));
 	if (!ring)
@@ -1311,32 +1309,20 @@ static struct io_uring *ring_init(void)
 	io_uring_free_probe(probe);
 	return ring;
 #else
+	(void)ctx;
 	return NULL;
 #endif
-}
-
-/* ZCRECV_TCP_SPIN_US, or the default; at most ZCR_TCP_SPIN_MAX_US. */
-static uint64_t spin_us(void)
-{
-	const char *v = getenv("ZCRECV_TCP_SPIN_US");
-	unsigned long long us;
-
-	if (!v || !*v)
-		return ZCR_TCP_SPIN_US;
-	us = strtoull(v, NULL, 10);
-	return us < ZCR_TCP_SPIN_MAX_US ? us : ZCR_TCP_SPIN_MAX_US;
 }
 
 static int tcp_init(struct zcr_ctx *ctx, void **priv)
 {
 	struct tcp_ctx *tc = calloc(1, sizeof(*tc));
 
-	(void)ctx;
 	if (!tc)
 		return -ENOMEM;
 	tc->listen_fd = -1;
-	tc->ring = ring_init();
-	tc->spin_ns = spin_us() * 1000;
+	tc->ring = ring_init(ctx);
+	tc->spin_ns = ctx->env.v[ZCR_ENV_TCP_SPIN_US].u * 1000;
 	*priv = tc;
 	return 0;
 }

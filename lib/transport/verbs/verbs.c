@@ -146,6 +146,8 @@ struct vctx {
 	struct ibv_pd *pd;
 	struct ibv_port_attr pa;
 	int port, gidx;
+	int gid_want;			/* ZCRECV_VERBS_GID, or -1: choose */
+	char dev_name[64];		/* ZCRECV_VERBS_DEV, or "": the first */
 	union ibv_gid gid;
 	bool land_copy;			/* staging landings via bounce buffer */
 	unsigned int cache_n;
@@ -258,18 +260,11 @@ static uint64_t wrid(int kind, uint32_t i)
 
 /* ---- device and registrations ------------------------------------------ */
 
-static unsigned int env_uint(const char *name, unsigned int dflt)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? (unsigned int)strtoul(v, NULL, 10) : dflt;
-}
-
 /* Open the device once per context (first listen or connect). */
 static int dev_open(struct vctx *vc)
 {
 	struct ibv_device **list = NULL;
-	const char *want = getenv("ZCRECV_VERBS_DEV");
+	const char *want = vc->dev_name;
 	int i, n = 0, ret = 0;
 
 	pthread_mutex_lock(&vc->dev_lock);
@@ -284,8 +279,7 @@ static int dev_open(struct vctx *vc)
 		goto done;
 	}
 	for (i = 0; i < n; i++)
-		if (!want || !*want ||
-		    !strcmp(ibv_get_device_name(list[i]), want))
+		if (!*want || !strcmp(ibv_get_device_name(list[i]), want))
 			break;
 	if (i == n) {
 		ret = -ENODEV;
@@ -315,9 +309,7 @@ static int dev_open(struct vctx *vc)
 	 * RoCE: a GID is needed; prefer an IPv4-mapped one (RoCE v2 over
 	 * the netdev's address), else index 0. ZCRECV_VERBS_GID forces one.
 	 */
-	vc->gidx = -1;
-	if (getenv("ZCRECV_VERBS_GID"))
-		vc->gidx = (int)env_uint("ZCRECV_VERBS_GID", 0);
+	vc->gidx = vc->gid_want;
 	for (i = 0; vc->gidx < 0 && i < vc->pa.gid_tbl_len && i < 16; i++) {
 		static const uint8_t v4[12] = { [10] = 0xff, [11] = 0xff };
 		union ibv_gid g;
@@ -429,25 +421,28 @@ static void cache_put(struct vctx *vc, struct ibv_mr *mr, struct rc_ent *ce)
 static int verbs_init(struct zcr_ctx *ctx, void **priv)
 {
 	struct vctx *vc = calloc(1, sizeof(*vc));
-	const char *land = getenv("ZCRECV_VERBS_LAND");
+	const struct zcr_env_val *env = ctx->env.v;
 
-	(void)ctx;
 	if (!vc)
 		return -ENOMEM;
 	zcr_list_init(&vc->eps);
 	vc->lfd = -1;
 	pthread_mutex_init(&vc->dev_lock, NULL);
-	vc->land_copy = land && !strcmp(land, "copy");
-	vc->cache_n = env_uint("ZCRECV_VERBS_REGCACHE", 0);
-	if (vc->cache_n > 1024)
-		vc->cache_n = 1024;
+	/* The device is opened at the first listen or connect: keep these. */
+	if (env[ZCR_ENV_VERBS_DEV].s)
+		snprintf(vc->dev_name, sizeof(vc->dev_name), "%s",
+			 env[ZCR_ENV_VERBS_DEV].s);
+	vc->gid_want = env[ZCR_ENV_VERBS_GID].set ?
+		       (int)env[ZCR_ENV_VERBS_GID].u : -1;
+	vc->land_copy = env[ZCR_ENV_VERBS_LAND].u == 1;
+	vc->cache_n = (unsigned int)env[ZCR_ENV_VERBS_REGCACHE].u;
 	if (vc->cache_n) {
 		vc->cache = calloc(vc->cache_n, sizeof(*vc->cache));
 		if (!vc->cache)
 			vc->cache_n = 0;
 	}
-	vc->print = env_uint("ZCRECV_VERBS_STATS", 0) == 1;
-	vc->spin_ns = (uint64_t)env_uint("ZCRECV_VERBS_SPIN_US", 200) * 1000;
+	vc->print = env[ZCR_ENV_VERBS_STATS].u;
+	vc->spin_ns = env[ZCR_ENV_VERBS_SPIN_US].u * 1000;
 	*priv = vc;
 	return 0;
 }
