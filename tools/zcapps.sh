@@ -7,8 +7,11 @@
 #   --apps LIST     programs of build/tools/apps (default: all that
 #                   tools/apps.mk builds: pes,m3,nbody,ft,is)
 #   --stacks LIST   what carries the messages (default
-#                   ompi,mpich,zc-copy,zc-remap,zc-auto):
+#                   ompi,ompi-again,mpich,zc-copy,zc-remap,zc-auto):
 #                     ompi      stock Open MPI (mpirun)
+#                     ompi-again  stock Open MPI once more in every trial:
+#                               its ratio to ompi is this host's noise, the
+#                               yardstick of every other ratio
 #                     mpich     stock MPICH (hydra)
 #                     zc-POLICY Open MPI with libzcrecv-mpi.so, ZCRECV_POLICY
 #                               copy, remap or auto
@@ -53,7 +56,7 @@ die() { echo "zcapps: $*" >&2; exit 2; }
 # is one source file and one name there.
 known_apps=$(sed -n 's/^APPS_NAMES *:= *//p' "$root/tools/apps.mk")
 apps=$(tr -s ' ' , <<< "$known_apps")
-stacks=ompi,mpich,zc-copy,zc-remap,zc-auto
+stacks=ompi,ompi-again,mpich,zc-copy,zc-remap,zc-auto
 configs=node,2n-1g,2n-10g
 comm=p2p post=late trials=3 timeout=120 grace=20 out=$root/build/apps png=1 dry=0
 prog_args=()
@@ -109,8 +112,8 @@ has_ompi=0
 for s in "${STACKS[@]}"; do
 	case $s in
 	ompi) has_ompi=1 ;;
-	mpich|zc-copy|zc-remap|zc-auto|zc-mpich) ;;
-	*) die "--stacks: unknown stack '$s' (ompi, mpich, zc-copy, zc-remap, zc-auto, zc-mpich)" ;;
+	ompi-again|mpich|zc-copy|zc-remap|zc-auto|zc-mpich) ;;
+	*) die "--stacks: unknown stack '$s' (ompi, ompi-again, mpich, zc-copy, zc-remap, zc-auto, zc-mpich)" ;;
 	esac
 done
 for c in "${CONFIGS[@]}"; do
