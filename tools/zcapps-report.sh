@@ -111,6 +111,16 @@ function median(key, n,    i, j, x, a) {
 	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
 function out(s) { print s; print s > sumtxt }
+# rmin, rmax: the range of the per-trial ratios of key to ref (rmax 0: none).
+function ratios(key, ref,    t, r) {
+	rmin = 1e9; rmax = 0
+	for (t = 1; t <= maxt; t++)
+		if (((key, t) in trial) && ((ref, t) in trial) && trial[ref, t] > 0) {
+			r = trial[key, t] / trial[ref, t]
+			if (r < rmin) rmin = r
+			if (r > rmax) rmax = r
+		}
+}
 NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
 {
 	key = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4 SUBSEP $5
@@ -144,15 +154,9 @@ END {
 		split(key, f, SUBSEP)
 		if (f[5] != "ompi-again") continue
 		ref = f[1] SUBSEP f[2] SUBSEP f[3] SUBSEP f[4] SUBSEP "ompi"
-		a = 1e9; b = 0
-		for (t = 1; t <= maxt; t++)
-			if (((key, t) in trial) && ((ref, t) in trial) && trial[ref, t] > 0) {
-				r = trial[key, t] / trial[ref, t]
-				if (r < a) a = r
-				if (r > b) b = r
-			}
-		aamin[key] = b ? sprintf("%.3f", a) : "?"
-		aamax[key] = b ? sprintf("%.3f", b) : "?"
+		ratios(key, ref)
+		aamin[key] = rmax ? sprintf("%.3f", rmin) : "?"
+		aamax[key] = rmax ? sprintf("%.3f", rmax) : "?"
 	}
 	out(sprintf("%-7s %-6s %-10s %-8s %8s %17s %8s %13s %6s %6s %6s  %s",
 		"config", "app", "mode", "stack", "wall_s", "min-max", "vs_ompi", "trial_ratios",
@@ -164,13 +168,7 @@ END {
 		vs = ""; rmin = ""; rmax = ""
 		if (n && nok[ref] && med[ref] > 0) {
 			vs = sprintf("%.3f", med[key] / med[ref])
-			rmin = 1e9; rmax = 0
-			for (t = 1; t <= maxt; t++)
-				if (((key, t) in trial) && ((ref, t) in trial) && trial[ref, t] > 0) {
-					r = trial[key, t] / trial[ref, t]
-					if (r < rmin) rmin = r
-					if (r > rmax) rmax = r
-				}
+			ratios(key, ref)
 			if (rmax == 0) { rmin = ""; rmax = "" }
 			else { rmin = sprintf("%.3f", rmin); rmax = sprintf("%.3f", rmax) }
 		}
