@@ -80,8 +80,8 @@ const struct zcr_env_var __zcr_env_vars[ZCR_ENV_COUNT] = {
 	     "staging slots of 2 MiB or more are huge zones, exchanged in "
 	     "2 MiB units; 0: 4 KiB zones only."),
 	NUM(DEFER_MIN, ZCR_ENV_BYTES, ZCR_ENV_CTX, 0, 1ULL << 62, 65536,
-	    "An early message of this size or more that would only be "
-	    "copied out of staging waits with its transport and lands "
+	    "shm: an early message of this size or more that would only "
+	    "be copied out of staging waits in its sender and lands "
 	    "straight into its receive; 0: every early message is staged."),
 	[ZCR_ENV_JOB_SECRET] = {
 		.name = "ZCRECV_JOB_SECRET", .type = ZCR_ENV_STRING,

@@ -96,7 +96,7 @@ enum zcr_rx_state {
  * @stall_link:	on ctx->stalled while ZCR_RX_STALLED
  * @ack:	a synchronous message: its number, ACKed once matched; or 0
  * @may_defer:	the transport can leave the payload where it is (in the
- *		sender, or in the socket) until a receive takes it
+ *		sender, over shm) until a receive takes it
  * @deferred:	stalled by choice, not for want of room: the landing
  *		would be a copy out of staging, so the payload waits for
  *		its receive and lands once, straight into it

@@ -4,9 +4,6 @@
  * purpose (raw sockets speaking the wire format): each test is one way a
  * hostile or broken peer could hold resources or stall honest traffic,
  * and checks that the rank frees what it holds and honest peers go on.
- * Their messages are staged when they arrive early (ZCRECV_DEFER_MIN=0,
- * unless set): the pool and the reading of payloads are what a hostile
- * peer tries to hold. (A deferred message holds neither: test_defer.c.)
  * Run: build/tests/unit/test_hostile [name]
  */
 #include <fcntl.h>
@@ -17,11 +14,6 @@
 #include "core/ctx.h"
 #include "match/match.h"
 #include "zcr_pair.h"
-
-__attribute__((constructor)) static void stage_every_early_arrival(void)
-{
-	setenv("ZCRECV_DEFER_MIN", "0", 0);
-}
 
 static void raw_data(int fd, int src, int tag, uint64_t len, uint64_t seq)
 {

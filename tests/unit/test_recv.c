@@ -9,7 +9,6 @@
  * progress thread. Runs on the host (uffd-move or copy) and in the VMs
  * (tests/vm.list, with zcrecv.ko), where the statistics must show the remap
  * path taken (pages_remapped > 0) whenever the backend is not copy.
- * Early arrivals are all staged (ZCRECV_DEFER_MIN=0, unless set).
  * Run: build/tests/unit/test_recv [name]; ZCRECV_BACKEND=copy|uffd|kmod.
  */
 #include <fcntl.h>
@@ -25,16 +24,6 @@
 static const struct zcr_ctx_attr remap_attr = {
 	.policy = ZCRECV_POLICY_REMAP,
 };
-
-/*
- * Every early arrival here is staged: the landing out of staging is what
- * these tests check. A message the copy policy would defer instead (it
- * waits for its receive) is test_defer.c's.
- */
-__attribute__((constructor)) static void stage_every_early_arrival(void)
-{
-	setenv("ZCRECV_DEFER_MIN", "0", 0);
-}
 
 /* Send len bytes (seed), wait until staged, then receive into buf. */
 static int early_one(struct pair *p, char *sb, char *buf, size_t len,
