@@ -62,11 +62,13 @@ $(MPI_DIR)/ring-mpich: tools/mpi/ring.f90
 PROGS += $(MPI_DIR)/ring-mpich
 endif
 
-# libzcrecv-mpi.so: MPI point-to-point over zcrecv (tools/mpi/zcmpi.c; the
-# collectives it leaves to the MPI are counted in zcmpi_coll.c;
-# Documentation/mpi.md), one per MPI, linked to the libzcrecv.so next to
-# it in build/ (rpath), else the installed one.
-ZCMPI_SRCS := tools/mpi/zcmpi.c tools/mpi/zcmpi_coll.c lib/core/config.c
+# libzcrecv-mpi.so: MPI point-to-point over zcrecv (tools/mpi/zcmpi.c; its
+# requests and their completion in zcmpi_request.c, Open MPI's Fortran
+# bindings in zcmpi_fortran.c; the collectives it leaves to the MPI are
+# counted in zcmpi_coll.c; Documentation/mpi.md), one per MPI, linked to
+# the libzcrecv.so next to it in build/ (rpath), else the installed one.
+ZCMPI_SRCS := tools/mpi/zcmpi.c tools/mpi/zcmpi_request.c \
+	tools/mpi/zcmpi_fortran.c tools/mpi/zcmpi_coll.c lib/core/config.c
 ZCMPI_FLAGS = $(MPI_CFLAGS) -std=gnu11 -Iinclude -Ilib -fPIC -shared \
 	-Wl,-rpath,'$$ORIGIN/../../lib'
 ifneq ($(MPICC),)

@@ -60,26 +60,26 @@
  * invocation as reference lines, --ref CSV=TITLE adds a reference line
  * (bytes,MB/s) to the plot. The copied/msg column counts the bytes the
  * landing copied per message (0 when every full page was remapped).
+ *
+ * The reference programs run from zcbench/ref.c, the plot is drawn in
+ * zcbench/plot.c; zcbench/zcbench.h is what the three share.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <sched.h>
-#include <netinet/in.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "zcrecv.h"
 #include "bench.h"
 #include "core/config.h"
+#include "zcbench/zcbench.h"
 
 #define TAG_DATA	1
 #define TAG_CTRL	1000
@@ -186,14 +186,14 @@ struct point {
 };
 
 /* Reference lines of the plot: CSV files of bytes,MB/s. */
-static struct { const char *csv, *title; } refs[8];
-static int nrefs;
-static const char *transport = "tcp";
+struct ref_line refs[8];
+int nrefs;
+const char *transport = "tcp";
 
 static struct point points[512];
 static int npoints;
 
-static void die(const char *what, int err)
+void die(const char *what, int err)
 {
 	fprintf(stderr, "zcbench: %s: %s\n", what, strerror(-err));
 	exit(2);
@@ -290,13 +290,13 @@ static void bind_rank(int rank)
  * starts must see every processor, as it would from a shell), or bound
  * again afterwards.
  */
-static void unbind(void)
+void unbind(void)
 {
 	if (bound && sched_setaffinity(0, sizeof(cpus_all), &cpus_all))
 		die("sched_setaffinity", -errno);
 }
 
-static void rebind(void)
+void rebind(void)
 {
 	if (bound)
 		bind_rank(0);
@@ -845,205 +845,6 @@ static void print_landing(struct zcr_ctx *ctx, int rank)
 	fflush(stdout);
 }
 
-static int free_port(void)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t sl = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
-
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    getsockname(fd, (struct sockaddr *)&sa, &sl))
-		return -1;
-	port = ntohs(sa.sin_port);
-	close(fd);
-	return port;
-}
-
-/* NetPIPE's NPtcp over loopback, output in NPtcp's own format to file. */
-static int run_nptcp(uint64_t min, uint64_t max, const char *file)
-{
-	char cmd[512];
-	int port = free_port(), ret;
-	pid_t rx;
-
-	if (port < 0 || system("command -v NPtcp >/dev/null 2>&1"))
-		return -ENOENT;
-	fflush(stdout);
-	rx = fork();
-	if (rx == 0) {
-		char p[16], l[32], u[32];
-
-		snprintf(p, sizeof(p), "%d", port);
-		snprintf(l, sizeof(l), "%llu", (unsigned long long)min);
-		snprintf(u, sizeof(u), "%llu", (unsigned long long)max);
-		if (!freopen("/dev/null", "w", stdout) ||
-		    !freopen("/dev/null", "w", stderr))
-			_exit(127);
-		execlp("NPtcp", "NPtcp", "-P", p, "-l", l, "-u", u, "-p", "0",
-		       (char *)NULL);
-		_exit(127);
-	}
-	usleep(300000);
-	snprintf(cmd, sizeof(cmd),
-		 "NPtcp -h 127.0.0.1 -P %d -l %llu -u %llu -p 0 -o %s "
-		 ">/dev/null 2>&1", port, (unsigned long long)min,
-		 (unsigned long long)max, file);
-	ret = system(cmd);
-	kill(rx, SIGTERM);
-	waitpid(rx, NULL, 0);
-	return ret ? -EIO : 0;
-}
-
-static int run_nptcp_unbound(uint64_t min, uint64_t max, const char *file)
-{
-	int ret;
-
-	unbind();
-	ret = run_nptcp(min, max, file);
-	rebind();
-	return ret;
-}
-
-/* The Open MPI reference: NPopenmpi, shared-memory BTL (vader). */
-static const char *ompi_ref;
-
-/* NPopenmpi's first run (before zcbench's), removed at exit. */
-static char ompi_first[64];
-static pid_t ompi_first_owner;
-
-static void ompi_first_unlink(void)
-{
-	if (ompi_first[0] && getpid() == ompi_first_owner)
-		unlink(ompi_first);
-	ompi_first[0] = 0;
-}
-
-/*
- * NPopenmpi from min to max into file; with layer (a libzcrecv-mpi.so),
- * the same program with its point-to-point calls carried by zcrecv
- * (LD_PRELOAD, shared memory between the two ranks).
- */
-static int run_npompi(uint64_t min, uint64_t max, const char *file,
-		      const char *layer)
-{
-	char cmd[1024], pre[600] = "";
-	int ret;
-
-	if (system("command -v NPopenmpi >/dev/null 2>&1 && "
-		   "command -v mpirun >/dev/null 2>&1"))
-		return -ENOENT;
-	if (layer) {
-		if (access(layer, R_OK) || strchr(layer, '\'') ||
-		    strlen(layer) > 500)
-			return -ENOENT;
-		snprintf(pre, sizeof(pre), "-x ZCRECV_SHM=1 "
-			 "-x 'LD_PRELOAD=%s' ", layer);
-	}
-	fflush(stdout);
-	snprintf(cmd, sizeof(cmd),
-		 "mpirun --allow-run-as-root --oversubscribe -np 2 --mca btl "
-		 "self,vader %sNPopenmpi -l %llu -u %llu -p 0 -o %s "
-		 ">/dev/null 2>&1", pre, (unsigned long long)min,
-		 (unsigned long long)max, file);
-	unbind();
-	ret = system(cmd);
-	rebind();
-	return ret ? -EIO : 0;
-}
-
-static void print_np(const char *file, const char *what, bool emulated);
-
-/*
- * Two NetPIPE outputs of the same sizes (lines "bytes Mbps seconds") into
- * out (which may be a or b), per size the line of the faster run. 0, or
- * -errno with out untouched (-EINVAL: the two do not list the same sizes).
- */
-static int merge_np(const char *a, const char *b, const char *out)
-{
-	char la[256], lb[256], tmp[600];
-	unsigned long long ba, bb;
-	double ma, mb, sa, sb;
-	int ret = 0, n = 0;
-	FILE *fa = fopen(a, "r"), *fb = fopen(b, "r"), *fo;
-	char buf[64 * 256];
-	size_t len = 0;
-
-	if (!fa || !fb) {
-		if (fa)
-			fclose(fa);
-		if (fb)
-			fclose(fb);
-		return -ENOENT;
-	}
-	while (fgets(lb, sizeof(lb), fb)) {
-		const char *pick = lb;
-
-		if (!fgets(la, sizeof(la), fa) ||
-		    sscanf(la, "%llu %lf %lf", &ba, &ma, &sa) != 3 ||
-		    sscanf(lb, "%llu %lf %lf", &bb, &mb, &sb) != 3 ||
-		    ba != bb)
-			ret = -EINVAL;
-		else if (sa < sb)
-			pick = la;
-		if (len + strlen(pick) >= sizeof(buf)) {
-			ret = -E2BIG;
-			break;
-		}
-		memcpy(buf + len, pick, strlen(pick));
-		len += strlen(pick);
-		n++;
-	}
-	if (!ret && fgets(la, sizeof(la), fa))
-		ret = -EINVAL;		/* a lists more sizes */
-	fclose(fa);
-	fclose(fb);
-	if (!ret && !n)
-		ret = -EINVAL;
-	if (ret)
-		return ret;
-	snprintf(tmp, sizeof(tmp), "%s.merge", out);
-	fo = fopen(tmp, "w");
-	if (!fo)
-		return -errno;
-	if (fwrite(buf, 1, len, fo) != len) {
-		fclose(fo);
-		unlink(tmp);
-		return -EIO;
-	}
-	if (fclose(fo) || rename(tmp, out)) {
-		ret = -errno;
-		unlink(tmp);
-		return ret;
-	}
-	return 0;
-}
-
-/*
- * NPopenmpi at one size: its latency in us (half a round trip, as NetPIPE
- * prints it), or 0 when it did not run.
- */
-static double npompi_at(uint64_t size)
-{
-	unsigned long long b;
-	char file[64], line[256];
-	double mbps, sec = 0;
-	FILE *f;
-
-	snprintf(file, sizeof(file), "/tmp/zcbench-ompi-at.%d.out",
-		 (int)getpid());
-	if (run_npompi(size, size, file, NULL) == 0 &&
-	    (f = fopen(file, "r")) != NULL) {
-		if (!fgets(line, sizeof(line), f) ||
-		    sscanf(line, "%llu %lf %lf", &b, &mbps, &sec) != 3 ||
-		    b != size || sec <= 0)
-			sec = 0;
-		fclose(f);
-	}
-	unlink(file);
-	return sec * 1e6;
-}
-
 /*
  * Each mode against NPopenmpi run beside its trials: the median over the
  * trials of NPopenmpi's latency over the mode's (above 1: zcbench
@@ -1072,206 +873,248 @@ static void vs_npompi(const struct acc *acc, const double *npo,
 	free(v);
 }
 
+/* What every size of a run does: main()'s options. */
+struct sweep {
+	int modes, arrivals;		/* --modes, --arrival: bit masks */
+	unsigned int max_iters, trials, point_s;
+	bool npompi;			/* NPopenmpi beside each round */
+};
+
 /*
- * perftest's ib_send_lat (half round trip, t_avg) or ib_write_bw
- * (streaming, BW average) over the RDMA device the verbs transport uses,
- * one run per size from min to max (powers of two, iters iterations);
- * written as bytes,MB/s CSV to out. Server and client both run here.
+ * Per size, the arrivals and the modes take turns trial by trial
+ * (each first, second... in turn), so that what the machine does
+ * meanwhile (other load, frequency, the other rank's state) falls on
+ * all of them alike: their ratios are what the table is for. Three
+ * modes go through all six orders (mode_turn()), so that each
+ * follows each other one equally often: what a trial leaves behind
+ * (zone slots, size-class samples, a flushed TLB) falls on the next
+ * mode, and with plain rotation auto would follow remap in two
+ * trials of three. With
+ * --npopenmpi, NPopenmpi runs at the size after each trial, one
+ * reference measured beside both arrivals.
+ *
+ * Rank 0: every trial of one size, its rows printed; how many failed.
  */
-static int run_perftest(const char *tool, uint64_t min, uint64_t max,
-			unsigned int iters, const char *out, bool emulated)
+static uint64_t run_size(struct zcr_ctx *ctx, struct zcr_ep *ep,
+			 uint64_t size, const struct sweep *sw)
 {
-	char cmd[512], c2[1024], line[512], raw[300];
-	struct zcr_env_val dv, gv;
-	const char *dev, *gid;
-	bool lat = strstr(tool, "lat") != NULL;
-	unsigned long long b, n;
-	uint64_t size;
-	double v[8] = { 0 };
-	int port, k, rows = 0;
-	FILE *f, *o;
-	pid_t srv;
+	static const int order[] = { ZCRECV_POLICY_COPY,
+				     ZCRECV_POLICY_REMAP,
+				     ZCRECV_POLICY_AUTO };
+	unsigned int per = iters_for(size, sw->max_iters), t;
+	unsigned int nrun = 0, narr = 0, k, j;
+	int run[3], arr[2], m, a;
+	struct acc acc[2][3];
+	double vs[3], vn[3], *npo, npo_best = 0;
+	/* --point-time: whole rounds of six orders, up to the most */
+	unsigned int ntr = sw->trials;
+	unsigned int cap = sw->point_s ? TRIALS_MAX : sw->trials;
+	double t0 = zct_now_us();
+	uint64_t bad = 0;
 
-	/* The device and GID the transport uses (it checked them). */
-	__zcr_env_get(ZCR_ENV_VERBS_DEV, true, &dv);
-	__zcr_env_get(ZCR_ENV_VERBS_GID, true, &gv);
-	dev = dv.set ? dv.s : NULL;
-	gid = gv.set ? gv.s : NULL;
-	snprintf(cmd, sizeof(cmd), "command -v %s >/dev/null 2>&1", tool);
-	if (system(cmd))
-		return -ENOENT;
-	o = fopen(out, "w");
-	if (!o)
-		return -errno;
-	printf("\nreference: perftest %s over the same RDMA device, %u "
-	       "iterations%s\n", tool, iters, emulated ? " (EMULATED timings: "
-	       "soft-RoCE under emulation)" : "");
-	printf("%9s %11s %10s\n", "size", lat ? "latency_us" : "", "MB/s");
-	for (size = min; size <= max; size *= 2) {
-		port = free_port();
-		snprintf(raw, sizeof(raw), "%s.raw", out);
-		snprintf(cmd, sizeof(cmd), "%s%s -x %s -s %llu -n %u -F -p %d",
-			 dev ? "-d " : "", dev ? dev : "", gid ? gid : "1",
-			 (unsigned long long)size, iters, port);
-		fflush(stdout);
-		srv = fork();
-		if (srv == 0) {
-			if (!freopen("/dev/null", "w", stdout) ||
-			    !freopen("/dev/null", "w", stderr))
-				_exit(127);
-			execl("/bin/sh", "sh", "-c", "exec \"$0\" $1", tool,
-			      cmd, (char *)NULL);
-			_exit(127);
-		}
-		usleep(300000);
-		/* perftest has no time limit of its own: a lost packet hangs it. */
-		snprintf(c2, sizeof(c2), "timeout 120 %s %s 127.0.0.1 >%s 2>&1",
-			 tool, cmd, raw);
-		k = system(c2);
-		for (n = 0; n < 50 && waitpid(srv, NULL, WNOHANG) == 0; n++)
-			usleep(100000);
-		if (n == 50) {
-			kill(srv, SIGKILL);
-			waitpid(srv, NULL, 0);
-		}
-		f = k ? NULL : fopen(raw, "r");
-		while (f && fgets(line, sizeof(line), f)) {
-			if (sscanf(line, " %llu %llu %lf %lf %lf %lf", &b, &n,
-				   &v[0], &v[1], &v[2], &v[3]) < (lat ? 6 : 5) ||
-			    b != size)
-				continue;
-			/*
-			 * lat: t_min t_max t_typical t_avg (the mean of one
-			 * run; zcbench's own is its fastest trial's mean);
-			 * bw: peak average
-			 */
-			if (lat) {
-				printf("%9llu %11.2f %10.1f\n", b, v[3],
-				       b / v[3]);
-				fprintf(o, "%llu,%.1f\n", b, b / v[3]);
-			} else {
-				printf("%9llu %11s %10.1f\n", b, "", v[1]);
-				fprintf(o, "%llu,%.1f\n", b, v[1]);
-			}
-			rows++;
-		}
-		if (f)
-			fclose(f);
-		unlink(raw);
-	}
-	fclose(o);
-	return rows ? 0 : -EIO;
-}
-
-static void print_nptcp(const char *file, bool emulated)
-{
-	print_np(file, "NetPIPE NPtcp over the same loopback", emulated);
-}
-
-static void print_np(const char *file, const char *what, bool emulated)
-{
-	unsigned long long bytes;
-	double mbps, secs;
-	FILE *f = fopen(file, "r");
-
-	if (!f)
-		return;
-	printf("\nreference: %s%s\n", what,
-	       emulated ? " (EMULATED timings)" : "");
-	printf("%9s %11s %10s\n", "size", "latency_us", "MB/s");
-	while (fscanf(f, "%llu %lf %lf", &bytes, &mbps, &secs) == 3)
-		if ((bytes & (bytes - 1)) == 0)
-			printf("%9llu %11.1f %10.1f\n", bytes, secs * 1e6,
-			       (double)bytes / (secs * 1e6));
-	fclose(f);
-}
-
-/* NPtcp's output (bytes, Mbps, seconds) as CSV (bytes, MB/s). */
-static int nptcp_csv(const char *np, const char *out)
-{
-	unsigned long long bytes;
-	double mbps, secs;
-	FILE *f = fopen(np, "r"), *o;
-
-	if (!f)
-		return -errno;
-	o = fopen(out, "w");
-	if (!o) {
-		fclose(f);
-		return -errno;
-	}
-	while (fscanf(f, "%llu %lf %lf", &bytes, &mbps, &secs) == 3)
-		fprintf(o, "%llu,%.1f\n", bytes, (double)bytes / (secs * 1e6));
-	fclose(f);
-	fclose(o);
-	return 0;
-}
-
-/* A gnuplot script: bandwidth against size, one line per mode/arrival. */
-static int plot(const char *csv, const char *nptcp, const char *png,
-		bool emulated)
-{
-	static const char *const modes[] = { "copy", "remap", "auto" };
-	static const char *const arr[] = { "early", "posted" };
-	char line[256], npcsv[300], key[32];
-	int m, a, first = 1, have[3][2] = { { 0 } };
-	FILE *g, *f;
-
-	if (system("command -v gnuplot >/dev/null 2>&1"))
-		return -ENOENT;
-	f = fopen(csv, "r");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f))
-		for (m = 0; m < 3; m++)
-			for (a = 0; a < 2; a++) {
-				snprintf(key, sizeof(key), "%s,%s,", modes[m],
-					 arr[a]);
-				if (!strncmp(line, key, strlen(key)))
-					have[m][a] = 1;
-			}
-	fclose(f);
-	g = popen("gnuplot", "w");
-	if (!g)
-		return -errno;
-	fprintf(g, "set terminal pngcairo size 1000,600\nset output '%s'\n"
-		"set datafile separator ','\nset logscale x 2\n"
-		"set format x '%%.0b%%B'\nset xlabel 'message size (bytes)'\n"
-		"set ylabel 'bandwidth (MB/s)'\nset key left top\nset grid\n"
-		"set title 'zcbench ping-pong over %s: copy vs remap%s'\n"
-		"plot ", png, transport,
-		emulated ? " (EMULATED: compare ratios only)" : "");
+	npo = calloc(cap, sizeof(*npo));
+	if (!npo)
+		die("calloc", -ENOMEM);
+	memset(acc, 0, sizeof(acc));
 	for (m = 0; m < 3; m++)
-		for (a = 0; a < 2; a++) {
-			if (!have[m][a])
-				continue;
-			fprintf(g, "%s'%s' using (strcol(1) eq '%s' && "
-				"strcol(2) eq '%s' ? $3 : 1/0):6 with "
-				"linespoints title '%s %s'", first ? "" : ", ",
-				csv, modes[m], arr[a], modes[m], arr[a]);
-			first = 0;
+		if (sw->modes & (1 << order[m]))
+			run[nrun++] = m;
+	for (a = 0; a < 2; a++)
+		if (sw->arrivals & (1 << a))
+			arr[narr++] = a;
+	for (a = 0; a < 2; a++)
+		for (m = 0; m < 3; m++) {
+			acc[a][m].tmean = calloc(cap,
+						 sizeof(double));
+			if (!acc[a][m].tmean)
+				die("calloc", -ENOMEM);
 		}
-	snprintf(npcsv, sizeof(npcsv), "%s.csv", nptcp ? nptcp : "");
-	if (nptcp && nptcp_csv(nptcp, npcsv) == 0) {
-		fprintf(g, "%s'%s' using 1:2 with lines dt 2 lw 2 "
-			"title 'NPtcp (reference)'", first ? "" : ", ", npcsv);
-		first = 0;
+	for (t = 0; t < ntr; t++) {
+		for (k = 0; k < narr; k++) {
+			a = arr[(t + k) % narr];
+			for (j = 0; j < nrun; j++) {
+				m = run[mode_turn(t, j, nrun)];
+				run_trial(ctx, ep, order[m], a == 0,
+					  size, per, &acc[a][m]);
+			}
+		}
+		if (sw->npompi)
+			npo[t] = npompi_at(size);
+		if (npo[t] > 0 && (!npo_best || npo[t] < npo_best))
+			npo_best = npo[t];
+		if (t + 1 == ntr && sw->point_s && ntr + 6 <= cap &&
+		    zct_now_us() - t0 < sw->point_s * 1e6)
+			ntr += 6;
 	}
-	snprintf(npcsv, sizeof(npcsv), "%s.csv", ompi_ref ? ompi_ref : "");
-	if (ompi_ref && nptcp_csv(ompi_ref, npcsv) == 0) {
-		fprintf(g, "%s'%s' using 1:2 with lines dt 3 lw 2 "
-			"title 'NPopenmpi, shared memory (reference)'",
-			first ? "" : ", ", npcsv);
-		first = 0;
+	for (k = 0; k < narr; k++) {
+		a = arr[k];
+		vs_faster(acc[a], order, sw->modes, vs);
+		vs_npompi(acc[a], npo, ntr, sw->modes, order, vn);
+		for (m = 0; m < 3; m++) {
+			struct point *pt = &points[npoints];
+
+			if (!(sw->modes & (1 << order[m])))
+				continue;
+			end_point(pt, order[m], a == 0, size,
+				  &acc[a][m]);
+			pt->vs_faster = vs[m];
+			pt->vs_npo = vn[m];
+			pt->npo_us = npo_best;
+			pt->order = m * 2 + a;
+			npoints++;
+			print_row(stdout, pt, false);
+			bad += pt->bad;
+		}
 	}
-	for (m = 0; m < nrefs; m++) {
-		fprintf(g, "%s'%s' using 1:2 with lines dt %d lw 2 "
-			"title '%s (reference)' noenhanced",
-			first ? "" : ", ", refs[m].csv, 4 + m, refs[m].title);
-		first = 0;
+	free(npo);
+	for (a = 0; a < 2; a++)
+		for (m = 0; m < 3; m++)
+			free(acc[a][m].tmean);
+	fflush(stdout);
+	return bad;
+}
+
+/* Rank 1 for a driver elsewhere (--server HOST:PORT). */
+static int serve(const char *server)
+{
+	struct zcr_ctx_attr attr = { 0 };
+	struct zcr_ctx *ctx;
+	struct zcr_ep *ep;
+	char addr[64];
+	int o;
+
+	attr.rank = 1;
+	CHECK(zcr_ctx_create(&attr, &ctx));
+	snprintf(addr, sizeof(addr), "%s%s",
+		 strcmp(transport, "verbs") ? "" : "verbs://", server);
+	CHECK(zcr_ctx_listen(ctx, addr));
+	CHECK(zcr_ep_accept(ctx, -1, &ep));
+	o = run_peer(ctx, ep);
+	zcr_ctx_destroy(ctx);
+	return o;
+}
+
+/*
+ * Rank 0 with its endpoint to rank 1: a child of ours (*child) unless
+ * conn names a server elsewhere; bind: each rank on its own processor.
+ */
+static void open_ranks(const char *conn, bool bind, struct zcr_ctx **ctxp,
+		       struct zcr_ep **epp, pid_t *childp)
+{
+	struct zcr_ctx_attr attr = { 0 };
+	char listen_at[64], addr[64];
+	struct zcr_ctx *ctx;
+	struct zcr_ep *ep;
+	pid_t child = -1;
+	int o;
+
+	/* verbs: the transport's own scheme in front of HOST:PORT. */
+	snprintf(listen_at, sizeof(listen_at), "%s127.0.0.1:0",
+		 strcmp(transport, "verbs") ? "" : "verbs://");
+	if (!conn && !strcmp(transport, "verbs")) {
+		/*
+		 * Both ranks here over verbs: the child (rank 1) opens the
+		 * device itself and listens, rank 0 connects. (A device opened
+		 * before fork() is shared by both processes.)
+		 */
+		int pfd[2], port = 0;
+
+		if (pipe(pfd))
+			die("pipe", -errno);
+		fflush(stdout);
+		child = fork();
+		if (child == 0) {
+			close(pfd[0]);
+			if (bind)
+				bind_rank(1);
+			attr.rank = 1;
+			CHECK(zcr_ctx_create(&attr, &ctx));
+			port = zcr_ctx_listen(ctx, listen_at);
+			CHECK(port);
+			if (write(pfd[1], &port, sizeof(port)) != sizeof(port))
+				_exit(2);
+			close(pfd[1]);
+			CHECK(zcr_ep_accept(ctx, 30000, &ep));
+			o = run_peer(ctx, ep);
+			zcr_ctx_destroy(ctx);
+			_exit(o);
+		}
+		close(pfd[1]);
+		if (child < 0 || read(pfd[0], &port, sizeof(port)) !=
+		    sizeof(port))
+			die("rank 1 did not start", -EIO);
+		close(pfd[0]);
+		if (bind)
+			bind_rank(0);
+		CHECK(zcr_ctx_create(&attr, &ctx));
+		snprintf(addr, sizeof(addr), "verbs://127.0.0.1:%d", port);
+		CHECK(zcr_ep_connect(ctx, addr, &ep));
+	} else if (!conn) {
+		/* Both ranks here: rank 0 listens, a child is rank 1. */
+		if (bind)
+			bind_rank(0);
+		CHECK(zcr_ctx_create(&attr, &ctx));
+		o = zcr_ctx_listen(ctx, listen_at);
+		CHECK(o);
+		snprintf(addr, sizeof(addr), "%.*s%d",
+			 (int)(strlen(listen_at) - 1), listen_at, o);
+		fflush(stdout);
+		child = fork();
+		if (child == 0) {
+			struct zcr_ctx *pc;
+			struct zcr_ep *pep;
+
+			zcr_ctx_destroy(ctx);
+			if (bind)
+				bind_rank(1);
+			attr.rank = 1;
+			CHECK(zcr_ctx_create(&attr, &pc));
+			CHECK(zcr_ep_connect(pc, addr, &pep));
+			o = run_peer(pc, pep);
+			zcr_ctx_destroy(pc);
+			_exit(o);
+		}
+		CHECK(zcr_ep_accept(ctx, 30000, &ep));
+	} else {
+		CHECK(zcr_ctx_create(&attr, &ctx));
+		snprintf(addr, sizeof(addr), "%s%s",
+			 strcmp(transport, "verbs") ? "" : "verbs://", conn);
+		CHECK(zcr_ep_connect(ctx, addr, &ep));
 	}
-	fprintf(g, "\n");
-	return pclose(g) ? -EIO : 0;
+	*ctxp = ctx;
+	*epp = ep;
+	*childp = child;
+}
+
+/* The run's header lines and the table's column names. */
+static void print_header(struct zcr_ctx *ctx, struct zcr_ep *ep, bool bind,
+			 const char *conn, int emulated)
+{
+	struct zcr_stats st;
+
+	CHECK(zcr_ctx_stats(ctx, &st));
+	printf("zcbench: libzcrecv %s, backend %s, predictor %s, calibration "
+	       "at 64 KiB: copy %.0f ns/page, remap %.0f ns/page; auto remaps "
+	       "from %llu pages (prior)%s\n", zcr_version(), st.backend_name, st.predictor,
+	       st.copy_ns_per_page, st.remap_ns_per_page,
+	       (unsigned long long)st.min_remap_pages,
+	       emulated ? " (EMULATED timings: compare ratios only)" : "");
+	printf("zcbench: transport %s\n", transport_of(ctx, ep));
+	if (nbuffers != 2)
+		printf("zcbench: %u receive buffer%s a rank, used in turn "
+		       "(--buffers)\n", nbuffers, nbuffers > 1 ? "s" : "");
+	if (rest_us)
+		printf("zcbench: rank 0 rests %u us between writing and "
+		       "sending each ping (--rest)\n", rest_us);
+	if (bind)
+		printf("zcbench: rank 0 bound to processor %d, rank 1 to %d, "
+		       "as mpirun binds NPopenmpi's ranks (--no-bind: not)\n",
+		       bind_to[0], bind_to[1]);
+	else if (!conn)
+		printf("zcbench: ranks not bound to processors\n");
+	printf("%-6s %-7s %9s %6s %11s %10s %7s %10s %10s %7s %7s  %s\n",
+	       "mode", "arrival", "size", "iters", "latency_us", "MB/s", "hits",
+	       "pages/msg", "copied/msg", "vs_fast", "vs_npo", "verified");
 }
 
 static void usage(FILE *f)
@@ -1364,15 +1207,10 @@ int main(int argc, char **argv)
 	const char *layer = NULL;
 	int npompi = 0, perftest = 0;
 	bool bind = true;
-	char listen_at[64];
-	char ompibuf[64];
-	bool ompi_first_ok = false;
-	int modes = 0x7, arrivals = 0x3, nptcp = 0, emulated = 0, o, m, a;
-	unsigned int j;
+	int modes = 0x7, arrivals = 0x3, nptcp = 0, emulated = 0, o;
 	unsigned int max_iters = 50, trials = TRIALS, point_s = 0;
-	char npbuf[64], csvtmp[64], addr[64];
-	struct zcr_ctx_attr attr = { 0 };
-	struct zcr_stats st;
+	char csvtmp[64];
+	struct sweep sw;
 	struct zcr_ctx *ctx;
 	struct zcr_ep *ep;
 	uint64_t bad = 0;
@@ -1485,217 +1323,21 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	/*
-	 * NPopenmpi runs before zcbench and after it; per size the faster of
-	 * the two runs is the reference, so that a slow phase of the machine
-	 * during one of them cannot flatter zcbench.
-	 */
-	if (npompi && !server) {
-		snprintf(ompi_first, sizeof(ompi_first),
-			 "/tmp/zcbench-ompi-first.%d.out", (int)getpid());
-		ompi_first_owner = getpid();
-		atexit(ompi_first_unlink);	/* also on a die() */
-		ompi_first_ok = run_npompi(min, max, ompi_first, NULL) == 0;
-	}
+	if (npompi && !server)
+		npompi_before(min, max);
 
 	/* Both ranks here: each on a processor of its own, if there are two. */
 	if (bind && (server || conn || bind_pick()))
 		bind = false;
-
-	/* verbs: the transport's own scheme in front of HOST:PORT. */
-	snprintf(listen_at, sizeof(listen_at), "%s127.0.0.1:0",
-		 strcmp(transport, "verbs") ? "" : "verbs://");
-	if (server) {
-		attr.rank = 1;
-		CHECK(zcr_ctx_create(&attr, &ctx));
-		snprintf(addr, sizeof(addr), "%s%s",
-			 strcmp(transport, "verbs") ? "" : "verbs://", server);
-		CHECK(zcr_ctx_listen(ctx, addr));
-		CHECK(zcr_ep_accept(ctx, -1, &ep));
-		o = run_peer(ctx, ep);
-		zcr_ctx_destroy(ctx);
-		return o;
-	}
-	if (!conn && !strcmp(transport, "verbs")) {
-		/*
-		 * Both ranks here over verbs: the child (rank 1) opens the
-		 * device itself and listens, rank 0 connects. (A device opened
-		 * before fork() is shared by both processes.)
-		 */
-		int pfd[2], port = 0;
-
-		if (pipe(pfd))
-			die("pipe", -errno);
-		fflush(stdout);
-		child = fork();
-		if (child == 0) {
-			close(pfd[0]);
-			if (bind)
-				bind_rank(1);
-			attr.rank = 1;
-			CHECK(zcr_ctx_create(&attr, &ctx));
-			port = zcr_ctx_listen(ctx, listen_at);
-			CHECK(port);
-			if (write(pfd[1], &port, sizeof(port)) != sizeof(port))
-				_exit(2);
-			close(pfd[1]);
-			CHECK(zcr_ep_accept(ctx, 30000, &ep));
-			o = run_peer(ctx, ep);
-			zcr_ctx_destroy(ctx);
-			_exit(o);
-		}
-		close(pfd[1]);
-		if (child < 0 || read(pfd[0], &port, sizeof(port)) !=
-		    sizeof(port))
-			die("rank 1 did not start", -EIO);
-		close(pfd[0]);
-		if (bind)
-			bind_rank(0);
-		CHECK(zcr_ctx_create(&attr, &ctx));
-		snprintf(addr, sizeof(addr), "verbs://127.0.0.1:%d", port);
-		CHECK(zcr_ep_connect(ctx, addr, &ep));
-	} else if (!conn) {
-		/* Both ranks here: rank 0 listens, a child is rank 1. */
-		if (bind)
-			bind_rank(0);
-		CHECK(zcr_ctx_create(&attr, &ctx));
-		o = zcr_ctx_listen(ctx, listen_at);
-		CHECK(o);
-		snprintf(addr, sizeof(addr), "%.*s%d",
-			 (int)(strlen(listen_at) - 1), listen_at, o);
-		fflush(stdout);
-		child = fork();
-		if (child == 0) {
-			struct zcr_ctx *pc;
-			struct zcr_ep *pep;
-
-			zcr_ctx_destroy(ctx);
-			if (bind)
-				bind_rank(1);
-			attr.rank = 1;
-			CHECK(zcr_ctx_create(&attr, &pc));
-			CHECK(zcr_ep_connect(pc, addr, &pep));
-			o = run_peer(pc, pep);
-			zcr_ctx_destroy(pc);
-			_exit(o);
-		}
-		CHECK(zcr_ep_accept(ctx, 30000, &ep));
-	} else {
-		CHECK(zcr_ctx_create(&attr, &ctx));
-		snprintf(addr, sizeof(addr), "%s%s",
-			 strcmp(transport, "verbs") ? "" : "verbs://", conn);
-		CHECK(zcr_ep_connect(ctx, addr, &ep));
-	}
-
-	CHECK(zcr_ctx_stats(ctx, &st));
-	printf("zcbench: libzcrecv %s, backend %s, predictor %s, calibration "
-	       "at 64 KiB: copy %.0f ns/page, remap %.0f ns/page; auto remaps "
-	       "from %llu pages (prior)%s\n", zcr_version(), st.backend_name, st.predictor,
-	       st.copy_ns_per_page, st.remap_ns_per_page,
-	       (unsigned long long)st.min_remap_pages,
-	       emulated ? " (EMULATED timings: compare ratios only)" : "");
-	printf("zcbench: transport %s\n", transport_of(ctx, ep));
-	if (nbuffers != 2)
-		printf("zcbench: %u receive buffer%s a rank, used in turn "
-		       "(--buffers)\n", nbuffers, nbuffers > 1 ? "s" : "");
-	if (rest_us)
-		printf("zcbench: rank 0 rests %u us between writing and "
-		       "sending each ping (--rest)\n", rest_us);
-	if (bind)
-		printf("zcbench: rank 0 bound to processor %d, rank 1 to %d, "
-		       "as mpirun binds NPopenmpi's ranks (--no-bind: not)\n",
-		       bind_to[0], bind_to[1]);
-	else if (!server && !conn)
-		printf("zcbench: ranks not bound to processors\n");
-	printf("%-6s %-7s %9s %6s %11s %10s %7s %10s %10s %7s %7s  %s\n",
-	       "mode", "arrival", "size", "iters", "latency_us", "MB/s", "hits",
-	       "pages/msg", "copied/msg", "vs_fast", "vs_npo", "verified");
-	/*
-	 * Per size, the arrivals and the modes take turns trial by trial
-	 * (each first, second... in turn), so that what the machine does
-	 * meanwhile (other load, frequency, the other rank's state) falls on
-	 * all of them alike: their ratios are what the table is for. Three
-	 * modes go through all six orders (mode_turn()), so that each
-	 * follows each other one equally often: what a trial leaves behind
-	 * (zone slots, size-class samples, a flushed TLB) falls on the next
-	 * mode, and with plain rotation auto would follow remap in two
-	 * trials of three. With
-	 * --npopenmpi, NPopenmpi runs at the size after each trial, one
-	 * reference measured beside both arrivals.
-	 */
-	for (size = min; size <= max; size *= 2) {
-		static const int order[] = { ZCRECV_POLICY_COPY,
-					     ZCRECV_POLICY_REMAP,
-					     ZCRECV_POLICY_AUTO };
-		unsigned int per = iters_for(size, max_iters), t;
-		unsigned int nrun = 0, narr = 0, k;
-		int run[3], arr[2];
-		struct acc acc[2][3];
-		double vs[3], vn[3], *npo, npo_best = 0;
-		/* --point-time: whole rounds of six orders, up to the most */
-		unsigned int ntr = trials, cap = point_s ? TRIALS_MAX : trials;
-		double t0 = zct_now_us();
-
-		npo = calloc(cap, sizeof(*npo));
-		if (!npo)
-			die("calloc", -ENOMEM);
-		memset(acc, 0, sizeof(acc));
-		for (m = 0; m < 3; m++)
-			if (modes & (1 << order[m]))
-				run[nrun++] = m;
-		for (a = 0; a < 2; a++)
-			if (arrivals & (1 << a))
-				arr[narr++] = a;
-		for (a = 0; a < 2; a++)
-			for (m = 0; m < 3; m++) {
-				acc[a][m].tmean = calloc(cap,
-							 sizeof(double));
-				if (!acc[a][m].tmean)
-					die("calloc", -ENOMEM);
-			}
-		for (t = 0; t < ntr; t++) {
-			for (k = 0; k < narr; k++) {
-				a = arr[(t + k) % narr];
-				for (j = 0; j < nrun; j++) {
-					m = run[mode_turn(t, j, nrun)];
-					run_trial(ctx, ep, order[m], a == 0,
-						  size, per, &acc[a][m]);
-				}
-			}
-			if (npompi && !conn)
-				npo[t] = npompi_at(size);
-			if (npo[t] > 0 && (!npo_best || npo[t] < npo_best))
-				npo_best = npo[t];
-			if (t + 1 == ntr && point_s && ntr + 6 <= cap &&
-			    zct_now_us() - t0 < point_s * 1e6)
-				ntr += 6;
-		}
-		for (k = 0; k < narr; k++) {
-			a = arr[k];
-			vs_faster(acc[a], order, modes, vs);
-			vs_npompi(acc[a], npo, ntr, modes, order, vn);
-			for (m = 0; m < 3; m++) {
-				struct point *pt = &points[npoints];
-
-				if (!(modes & (1 << order[m])))
-					continue;
-				end_point(pt, order[m], a == 0, size,
-					  &acc[a][m]);
-				pt->vs_faster = vs[m];
-				pt->vs_npo = vn[m];
-				pt->npo_us = npo_best;
-				pt->order = m * 2 + a;
-				npoints++;
-				print_row(stdout, pt, false);
-				bad += pt->bad;
-			}
-		}
-		free(npo);
-		for (a = 0; a < 2; a++)
-			for (m = 0; m < 3; m++)
-				free(acc[a][m].tmean);
-		fflush(stdout);
-	}
+	if (server)
+		return serve(server);
+	open_ranks(conn, bind, &ctx, &ep, &child);
+	print_header(ctx, ep, bind, conn, emulated);
+	sw = (struct sweep){ .modes = modes, .arrivals = arrivals,
+			     .max_iters = max_iters, .trials = trials,
+			     .point_s = point_s, .npompi = npompi && !conn };
+	for (size = min; size <= max; size *= 2)
+		bad += run_size(ctx, ep, size, &sw);
 	{
 		struct ctrl c = { .cmd = 2 };
 
@@ -1733,102 +1375,13 @@ int main(int argc, char **argv)
 		write_csv(f);
 		fclose(f);
 	}
-	if (nptcp) {
-		if (!npfile) {
-			snprintf(npbuf, sizeof(npbuf), "/tmp/zcbench-np.%d.out",
-				 (int)getpid());
-			npfile = npbuf;
-		}
-		if (run_nptcp_unbound(min, max, npfile) == 0)
-			print_nptcp(npfile, emulated);
-		else
-			printf("zcbench: NPtcp not available: no reference line\n");
-	}
-	if (npompi) {
-		if (!ompifile) {
-			snprintf(ompibuf, sizeof(ompibuf),
-				 "/tmp/zcbench-ompi.%d.out", (int)getpid());
-			ompifile = ompibuf;
-		}
-		if (run_npompi(min, max, ompifile, NULL) == 0) {
-			int mret = ompi_first_ok ?
-				   merge_np(ompi_first, ompifile, ompifile) :
-				   -ENOENT;
-
-			if (!mret)
-				printf("\nNPopenmpi ran before and after "
-				       "zcbench: per size the faster run\n");
-			else
-				printf("\nzcbench: NPopenmpi's run before "
-				       "zcbench %s (%s): the reference is the "
-				       "run after it only\n", ompi_first_ok ?
-				       "could not be merged" : "failed",
-				       strerror(-mret));
-			ompi_first_unlink();
-			print_np(ompifile, "NetPIPE NPopenmpi (Open MPI, "
-				 "shared-memory BTL vader, CMA)", emulated);
-			ompi_ref = ompifile;
-		} else {
-			printf("zcbench: NPopenmpi not available: no Open MPI "
-			       "reference line\n");
-		}
-	}
-	if (layer) {
-		static char lfile[64], lcsv[80];
-
-		snprintf(lfile, sizeof(lfile), "/tmp/zcbench-ompi-zc.%d.out",
-			 (int)getpid());
-		if (run_npompi(min, max, lfile, layer) == 0 && nrefs < 8) {
-			print_np(lfile, "NetPIPE NPopenmpi over libzcrecv-mpi "
-				 "(LD_PRELOAD, ZCRECV_SHM=1)", emulated);
-			snprintf(lcsv, sizeof(lcsv), "%s.csv", lfile);
-			if (nptcp_csv(lfile, lcsv) == 0) {
-				refs[nrefs].csv = lcsv;
-				refs[nrefs++].title = "NPopenmpi over "
-						      "libzcrecv-mpi";
-			}
-		} else {
-			printf("zcbench: NPopenmpi over %s failed: no such "
-			       "reference line\n", layer);
-		}
-	}
-	if (perftest) {
-		static const char *const tools[] = { "ib_send_lat",
-						     "ib_write_bw" };
-		static char files[2][96];
-
-		for (m = 0; m < 2; m++) {
-			snprintf(files[m], sizeof(files[m]),
-				 "/tmp/zcbench-%s.%d.csv", tools[m],
-				 (int)getpid());
-			unbind();
-			o = run_perftest(tools[m], min, max, max_iters,
-					 files[m], emulated);
-			rebind();
-			if (o) {
-				printf("zcbench: %s not available or failed: "
-				       "no reference line\n", tools[m]);
-				continue;
-			}
-			if (csv && !strcmp(csv, "-")) {
-				FILE *f = fopen(files[m], "r");
-				char line[128];
-
-				printf("zcbench-ref-begin %s\n", tools[m]);
-				while (f && fgets(line, sizeof(line), f))
-					fputs(line, stdout);
-				printf("zcbench-ref-end\n");
-				if (f)
-					fclose(f);
-			}
-			if (nrefs < 8) {
-				refs[nrefs].csv = files[m];
-				refs[nrefs++].title = tools[m];
-			}
-		}
-	}
+	npfile = run_refs(&(struct ref_opts){
+		.min = min, .max = max, .iters = max_iters,
+		.nptcp = nptcp, .npompi = npompi, .perftest = perftest,
+		.emulated = emulated, .csv = csv, .npfile = npfile,
+		.ompifile = ompifile, .layer = layer });
 	if (png && csv && strcmp(csv, "-")) {
-		if (plot(csv, nptcp ? npfile : NULL, png, emulated) == 0)
+		if (plot(csv, npfile, png, emulated) == 0)
 			printf("zcbench: plot written to %s\n", png);
 		else
 			printf("zcbench: gnuplot failed or missing: no plot\n");

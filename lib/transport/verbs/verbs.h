@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * verbs.h - the RDMA verbs transport (lib/transport/verbs/verbs.c):
+ * verbs.h - the RDMA verbs transport (lib/transport/verbs/):
  * reliable-connected queue pairs over libibverbs, set up over a TCP
  * connection of its own ("verbs://HOST:PORT"), no librdmacm.
  * Documentation/verbs.md describes the protocol, its flow control and the

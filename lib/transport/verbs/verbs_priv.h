@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * verbs_priv.h - what the files of the RDMA verbs transport share, and no
+ * one else: the wire formats (data header, HELLO), the per-context and
+ * per-endpoint state, and the functions one file calls in another.
+ * verbs.c describes the transport; Documentation/verbs.md its protocol.
+ */
+#ifndef ZCR_VERBS_PRIV_H
+#define ZCR_VERBS_PRIV_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "core/ctx.h"
+#include "transport/verbs/verbs.h"
+
+#define HDR		64
+#define CELL		(HDR + 8192)
+#define EAGER_MAX	(CELL - HDR)
+#define DCRED		32		/* data messages in flight, each way */
+/*
+ * Cells posted: the DCRED data messages, and the control messages a peer
+ * can send between two of our progress calls: a FIN for each of our
+ * DCRED announced messages and a CREDIT per DCRED/2 data messages, with
+ * a margin. RNR retries stay infinite as a last resort.
+ */
+#define NRECV		(2 * DCRED + DCRED / 2 + 8)
+#define NSEND		NRECV
+#define BOUNCE		(256u << 10)	/* copy path: READ into this, copy */
+#define RD_CHUNK	(1u << 20)	/* largest READ work request */
+#define RD_OUT		16		/* READs in flight per endpoint */
+#define HELLO_LEN	128
+/*
+ * How long a closing endpoint waits for what it posted to reach the peer,
+ * and for its QP to settle (verbs_ep_close()). A live peer's NIC answers
+ * in microseconds; this only bounds a peer that cannot answer any more.
+ */
+#define CLOSE_NS	(200ull * 1000000)
+#define FLUSH_NS	(20ull * 1000000)
+#define VMAGIC		0x5652435aU	/* "ZCRV" */
+#define VVERSION	1
+
+enum vtype { T_EAGER = 1, T_RTS = 2, T_FIN = 3, T_CREDIT = 4 };
+enum wkind { W_RECV = 1, W_SEND = 2, W_READ = 3 };
+
+struct vhdr {
+	uint32_t type;
+	int32_t src;
+	int32_t tag;
+	uint32_t credits;		/* data cells reposted since last told */
+	uint64_t len;
+	uint64_t seq;
+	uint64_t addr;			/* RTS: payload in the sender */
+	uint32_t rkey;
+	int32_t status;			/* FIN: 0 or -errno of the pull */
+	uint64_t cookie;		/* RTS/FIN: the sender's request */
+	uint64_t pad;
+};
+
+_Static_assert(sizeof(struct vhdr) == HDR, "verbs header is 64 bytes");
+
+/* HELLO, sent raw over the TCP connection (both ends little endian). */
+struct vhello {
+	uint32_t magic;
+	uint32_t version;
+	int32_t rank;
+	uint32_t flags;			/* ZCR_HELLO_AUTH */
+	uint64_t max_msg;
+	uint64_t nonce;
+	uint32_t qpn;
+	uint32_t psn;
+	uint8_t gid[16];
+	uint16_t lid;
+	uint8_t mtu;			/* enum ibv_mtu */
+	uint8_t pad0;
+	uint32_t credits;		/* DCRED */
+	uint32_t cell;			/* CELL */
+	uint8_t pad[60];
+};
+
+_Static_assert(sizeof(struct vhello) == HELLO_LEN, "HELLO is 128 bytes");
+
+/* Registration cache entry (ZCRECV_VERBS_REGCACHE entries per context). */
+struct rc_ent {
+	uintptr_t a;
+	size_t len;
+	struct ibv_mr *mr;
+	uint64_t use;
+	unsigned int refs;
+};
+
+struct vctx {
+	struct zcr_list eps;		/* struct vep */
+	unsigned int n;
+	int lfd;			/* listener, or -1 */
+	pthread_mutex_t dev_lock;	/* the lazy device open */
+	bool dev_tried;
+	int dev_err;
+	struct ibv_context *dev;
+	struct ibv_pd *pd;
+	struct ibv_port_attr pa;
+	int port, gidx;
+	int gid_want;			/* ZCRECV_VERBS_GID, or -1: choose */
+	char dev_name[64];		/* ZCRECV_VERBS_DEV, or "": the first */
+	union ibv_gid gid;
+	bool land_copy;			/* staging landings via bounce buffer */
+	unsigned int cache_n;
+	struct rc_ent *cache;
+	uint64_t cache_tick;
+	bool print;
+	uint32_t rd_chunk;		/* largest READ: RD_CHUNK or less */
+	uint64_t spin_ns;		/* look at the CQs before sleeping */
+	pid_t owner;			/* the process that opened dev */
+	struct zcr_verbs_stats st;
+};
+
+/*
+ * After fork(2) the child shares the device's file with its parent: a
+ * child that destroys an inherited context must not destroy the parent's
+ * verbs objects (they are the same kernel objects). It leaves them alone.
+ */
+static inline bool foreign(const struct vctx *vc)
+{
+	return vc->dev && vc->owner != getpid();
+}
+
+/* The pending RDMA READ of the message at the head of the data queue. */
+struct vread {
+	bool active;
+	bool bounce;
+	bool staged;			/* into a staging slot */
+	struct ibv_mr *mr;		/* dst's registration (not bounce) */
+	struct rc_ent *ce;		/* or its cache entry */
+	uint64_t n, off, posted;	/* bytes to pull, done, requested */
+	unsigned int out;		/* READs not completed */
+};
+
+struct vep {
+	struct zcr_list link;		/* on vc->eps */
+	struct vctx *vc;
+	struct zcr_ep *ep;
+	int fd;				/* the TCP connection */
+	/* handshake */
+	struct vhello mine, peer;
+	uint8_t in[HELLO_LEN];
+	size_t got;
+	int stage;			/* 0 HELLO, 1 AUTH, 2 READY, 3 open */
+	bool rts;			/* QP is ready to send */
+	/* verbs */
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	char *mem;			/* NRECV + NSEND cells, bounce */
+	size_t memlen;
+	struct ibv_mr *mr;
+	/* receive: data cells in arrival order */
+	uint32_t dq[NRECV];
+	unsigned int dq_head, dq_n;
+	bool arriving;			/* dq's head is ep->rx */
+	struct vhdr cur;		/* its header, copied out */
+	struct vread rd;
+	unsigned int ret_credits;	/* data cells reposted, untold */
+	unsigned int credits;		/* data messages we may send */
+	/* send */
+	uint32_t sfree[NSEND];
+	unsigned int nsfree;
+	struct ibv_wc stash[16];	/* taken by poll_fill's look */
+	int nstash;
+	uint64_t *fins;			/* FINs waiting for a send cell */
+	unsigned int nfin, fin_cap;
+	int fin_status;
+	/*
+	 * The peer closed its end of the TCP connection, or exited: why.
+	 * What it sent before is in our CQ and cells, and is still
+	 * delivered but for announcements (dropped); the endpoint fails
+	 * once none is left (gone_settle()).
+	 */
+	const char *gone;
+	bool broken;			/* a work request failed: QP in error */
+};
+
+static inline struct vep *V(struct zcr_ep *ep)
+{
+	return ep->tp_priv;
+}
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static inline char *rcell(struct vep *ve, uint32_t i)
+{
+	return ve->mem + (size_t)i * CELL;
+}
+
+static inline char *scell(struct vep *ve, uint32_t i)
+{
+	return ve->mem + (size_t)(NRECV + i) * CELL;
+}
+
+static inline char *bounce(struct vep *ve)
+{
+	return ve->mem + (size_t)(NRECV + NSEND) * CELL;
+}
+
+static inline uint64_t wrid(int kind, uint32_t i)
+{
+	return (uint64_t)kind << 56 | i;
+}
+
+/* verbs_dev.c: the device and the registration cache */
+int __zcr_verbs_dev_open(struct vctx *vc);
+struct ibv_mr *__zcr_verbs_reg(struct vctx *vc, const void *p, size_t n,
+			       int access);
+void __zcr_verbs_dereg(struct vctx *vc, struct ibv_mr *mr);
+struct ibv_mr *__zcr_verbs_cache_get(struct vctx *vc, const void *p,
+				     size_t n, struct rc_ent **ce);
+void __zcr_verbs_cache_put(struct vctx *vc, struct ibv_mr *mr,
+			   struct rc_ent *ce);
+
+/* verbs_conn.c: connection set-up over TCP, and the handshake */
+int __zcr_verbs_listen(struct zcr_ctx *ctx, void *priv, const char *addr);
+int __zcr_verbs_connect(struct zcr_ctx *ctx, void *priv, const char *addr,
+			void **ep_priv);
+void __zcr_verbs_start(struct zcr_ep *ep);
+int __zcr_verbs_rx_sock(struct zcr_ep *ep);
+int __zcr_verbs_accept_all(struct zcr_ctx *ctx, struct vctx *vc);
+
+/* verbs_send.c: sending */
+int __zcr_verbs_post_msg(struct vep *ve, struct vhdr *h, const void *payload,
+			 size_t n);
+int __zcr_verbs_queue_fin(struct vep *ve, uint64_t cookie);
+void __zcr_verbs_unannounce(struct vep *ve, struct zcr_req *r);
+int __zcr_verbs_post_fins(struct vep *ve);
+int __zcr_verbs_push_sends(struct zcr_ep *ep);
+bool __zcr_verbs_fin_send(struct zcr_ep *ep, uint64_t cookie);
+void __zcr_verbs_rx_fin(struct zcr_ep *ep, const struct vhdr *h);
+int __zcr_verbs_send(struct zcr_ep *ep, struct zcr_req *r);
+
+/* verbs_recv.c: receiving, and the completion queue */
+int __zcr_verbs_gone_settle(struct zcr_ep *ep);
+int __zcr_verbs_ep_progress(struct zcr_ep *ep);
+
+/* verbs.c: the teardown */
+void __zcr_verbs_vep_release(struct vep *ve);
+
+#endif /* ZCR_VERBS_PRIV_H */
