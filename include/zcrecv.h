@@ -191,9 +191,11 @@ struct zcr_ctx_attr {
  * @bytes_pushed:	since 0.3: bytes we wrote, as the sender, into a
  *			peer's receive that offered us part of its copy
  * @deferred:		since 0.3: messages that arrived before their receive
- *			and were left with the transport until it came (they
- *			would only have been copied out of staging), then
- *			landed straight in it (ZCRECV_DEFER_MIN)
+ *			and were left with the transport (they would only
+ *			have been copied out of staging, ZCRECV_DEFER_MIN):
+ *			those that land straight in their receive count in
+ *			@posted, those staged later (something came behind
+ *			them) in @early
  */
 struct zcr_stats {
 	uint64_t msgs_sent;

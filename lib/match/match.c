@@ -275,6 +275,15 @@ static void defer(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	ctx->st.deferred++;
 }
 
+void __zcr_match_release_arrival_locked(struct zcr_ctx *ctx,
+				       struct zcr_arrival *a)
+{
+	if (a->deferred && !a->release) {
+		a->release = true;
+		ctx->drain_pending = true;
+	}
+}
+
 void __zcr_match_release_deferred_locked(struct zcr_ctx *ctx, int src)
 {
 	struct zcr_list *pos;
@@ -556,6 +565,9 @@ static void claimant_lost(struct zcr_ctx *ctx, struct zcr_req *r)
 			break;
 	zcr_list_add_tail(&r->link, pos->next);
 	r->posted = true;
+	/* Posted again: what it waits for may be behind a deferred one. */
+	if (!zcr_list_empty(&ctx->stalled))
+		__zcr_match_release_deferred_locked(ctx, ZCRECV_ANY_SOURCE);
 }
 
 void __zcr_match_abort_locked(struct zcr_ctx *ctx, struct zcr_arrival *a)
@@ -703,8 +715,12 @@ int __zcr_match_claim_locked(struct zcr_ctx *ctx, struct zcr_req *r,
 			break;
 		a = NULL;
 	}
-	if (!a)
+	if (!a) {
+		/* It may come behind a deferred message: stage those. */
+		if (!zcr_list_empty(&ctx->stalled))
+			__zcr_match_release_deferred_locked(ctx, src);
 		return 0;
+	}
 	/* Staging is full: it lands in a buffer of its own. */
 	r->own = a->len <= SIZE_MAX ? malloc(a->len ? (size_t)a->len : 1) :
 		 NULL;

@@ -185,6 +185,9 @@ void __zcr_match_peer_closed_locked(struct zcr_ctx *ctx, int rank);
  * an acknowledgement that comes behind them. Stage them at the next drain.
  */
 void __zcr_match_release_deferred_locked(struct zcr_ctx *ctx, int src);
+/* The same for arrival a alone: its transport has more behind it. */
+void __zcr_match_release_arrival_locked(struct zcr_ctx *ctx,
+				       struct zcr_arrival *a);
 /* Give room to stalled arrivals; returns how many got it. */
 int __zcr_match_drain_locked(struct zcr_ctx *ctx);
 /* Match receive r against queued and stalled messages, else post it. */

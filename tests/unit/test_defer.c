@@ -15,6 +15,7 @@
  */
 #include <stdlib.h>
 
+#include "core/ctx.h"
 #include "zcr_pair.h"
 
 #define BIG	(256 * 1024)
@@ -40,6 +41,31 @@ static void open_pair(struct pair *p, const struct zcr_ctx_attr *attr,
 	} else {
 		ZT_ASSERT(!strcmp(pair_tp(p->from[1]), ""));
 	}
+}
+
+/* Two ranks over shm whose synchronous sends wait for an acknowledgement. */
+static void open_sync_pair(struct pair *p, const struct zcr_ctx_attr *attr)
+{
+	struct zcr_ctx_attr a = *attr;
+	int i;
+
+	setenv("ZCRECV_SHM", "1", 1);
+	memset(p, 0, sizeof(*p));
+	p->n = 2;
+	for (i = 0; i < 2; i++) {
+		a.rank = i;
+		a.quiet = 1;
+		ZT_EXPECT_EQ(zcr_ctx_create_sized(&a, sizeof(a), &p->c[i]), 0);
+	}
+	p->c[1]->comm_ids = true;	/* as a job's context dials */
+	p->port = zcr_ctx_listen(p->c[0], "127.0.0.1:0");
+	snprintf(p->addr, sizeof(p->addr), "127.0.0.1:%d", p->port);
+	ZT_EXPECT_EQ(zcr_ep_connect(p->c[1], p->addr, &p->to0[1]), 0);
+	PAIR_PUMP_UNTIL(p, zcr_ep_accept(p->c[0], 0, &p->from[1]) == 0);
+	PAIR_PUMP_UNTIL(p, !strcmp(pair_tp(p->from[1]), "shm") &&
+			   !strcmp(pair_tp(p->to0[1]), "shm"));
+	unsetenv("ZCRECV_SHM");
+	ZT_ASSERT(p->from[1]->sync_ok);
 }
 
 /* Pump until rank 0 has deferred n messages in all. */
@@ -127,30 +153,35 @@ ZT_TEST(shm_large_early_message_waits_and_lands_once)
 }
 
 /*
- * A receive for a message that comes behind a deferred one: the deferred
- * one is staged after all (early), the later one lands, then the first.
+ * A receive posted for a message that is still to come from the sender of
+ * a deferred one: the deferred one is staged (nothing is behind it yet),
+ * the later one lands in its receive, then the first in its own.
  */
 static void later_receive_releases(bool shm)
 {
-	char *sb = malloc(BIG), *sb2 = malloc(SMALL);
-	struct zcr_req *s, *s2;
+	char *sb = malloc(BIG), *sb2 = malloc(SMALL), *rb = malloc(SMALL);
+	struct zcr_req *s, *s2, *r;
+	struct zcr_status st;
 	struct zcr_stats a;
 	struct pair p;
 
-	ZT_ASSERT(sb && sb2);
+	ZT_ASSERT(sb && sb2 && rb);
 	open_pair(&p, &copy_attr, shm);
 	a = pair_stats(p.c[0]);
 	s = send_seed(&p, sb, BIG, 1, 21);
-	s2 = send_seed(&p, sb2, SMALL, 2, 22);
 	until_deferred(&p, a.deferred + 1);
-	recv_check(&p, SMALL, 2, 22);
-	/* The large one staged; the small one landed in its receive. */
-	ZT_EXPECT_EQ(pair_stats(p.c[0]).early, a.early + 1);
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, SMALL, 1, 2, &r), 0);
+	PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).early == a.early + 1);
+	s2 = send_seed(&p, sb2, SMALL, 2, 22);
+	PAIR_PUMP_UNTIL(&p, zcr_test(r, &st) != 0);
+	ZT_EXPECT_EQ(st.len, SMALL);
+	ZT_EXPECT_EQ(pattern_bad(rb, SMALL, 22), 0);
 	recv_check(&p, BIG, 1, 21);
 	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0 && zcr_test(s2, NULL) != 0);
 	pair_close(&p);
 	free(sb);
 	free(sb2);
+	free(rb);
 }
 
 ZT_TEST(shm_receive_for_a_later_message_releases)
@@ -158,39 +189,83 @@ ZT_TEST(shm_receive_for_a_later_message_releases)
 	later_receive_releases(true);
 }
 
-/* A probe for a message behind a deferred one finds it. */
-static void probe_releases(bool shm)
+/*
+ * A probe (claiming or not) that misses may look for what comes behind
+ * a deferred message: the deferred one is staged.
+ */
+static void probe_releases(bool shm, bool claim)
 {
-	char *sb = malloc(BIG), *sb2 = malloc(SMALL);
+	char *sb = malloc(BIG);
+	struct zcr_message *m;
 	struct zcr_status st;
-	struct zcr_req *s, *s2;
+	struct zcr_req *s;
 	struct zcr_stats a;
 	struct pair p;
-	int got;
 
-	ZT_ASSERT(sb && sb2);
+	ZT_ASSERT(sb);
 	open_pair(&p, &copy_attr, shm);
 	a = pair_stats(p.c[0]);
 	s = send_seed(&p, sb, BIG, 1, 31);
-	s2 = send_seed(&p, sb2, SMALL, 2, 32);
 	until_deferred(&p, a.deferred + 1);
 	/* The deferred one itself is there for a probe to see. */
 	ZT_EXPECT_EQ(zcr_iprobe(p.c[0], 0, 1, 1, &st), 1);
 	ZT_EXPECT_EQ(st.len, BIG);
-	PAIR_PUMP_UNTIL(&p, (got = zcr_iprobe(p.c[0], 0, 1, 2, &st)) != 0);
-	ZT_EXPECT_EQ(got, 1);
-	ZT_EXPECT_EQ(st.len, SMALL);
-	recv_check(&p, SMALL, 2, 32);
+	ZT_EXPECT_EQ(pair_stats(p.c[0]).early, a.early);
+	if (claim)
+		ZT_EXPECT_EQ(zcr_improbe(p.c[0], 0, 1, 2, &m, &st), 0);
+	else
+		ZT_EXPECT_EQ(zcr_iprobe(p.c[0], 0, 1, 2, &st), 0);
+	PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).early == a.early + 1);
 	recv_check(&p, BIG, 1, 31);
-	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0 && zcr_test(s2, NULL) != 0);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
 	pair_close(&p);
 	free(sb);
-	free(sb2);
+}
+
+ZT_TEST(shm_improbe_for_a_later_message_releases)
+{
+	probe_releases(true, true);
 }
 
 ZT_TEST(shm_probe_for_a_later_message_releases)
 {
-	probe_releases(true);
+	probe_releases(true, false);
+}
+
+/*
+ * The sender goes on: whatever it sends after a deferred message (here
+ * many small ones, more than the ring holds) gets the deferred one
+ * staged, and completes without any receive posted.
+ */
+ZT_TEST(shm_later_sends_are_not_held_behind_a_deferred_message)
+{
+	enum { N = 1000 };
+	char *sb = malloc(BIG), small[64], rb[64];
+	struct zcr_req *s, *t[N];
+	struct zcr_stats a;
+	struct pair p;
+	int i;
+
+	ZT_ASSERT(sb);
+	open_pair(&p, &copy_attr, true);
+	a = pair_stats(p.c[0]);
+	s = send_seed(&p, sb, BIG, 1, 91);
+	until_deferred(&p, a.deferred + 1);
+	memset(small, 5, sizeof(small));
+	for (i = 0; i < N; i++)
+		ZT_EXPECT_EQ(zcr_isend(p.to0[1], small, sizeof(small), 2,
+				       &t[i]), 0);
+	for (i = 0; i < N; i++)
+		PAIR_PUMP_UNTIL(&p, zcr_test(t[i], NULL) != 0);
+	PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).early == a.early + 1 + N);
+	recv_check(&p, BIG, 1, 91);
+	for (i = 0; i < N; i++) {
+		ZT_EXPECT_EQ(zcr_recv(p.c[0], rb, sizeof(rb), 1, 2, NULL), 0);
+		ZT_EXPECT_EQ(memcmp(rb, small, sizeof(rb)), 0);
+	}
+	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+	pair_close(&p);
+	free(sb);
 }
 
 /*
@@ -232,8 +307,8 @@ static void sync_send_releases(bool shm)
 	struct zcr_stats a;
 	struct pair p;
 
-	ZT_ASSERT(sb);
-	open_pair(&p, &copy_attr, shm);
+	ZT_ASSERT(sb && shm);
+	open_sync_pair(&p, &copy_attr);
 	a = pair_stats(p.c[0]);
 	s = send_seed(&p, sb, BIG, 1, 51);
 	until_deferred(&p, a.deferred + 1);

@@ -872,6 +872,15 @@ static int rx_ep(struct zcr_ep *ep)
 					se->cur.type == ZCR_SHM_RTS) < 0)
 				break;	/* stalled: stays in the ring */
 		}
+		/*
+		 * A deferred announcement (match.h) holds the ring's head:
+		 * once the sender wrote anything behind it, it is staged,
+		 * so that the sender's later messages never wait for our
+		 * receive (the announcement is one cell).
+		 */
+		if (ep->rx.state == ZCR_RX_STALLED && ep->rx.deferred &&
+		    __zcr_shm_ring_ready(&se->in) > 1)
+			__zcr_match_release_arrival_locked(ep->ctx, &ep->rx);
 		if (ep->rx.state != ZCR_RX_LANDING || !land(ep))
 			break;
 		n++;
