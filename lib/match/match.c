@@ -293,10 +293,8 @@ void __zcr_match_release_deferred_locked(struct zcr_ctx *ctx, int src)
 							 struct zcr_arrival,
 							 stall_link);
 
-		if (a->deferred && (src == ZCRECV_ANY_SOURCE || a->src == src)) {
-			a->release = true;
-			ctx->drain_pending = true;
-		}
+		if (src == ZCRECV_ANY_SOURCE || a->src == src)
+			__zcr_match_release_arrival_locked(ctx, a);
 	}
 }
 

@@ -107,7 +107,7 @@ static struct zcr_req *send_seed(struct pair *p, char *sb, size_t len,
  * small one is staged as before. Over shm the sender's send stays
  * incomplete until the receive pulls it (its bytes are the sender's).
  */
-static void defers_large(bool shm)
+static void defers_large(void)
 {
 	char *sb = malloc(BIG), *sb2 = malloc(SMALL);
 	struct zcr_req *s, *s2;
@@ -116,7 +116,7 @@ static void defers_large(bool shm)
 	int i;
 
 	ZT_ASSERT(sb && sb2);
-	open_pair(&p, &copy_attr, shm);
+	open_pair(&p, &copy_attr, true);
 	a = pair_stats(p.c[0]);
 	s = send_seed(&p, sb, BIG, 1, 11);
 	until_deferred(&p, a.deferred + 1);
@@ -125,8 +125,7 @@ static void defers_large(bool shm)
 	b = pair_stats(p.c[0]);
 	ZT_EXPECT_EQ(b.early, a.early);
 	ZT_EXPECT_EQ(b.deferred, a.deferred + 1);
-	if (shm)
-		ZT_EXPECT_EQ(zcr_test(s, NULL), 0);
+	ZT_EXPECT_EQ(zcr_test(s, NULL), 0);	/* its bytes are the sender's */
 	recv_check(&p, BIG, 1, 11);
 	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
 	b = pair_stats(p.c[0]);
@@ -149,7 +148,7 @@ static void defers_large(bool shm)
 
 ZT_TEST(shm_large_early_message_waits_and_lands_once)
 {
-	defers_large(true);
+	defers_large();
 }
 
 /*
@@ -157,7 +156,7 @@ ZT_TEST(shm_large_early_message_waits_and_lands_once)
  * a deferred one: the deferred one is staged (nothing is behind it yet),
  * the later one lands in its receive, then the first in its own.
  */
-static void later_receive_releases(bool shm)
+static void later_receive_releases(void)
 {
 	char *sb = malloc(BIG), *sb2 = malloc(SMALL), *rb = malloc(SMALL);
 	struct zcr_req *s, *s2, *r;
@@ -166,7 +165,7 @@ static void later_receive_releases(bool shm)
 	struct pair p;
 
 	ZT_ASSERT(sb && sb2 && rb);
-	open_pair(&p, &copy_attr, shm);
+	open_pair(&p, &copy_attr, true);
 	a = pair_stats(p.c[0]);
 	s = send_seed(&p, sb, BIG, 1, 21);
 	until_deferred(&p, a.deferred + 1);
@@ -186,14 +185,14 @@ static void later_receive_releases(bool shm)
 
 ZT_TEST(shm_receive_for_a_later_message_releases)
 {
-	later_receive_releases(true);
+	later_receive_releases();
 }
 
 /*
  * A probe (claiming or not) that misses may look for what comes behind
  * a deferred message: the deferred one is staged.
  */
-static void probe_releases(bool shm, bool claim)
+static void probe_releases(bool claim)
 {
 	char *sb = malloc(BIG);
 	struct zcr_message *m;
@@ -203,7 +202,7 @@ static void probe_releases(bool shm, bool claim)
 	struct pair p;
 
 	ZT_ASSERT(sb);
-	open_pair(&p, &copy_attr, shm);
+	open_pair(&p, &copy_attr, true);
 	a = pair_stats(p.c[0]);
 	s = send_seed(&p, sb, BIG, 1, 31);
 	until_deferred(&p, a.deferred + 1);
@@ -224,12 +223,12 @@ static void probe_releases(bool shm, bool claim)
 
 ZT_TEST(shm_improbe_for_a_later_message_releases)
 {
-	probe_releases(true, true);
+	probe_releases(true);
 }
 
 ZT_TEST(shm_probe_for_a_later_message_releases)
 {
-	probe_releases(true, false);
+	probe_releases(false);
 }
 
 /*
@@ -300,14 +299,14 @@ ZT_TEST(any_source_receive_posted_stages)
  * the pair shares one connection; over shm, one ring each way), so the
  * deferred one must be staged for the synchronous send to complete.
  */
-static void sync_send_releases(bool shm)
+static void sync_send_releases(void)
 {
 	char *sb = malloc(BIG), msg[64], rb[64];
 	struct zcr_req *s, *ss, *r;
 	struct zcr_stats a;
 	struct pair p;
 
-	ZT_ASSERT(sb && shm);
+	ZT_ASSERT(sb);
 	open_sync_pair(&p, &copy_attr);
 	a = pair_stats(p.c[0]);
 	s = send_seed(&p, sb, BIG, 1, 51);
@@ -326,7 +325,7 @@ static void sync_send_releases(bool shm)
 
 ZT_TEST(shm_sync_send_behind_a_deferred_message_completes)
 {
-	sync_send_releases(true);
+	sync_send_releases();
 }
 
 /* The remap policy stages every early arrival, as before. */
