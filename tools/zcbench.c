@@ -117,7 +117,7 @@ struct ctrl {
 };
 
 /*
- * 0 (until 2026-11-26, 24- and 32-byte control messages): xorshift words
+ * 0 (the first zcbench: 24- and 32-byte control messages): xorshift words
  * and a checksum; 1: fill() now; 2: rank 1 sends a trial's statistics
  * when rank 0 asks (TAG_STATS), once rank 0 has read its own, so that the
  * answer never arrives among the trial's messages and counts as one of

@@ -13,7 +13,7 @@
  * --min to --max), user buffer (aligned: zcr_mem_alloc, 2 MiB aligned;
  * page: 4 KiB past a 2 MiB boundary of zcr_mem_alloc memory, of which only
  * whole 2 MiB units move, the rest is copied (kmod's huge zones; uffd-move
- * since 2026-11-26, where THP is not "never"); malloc: plain malloc(), whose
+ * where THP is not "never"); malloc: plain malloc(), whose
  * pages move one by one), source (warm: the staged bytes were just written; cold: the
  * caches were flushed after staging, by writing four times the last-level
  * cache elsewhere, which also evicts the page tables and kernel data an

@@ -127,12 +127,11 @@ extern const struct zcr_remap_ops __zcr_remap_copy;
  * this factor: an exchange costs more than its landing shows. Its TLB
  * flush (a full one past 33 pages on x86; under TCG all of the vCPU's
  * TLB) falls on whatever the process touches next. Where the two kinds'
- * landings cost about the same, forced remap ran the round trip slower:
- * on the 2026-11-26 host, 512 KiB landings of 38 us either way (rank 1),
- * remap's round trips 9-11% slower than copy's; in the 6.12 and 6.1 TCG
- * guests, 64 KiB remaps of 388-403 us against copies of 422-440, remap's
- * round trips 16-20% slower. Where remap wins (1 MiB and up natively, 128
- * KiB and up in the guest) its landings are 2-12 times cheaper.
+ * landings cost about the same, forced remap ran the round trip slower
+ * (natively and in the TCG guests, by a tenth to a fifth), and where
+ * remap wins its landings are several times cheaper: the figures are in
+ * Documentation/benchmarks.md, "Remap must win by a
+ * quarter".
  */
 #define ZCR_LAND_REMAP_BIAS	1.25
 /*
