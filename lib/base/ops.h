@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * ops.h - the one registry convention of libzcrecv's three kinds of
+ * plug-in: transports (lib/transport/transport.c), remap backends
+ * (lib/remap/engine.c) and predictors (lib/predict/predict.c).
+ *
+ * A plug-in defines its ops table with its kind's macro, which names the
+ * table NAME_def and starts it with .size, the size of the ops struct it
+ * was built with:
+ *
+ *	ZCR_TRANSPORT(tcp) = { .size = sizeof(struct zcr_transport_ops), ... };
+ *
+ * and its registry lists it on one line of an X-macro list, which also
+ * declares it: no extern to add anywhere. At the first context the registry
+ * copies every table into the one the library calls (the symbol without
+ * _def: __zcr_transport_tcp, __zcr_remap_kmod, __zcr_pred_cycle_ops),
+ * through __zcr_ops_set(): a required member that is missing fails the
+ * registration with a message naming the plug-in and the member, a
+ * missing optional op is the kind's default (as rdma-core's
+ * verbs_set_ops() fills a provider's table over dummy_ops.c), so the
+ * library calls every op without looking for NULL. Members past .size
+ * are absent, so an ops struct can grow.
+ */
+#ifndef ZCR_OPS_H
+#define ZCR_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/**
+ * struct zcr_op - one member of an ops table, as its registry checks it
+ * @name:	the member's name, for the message
+ * @off:	offsetof() the member (a pointer: a function or a string)
+ * @required:	registration fails without it; else it has a default
+ */
+struct zcr_op {
+	const char *name;
+	size_t off;
+	bool required;
+};
+
+#define ZCR_OP(type, member, req) \
+	{ #member, offsetof(type, member), req }
+
+/**
+ * __zcr_ops_set() - complete one registered ops table
+ * @kind:	"transport", "remap backend", "predictor": for the message
+ * @name:	the plug-in's name (its registry line), for the message
+ * @out:	the table the library calls, @full bytes
+ * @in:	the plug-in's table; its first member is its size_t size
+ * @dflt:	the kind's defaults, @full bytes
+ * @full:	sizeof the kind's ops struct
+ * @ops:	the pointer members of the struct, @nops of them
+ * @nops:	entries of @ops
+ *
+ * Copies the first min(size, @full) bytes of @in to @out (the rest
+ * zero), then every pointer member of @ops that is NULL or past size from
+ * @dflt; a @required one missing instead fails. Prints the reason on
+ * stderr ("zcrecv: transport tcp: required op poll_max is missing") when
+ * it fails: a table that fails is a defect of the build, not of a run.
+ *
+ * Return: 0, or -EINVAL (size smaller than a size_t or larger than
+ * @full, a required member missing).
+ */
+int __zcr_ops_set(const char *kind, const char *name, void *out,
+		  const void *in, const void *dflt, size_t full,
+		  const struct zcr_op *ops, size_t nops);
+
+#endif /* ZCR_OPS_H */
