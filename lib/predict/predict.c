@@ -16,7 +16,8 @@
 
 /*
  * The registry: every predictor, one line X(NAME) each, NAME being what
- * ZCRECV_PREDICTOR and zcr_ctx_attr.predictor take. X(NAME) declares
+ * ZCRECV_PREDICTOR and zcr_ctx_attr.predictor take (each line ends in a
+ * backslash, up to the closing comment). X(NAME) declares
  * NAME's table (ZCR_PREDICTOR(NAME) in its file or folder) and defines
  * its completed copy.
  */
@@ -30,7 +31,8 @@
 	X(lfu)			\
 	X(graph)		\
 	X(dpd)			\
-	X(select)
+	X(select)		\
+	/* end of the registry */
 
 #define DECLARE(n) \
 	extern ZCR_PREDICTOR(n); \

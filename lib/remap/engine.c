@@ -48,14 +48,16 @@
 
 /*
  * The registry: every backend, one line X(NAME) each, in the order auto
- * tries them (copy, the fallback, is tried last wherever it is listed).
+ * tries them (copy, the fallback, is tried last wherever it is listed;
+ * each line ends in a backslash, up to the closing comment).
  * X(NAME) declares NAME's table (ZCR_REMAP_BACKEND(NAME) in its file or
  * folder) and defines its completed copy.
  */
 #define BACKENDS(X)	\
 	X(kmod)		\
 	X(uffd)		\
-	X(copy)
+	X(copy)		\
+	/* end of the registry */
 
 #define DECLARE(n) \
 	extern ZCR_REMAP_BACKEND(n); \

@@ -22,13 +22,15 @@
 /*
  * The registry: every transport, one line X(NAME) each, in the order a
  * context sets them up; the first also takes addresses without a scheme,
- * so a new one is appended. X(NAME) declares NAME's table
+ * so a new one is appended (each line ends in a backslash, up to the
+ * closing comment). X(NAME) declares NAME's table
  * (ZCR_TRANSPORT(NAME) in its folder) and defines its completed copy.
  */
 #define TRANSPORTS(X)	\
 	X(tcp)		\
 	X(shm)		\
-	X(verbs)
+	X(verbs)	\
+	/* end of the registry */
 
 #define DECLARE(n) \
 	extern ZCR_TRANSPORT(n); \
