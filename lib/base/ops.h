@@ -56,7 +56,7 @@ struct zcr_op {
  * Copies the first min(size, @full) bytes of @in to @out (the rest
  * zero), then every pointer member of @ops that is NULL or past size from
  * @dflt; a @required one missing instead fails. Prints the reason on
- * stderr ("zcrecv: transport tcp: required op poll_max is missing") when
+ * stderr ("zcrecv: transport tcp: required op send is missing") when
  * it fails: a table that fails is a defect of the build, not of a run.
  *
  * Return: 0, or -EINVAL (size smaller than a size_t or larger than

@@ -88,6 +88,32 @@ static void no_start(struct zcr_ep *ep)
 	(void)ep;
 }
 
+static unsigned int no_poll_max(struct zcr_ctx *ctx, void *priv)
+{
+	(void)ctx;
+	(void)priv;
+	return 0;
+}
+
+static unsigned int no_poll_fill(struct zcr_ctx *ctx, void *priv,
+				 struct pollfd *pfd, unsigned int max,
+				 uint64_t *deadline)
+{
+	(void)ctx;
+	(void)priv;
+	(void)pfd;
+	(void)max;
+	(void)deadline;
+	return 0;
+}
+
+static int no_progress(struct zcr_ctx *ctx, void *priv)
+{
+	(void)ctx;
+	(void)priv;
+	return 0;
+}
+
 static void no_poll_done(struct zcr_ctx *ctx, void *priv,
 			 const struct pollfd *pfd, unsigned int n)
 {
@@ -114,7 +140,10 @@ static const struct zcr_transport_ops defaults = {
 	.listen = no_listen,
 	.connect = no_connect,
 	.start = no_start,
+	.poll_max = no_poll_max,
+	.poll_fill = no_poll_fill,
 	.poll_done = no_poll_done,
+	.progress = no_progress,
 	.adopt = no_adopt,
 };
 
@@ -122,8 +151,8 @@ static const struct zcr_transport_ops defaults = {
 static const struct zcr_op members[] = {
 	OP(name, true), OP(scheme, false), OP(init, false), OP(fini, false),
 	OP(listen, false), OP(connect, false), OP(start, false),
-	OP(poll_max, true), OP(poll_fill, true), OP(poll_done, false),
-	OP(progress, true), OP(send, true), OP(ep_close, true),
+	OP(poll_max, false), OP(poll_fill, false), OP(poll_done, false),
+	OP(progress, false), OP(send, true), OP(ep_close, true),
 	OP(ep_free, true), OP(adopt, false),
 };
 

@@ -54,9 +54,9 @@ struct zcr_req;
  * @start:	the endpoint @ep (ep->tp_priv set) was just created: begin
  *		the handshake (send HELLO). Failure is reported with
  *		__zcr_ep_fail_locked(). Default: nothing
- * @poll_max:	required; upper bound of the pollfd entries @poll_fill
- *		needs now
- * @poll_fill:	required; fill up to @max entries of @pfd with what the transport
+ * @poll_max:	upper bound of the pollfd entries @poll_fill needs now.
+ *		Default: 0
+ * @poll_fill:	fill up to @max entries of @pfd with what the transport
  *		waits for (descriptors and events); lower *@deadline to the
  *		monotonic ns time it must run again at the latest (on entry
  *		it holds the caller's own deadline, UINT64_MAX for none: a
@@ -65,26 +65,27 @@ struct zcr_req;
  *		found under it);
  *		0: work is waiting, poll not (the transports after this
  *		one are then neither filled nor told @poll_done). Returns
- *		the number of entries used
+ *		the number of entries used. Default: none, no deadline
  * @poll_done:	after every @poll_fill, once poll(2) returned or was not
  *		needed: the @n entries @poll_fill gave, with revents (0 when
  *		poll timed out, failed or did not run). Default: nothing
- * @progress:	required; do what can be done without blocking: accept, handshake,
+ * @progress:	do what can be done without blocking: accept, handshake,
  *		read (calling match upward for each header and each payload
  *		completed), write queued sends. Returns the number of events
- *		(messages moved, connections accepted or closed) or -errno
- * @send:	required; queue send request @r (on ep->sendq, r->sent = 0) and start
- *		pushing it once the endpoint is open (until then the core
- *		may still renumber r->seq or fail r: see
+ *		(messages moved, connections accepted or closed) or -errno.
+ *		Default: 0 (a transport that moves data only in @send)
+ * @send:	required; queue send request @r (on ep->sendq, r->sent =
+ *		0) and start pushing it once the endpoint is open (until
+ *		then the core may still renumber r->seq or fail r: see
  *		__zcr_ep_open_locked()); the transport completes it with
  *		__zcr_req_complete_locked() once written, or the endpoint
  *		fails. Returns 0 or -errno (r not queued)
- * @ep_close:	required; the endpoint failed or was closed: stop the I/O of its state
- *		@ep_priv and release its system resources (descriptors);
- *		@ep_priv stays until @ep_free. @ep is NULL for state that
- *		never became an endpoint
- * @ep_free:	required; free @ep_priv (after @ep_close); @ep may be NULL as for
- *		@ep_close
+ * @ep_close:	required; the endpoint failed or was closed: stop the I/O
+ *		of its state @ep_priv and release its system resources
+ *		(descriptors); @ep_priv stays until @ep_free. @ep is NULL
+ *		for state that never became an endpoint
+ * @ep_free:	required; free @ep_priv (after @ep_close); @ep may be NULL
+ *		as for @ep_close
  * @adopt:	the endpoint's data path moves to this transport
  *		(see __zcr_ep_handoff_locked()): set ep->tp_priv from @arg;
  *		@prev and @prev_priv are the old transport and its endpoint

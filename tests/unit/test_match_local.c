@@ -71,39 +71,9 @@ static int fake_adopt(struct zcr_ep *ep, const struct zcr_transport_ops *prev,
 	return 0;
 }
 
-/* Never polled nor progressed: pump() drives them. */
-static unsigned int fake_poll_max(struct zcr_ctx *ctx, void *priv)
-{
-	(void)ctx;
-	(void)priv;
-	return 0;
-}
-
-static unsigned int fake_poll_fill(struct zcr_ctx *ctx, void *priv,
-				   struct pollfd *pfd, unsigned int max,
-				   uint64_t *deadline)
-{
-	(void)ctx;
-	(void)priv;
-	(void)pfd;
-	(void)max;
-	(void)deadline;
-	return 0;
-}
-
-static int fake_progress(struct zcr_ctx *ctx, void *priv)
-{
-	(void)ctx;
-	(void)priv;
-	return 0;
-}
-
 static const struct zcr_transport_ops fake_a_def = {
 	.size = sizeof(struct zcr_transport_ops),
 	.name = "fake-a",
-	.poll_max = fake_poll_max,
-	.poll_fill = fake_poll_fill,
-	.progress = fake_progress,
 	.send = fake_send,
 	.ep_close = fake_close,
 	.ep_free = fake_free,
@@ -112,9 +82,6 @@ static const struct zcr_transport_ops fake_a_def = {
 static const struct zcr_transport_ops fake_b_def = {
 	.size = sizeof(struct zcr_transport_ops),
 	.name = "fake-b",
-	.poll_max = fake_poll_max,
-	.poll_fill = fake_poll_fill,
-	.progress = fake_progress,
 	.send = fake_send,
 	.ep_close = fake_close,
 	.ep_free = fake_free,

@@ -4,7 +4,8 @@
  * as a message from rank 1: the smallest complete transport, copied to
  * lib/transport/dummy/ by tests/extend/check-extend.sh to show that a
  * transport is one folder plus one registry line. "dummy://ANY" is its
- * address: listen answers 4242, connect opens at once.
+ * address: listen answers 4242, connect opens at once. It has nothing to
+ * poll and no progress to make: the defaults of those ops serve.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -38,32 +39,6 @@ static int dummy_connect(struct zcr_ctx *ctx, void *priv, const char *addr,
 static void dummy_start(struct zcr_ep *ep)
 {
 	__zcr_ep_open_locked(ep, DUMMY_PEER);
-}
-
-static unsigned int dummy_poll_max(struct zcr_ctx *ctx, void *priv)
-{
-	(void)ctx;
-	(void)priv;
-	return 0;
-}
-
-static unsigned int dummy_poll_fill(struct zcr_ctx *ctx, void *priv,
-				    struct pollfd *pfd, unsigned int max,
-				    uint64_t *deadline)
-{
-	(void)ctx;
-	(void)priv;
-	(void)pfd;
-	(void)max;
-	(void)deadline;
-	return 0;
-}
-
-static int dummy_progress(struct zcr_ctx *ctx, void *priv)
-{
-	(void)ctx;
-	(void)priv;
-	return 0;
 }
 
 /*
@@ -105,9 +80,6 @@ ZCR_TRANSPORT(dummy) = {
 	.listen = dummy_listen,
 	.connect = dummy_connect,
 	.start = dummy_start,
-	.poll_max = dummy_poll_max,
-	.poll_fill = dummy_poll_fill,
-	.progress = dummy_progress,
 	.send = dummy_send,
 	.ep_close = dummy_ep_close,
 	.ep_free = dummy_ep_free,
