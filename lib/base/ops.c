@@ -24,22 +24,22 @@ static bool member_set(const void *tab, size_t off)
 	return p != NULL;
 }
 
-int __zcr_ops_set(const char *kind, const char *name, void *out,
-		  const void *in, const void *dflt, size_t full,
-		  const struct zcr_op *ops, size_t nops)
+int __zcr_ops_set(const struct zcr_kind *k, const char *name, void *out,
+		  const void *in)
 {
+	const char *own;
 	size_t size, i;
 
 	memcpy(&size, in, sizeof(size));
-	if (size < sizeof(size) || size > full) {
+	if (size < sizeof(size) || size > k->full) {
 		fprintf(stderr, "zcrecv: %s %s: its size %zu is not that of "
-			"the ops struct (%zu)\n", kind, name, size, full);
+			"the ops struct (%zu)\n", k->kind, name, size, k->full);
 		return -EINVAL;
 	}
-	memset(out, 0, full);
+	memset(out, 0, k->full);
 	memcpy(out, in, size);
-	for (i = 0; i < nops; i++) {
-		const struct zcr_op *op = &ops[i];
+	for (i = 0; i < k->nops; i++) {
+		const struct zcr_op *op = &k->ops[i];
 		bool set = op->off + sizeof(void *) <= size &&
 			   member_set(in, op->off);
 
@@ -47,11 +47,30 @@ int __zcr_ops_set(const char *kind, const char *name, void *out,
 			continue;
 		if (op->required) {
 			fprintf(stderr, "zcrecv: %s %s: required op %s is "
-				"missing\n", kind, name, op->name);
+				"missing\n", k->kind, name, op->name);
 			return -EINVAL;
 		}
-		memcpy((char *)out + op->off, (const char *)dflt + op->off,
+		memcpy((char *)out + op->off, (const char *)k->dflt + op->off,
 		       sizeof(void *));
 	}
+	memcpy(&own, (const char *)out + sizeof(size), sizeof(own));
+	if (k->named && (!own || strcmp(own, name))) {
+		fprintf(stderr, "zcrecv: %s %s: its name is \"%s\"; it must "
+			"be its registry line's\n", k->kind, name,
+			own ? own : "");
+		return -EINVAL;
+	}
 	return 0;
+}
+
+int __zcr_registry_complete(const struct zcr_kind *k,
+			    const struct zcr_reg_entry *e, size_t n)
+{
+	int ret = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (__zcr_ops_set(k, e[i].name, e[i].ops, e[i].def))
+			ret = -EINVAL;
+	return ret;
 }

@@ -43,27 +43,65 @@ struct zcr_op {
 	{ #member, offsetof(type, member), req }
 
 /**
- * __zcr_ops_set() - complete one registered ops table
- * @kind:	"transport", "remap backend", "predictor": for the message
- * @name:	the plug-in's name (its registry line), for the message
- * @out:	the table the library calls, @full bytes
- * @in:	the plug-in's table; its first member is its size_t size
- * @dflt:	the kind's defaults, @full bytes
+ * struct zcr_kind - what a registry knows of its kind of plug-in
+ * @kind:	"transport", "remap backend", "predictor": for messages
  * @full:	sizeof the kind's ops struct
+ * @dflt:	the kind's defaults, @full bytes
  * @ops:	the pointer members of the struct, @nops of them
  * @nops:	entries of @ops
+ * @named:	a table's name member (its second, after size) must be its
+ *		registry line's NAME
+ */
+struct zcr_kind {
+	const char *kind;
+	size_t full;
+	const void *dflt;
+	const struct zcr_op *ops;
+	size_t nops;
+	bool named;
+};
+
+/**
+ * struct zcr_reg_entry - one line X(NAME) of a registry
+ * @name:	NAME
+ * @def:	the plug-in's table, NAME_def
+ * @ops:	the completed table the library calls
+ */
+struct zcr_reg_entry {
+	const char *name;
+	const void *def;
+	void *ops;
+};
+
+/**
+ * __zcr_ops_set() - complete one registered ops table
+ * @k:		its kind
+ * @name:	the plug-in's name (its registry line), for the message
+ * @out:	the table the library calls, @k->full bytes
+ * @in:	the plug-in's table; its first member is its size_t size
  *
- * Copies the first min(size, @full) bytes of @in to @out (the rest
- * zero), then every pointer member of @ops that is NULL or past size from
- * @dflt; a @required one missing instead fails. Prints the reason on
- * stderr ("zcrecv: transport tcp: required op send is missing") when
- * it fails: a table that fails is a defect of the build, not of a run.
+ * Copies the first min(size, @k->full) bytes of @in to @out (the rest
+ * zero), then every pointer member of @k->ops that is NULL or past size
+ * from @k->dflt; a required one missing instead fails. Prints the reason
+ * on stderr ("zcrecv: transport tcp: required op send is missing") when it
+ * fails: a table that fails is a defect of the build, not of a run.
  *
  * Return: 0, or -EINVAL (size smaller than a size_t or larger than
- * @full, a required member missing).
+ * @k->full, a required member missing, a name unlike @name where
+ * @k->named).
  */
-int __zcr_ops_set(const char *kind, const char *name, void *out,
-		  const void *in, const void *dflt, size_t full,
-		  const struct zcr_op *ops, size_t nops);
+int __zcr_ops_set(const struct zcr_kind *k, const char *name, void *out,
+		  const void *in);
+
+/**
+ * __zcr_registry_complete() - complete every table of a registry
+ * @k:		the registry's kind
+ * @e:		its lines, @n of them
+ * @n:		entries of @e
+ *
+ * Return: 0, or -EINVAL if any table failed (each one said why).
+ */
+int __zcr_registry_complete(const struct zcr_kind *k,
+			    const struct zcr_reg_entry *e, size_t n);
 
 #endif /* ZCR_OPS_H */

@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,11 +38,7 @@
 	struct zcr_pred_ops __zcr_pred_##n##_ops;
 PREDICTORS(DECLARE)
 
-static const struct {
-	const char *name;
-	const struct zcr_pred_ops *def;
-	struct zcr_pred_ops *ops;
-} registry[] = {
+static const struct zcr_reg_entry registry[] = {
 #define ENTRY(n) { #n, &__zcr_pred_##n##_ops_def, &__zcr_pred_##n##_ops },
 	PREDICTORS(ENTRY)
 };
@@ -94,20 +89,23 @@ static const struct zcr_op members[] = {
 	OP(memory, true), OP(period, false),
 };
 
+/* .named: the name follows the size. */
+_Static_assert(offsetof(struct zcr_pred_ops, name) == sizeof(size_t),
+	       "struct zcr_pred_ops starts with size, then name");
+
+static const struct zcr_kind kind = {
+	.kind = "predictor",
+	.full = sizeof(struct zcr_pred_ops),
+	.dflt = &defaults,
+	.ops = members,
+	.nops = sizeof(members) / sizeof(members[0]),
+	.named = true,
+};
+
 int __zcr_pred_ops_set(struct zcr_pred_ops *out,
 		       const struct zcr_pred_ops *in, const char *name)
 {
-	int ret;
-
-	ret = __zcr_ops_set("predictor", name, out, in, &defaults,
-			    sizeof(*out), members,
-			    sizeof(members) / sizeof(members[0]));
-	if (!ret && strcmp(out->name, name)) {
-		fprintf(stderr, "zcrecv: predictor %s: its name is \"%s\"; "
-			"it must be its registry line's\n", name, out->name);
-		ret = -EINVAL;
-	}
-	return ret;
+	return __zcr_ops_set(&kind, name, out, in);
 }
 
 static pthread_once_t registered = PTHREAD_ONCE_INIT;
@@ -115,12 +113,7 @@ static int register_err;
 
 static void register_all(void)
 {
-	size_t i;
-
-	for (i = 0; i < NREG; i++)
-		if (__zcr_pred_ops_set(registry[i].ops, registry[i].def,
-				       registry[i].name))
-			register_err = -EINVAL;
+	register_err = __zcr_registry_complete(&kind, registry, NREG);
 }
 
 int __zcr_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz)

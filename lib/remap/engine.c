@@ -64,11 +64,7 @@
 	struct zcr_remap_ops __zcr_remap_##n;
 BACKENDS(DECLARE)
 
-static const struct {
-	const char *name;
-	const struct zcr_remap_ops *def;
-	struct zcr_remap_ops *ops;
-} registry[] = {
+static const struct zcr_reg_entry registry[] = {
 #define ENTRY(n) { #n, &__zcr_remap_##n##_def, &__zcr_remap_##n },
 	BACKENDS(ENTRY)
 };
@@ -122,12 +118,18 @@ static const struct zcr_op members[] = {
 	OP(eligible, false),
 };
 
+static const struct zcr_kind kind = {
+	.kind = "remap backend",
+	.full = sizeof(struct zcr_remap_ops),
+	.dflt = &defaults,
+	.ops = members,
+	.nops = sizeof(members) / sizeof(members[0]),
+};
+
 int __zcr_remap_ops_set(struct zcr_remap_ops *out,
 			const struct zcr_remap_ops *in, const char *name)
 {
-	return __zcr_ops_set("remap backend", name, out, in, &defaults,
-			     sizeof(*out), members,
-			     sizeof(members) / sizeof(members[0]));
+	return __zcr_ops_set(&kind, name, out, in);
 }
 
 static pthread_once_t registered = PTHREAD_ONCE_INIT;
@@ -135,12 +137,7 @@ static int register_err;
 
 static void register_all(void)
 {
-	size_t i;
-
-	for (i = 0; i < NREG; i++)
-		if (__zcr_remap_ops_set(registry[i].ops, registry[i].def,
-					registry[i].name))
-			register_err = -EINVAL;
+	register_err = __zcr_registry_complete(&kind, registry, NREG);
 }
 
 static double now_ns(void)
@@ -173,9 +170,12 @@ const char *zcr_backend_name(int backend)
 
 	if (backend == ZCRECV_BACKEND_AUTO)
 		return "auto";
-	for (i = 0; i < NREG; i++)
-		if (registry[i].def->id == backend)
-			return registry[i].def->name;
+	for (i = 0; i < NREG; i++) {
+		const struct zcr_remap_ops *ops = registry[i].def;
+
+		if (ops->id == backend)
+			return ops->name;
+	}
 	return "?";
 }
 

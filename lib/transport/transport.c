@@ -37,11 +37,7 @@
 	struct zcr_transport_ops __zcr_transport_##n;
 TRANSPORTS(DECLARE)
 
-static const struct {
-	const char *name;
-	const struct zcr_transport_ops *def;
-	struct zcr_transport_ops *ops;
-} registry[] = {
+static const struct zcr_reg_entry registry[] = {
 #define ENTRY(n) { #n, &__zcr_transport_##n##_def, &__zcr_transport_##n },
 	TRANSPORTS(ENTRY)
 };
@@ -156,13 +152,19 @@ static const struct zcr_op members[] = {
 	OP(ep_free, true), OP(adopt, false),
 };
 
+static const struct zcr_kind kind = {
+	.kind = "transport",
+	.full = sizeof(struct zcr_transport_ops),
+	.dflt = &defaults,
+	.ops = members,
+	.nops = sizeof(members) / sizeof(members[0]),
+};
+
 int __zcr_transport_ops_set(struct zcr_transport_ops *out,
 			    const struct zcr_transport_ops *in,
 			    const char *name)
 {
-	return __zcr_ops_set("transport", name, out, in, &defaults,
-			     sizeof(*out), members,
-			     sizeof(members) / sizeof(members[0]));
+	return __zcr_ops_set(&kind, name, out, in);
 }
 
 static pthread_once_t registered = PTHREAD_ONCE_INIT;
@@ -170,12 +172,7 @@ static int register_err;
 
 static void register_all(void)
 {
-	int i;
-
-	for (i = 0; i < NREG; i++)
-		if (__zcr_transport_ops_set(registry[i].ops, registry[i].def,
-					    registry[i].name))
-			register_err = -EINVAL;
+	register_err = __zcr_registry_complete(&kind, registry, NREG);
 }
 
 int __zcr_transports_init(struct zcr_ctx *ctx)
