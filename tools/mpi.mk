@@ -6,9 +6,9 @@
 # tools/mpi/make-traces.sh regenerates tests/traces/ with them.
 MPI_DIR    := $(B)/tools/mpi
 # The tracer and the MPI layer parse their ZCRECV_* variables with the
-# library's table (lib/core/config.c, built in: they see no __zcr_* symbol
+# library's table (lib/base/config.c, built in: they see no __zcr_* symbol
 # of libzcrecv.so).
-ZCTRACE_SRCS := tools/mpi/zctrace.c lib/core/config.c
+ZCTRACE_SRCS := tools/mpi/zctrace.c lib/base/config.c
 MPI_CFLAGS := -O2 -g -Wall -Wextra -Werror
 MPI_APPS   := poisson matmul nbody fft cg
 MPICC      := $(shell command -v mpicc 2>/dev/null)
@@ -25,7 +25,7 @@ endif
 endif
 
 ifneq ($(MPICC),)
-$(MPI_DIR)/libzctrace.so: $(ZCTRACE_SRCS) lib/core/config.h
+$(MPI_DIR)/libzctrace.so: $(ZCTRACE_SRCS) lib/base/config.h
 	@mkdir -p $(dir $@)
 	$(MPICC) $(MPI_CFLAGS) -Ilib -fPIC -shared -o $@ $(ZCTRACE_SRCS) -ldl -lpthread
 PROGS += $(MPI_DIR)/libzctrace.so
@@ -37,7 +37,7 @@ PROGS += $(addprefix $(MPI_DIR)/,$(MPI_APPS))
 endif
 
 ifneq ($(MPICC_MPICH),)
-$(MPI_DIR)/libzctrace-mpich.so: $(ZCTRACE_SRCS) lib/core/config.h
+$(MPI_DIR)/libzctrace-mpich.so: $(ZCTRACE_SRCS) lib/base/config.h
 	@mkdir -p $(dir $@)
 	$(MPICC_MPICH) $(MPI_CFLAGS) -Ilib -fPIC -shared -o $@ $(ZCTRACE_SRCS) -ldl -lpthread
 PROGS += $(MPI_DIR)/libzctrace-mpich.so
@@ -68,17 +68,17 @@ endif
 # counted in zcmpi_coll.c; Documentation/mpi.md), one per MPI, linked to
 # the libzcrecv.so next to it in build/ (rpath), else the installed one.
 ZCMPI_SRCS := tools/mpi/zcmpi.c tools/mpi/zcmpi_request.c \
-	tools/mpi/zcmpi_fortran.c tools/mpi/zcmpi_coll.c lib/core/config.c
+	tools/mpi/zcmpi_fortran.c tools/mpi/zcmpi_coll.c lib/base/config.c
 ZCMPI_FLAGS = $(MPI_CFLAGS) -std=gnu11 -Iinclude -Ilib -fPIC -shared \
 	-Wl,-rpath,'$$ORIGIN/../../lib'
 ifneq ($(MPICC),)
-$(MPI_DIR)/libzcrecv-mpi.so: $(ZCMPI_SRCS) tools/mpi/zcmpi.h lib/core/config.h include/zcrecv.h $(LIB_SO)
+$(MPI_DIR)/libzcrecv-mpi.so: $(ZCMPI_SRCS) tools/mpi/zcmpi.h lib/base/config.h include/zcrecv.h $(LIB_SO)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(ZCMPI_FLAGS) -o $@ $(ZCMPI_SRCS) -L$(B)/lib -lzcrecv -ldl -lpthread
 PROGS += $(MPI_DIR)/libzcrecv-mpi.so
 endif
 ifneq ($(MPICC_MPICH),)
-$(MPI_DIR)/libzcrecv-mpi-mpich.so: $(ZCMPI_SRCS) tools/mpi/zcmpi.h lib/core/config.h include/zcrecv.h $(LIB_SO)
+$(MPI_DIR)/libzcrecv-mpi-mpich.so: $(ZCMPI_SRCS) tools/mpi/zcmpi.h lib/base/config.h include/zcrecv.h $(LIB_SO)
 	@mkdir -p $(dir $@)
 	$(MPICC_MPICH) $(ZCMPI_FLAGS) -o $@ $(ZCMPI_SRCS) -L$(B)/lib -lzcrecv -ldl -lpthread
 PROGS += $(MPI_DIR)/libzcrecv-mpi-mpich.so

@@ -53,7 +53,8 @@ if [ "$mode" != vm ]; then
 	host_check "make install + pkg-config build" tests/install/check.sh
 	host_check "uAPI layout for 64- and 32-bit callers" tests/abi/check-compat.sh
 	host_check "0.1 binary runs with this libzcrecv.so" tests/abi/check-lib-abi.sh
-	host_check "lib/ layers include only downward" tools/check-layers.sh
+	host_check "lib/ layers include and call only downward, a planted violation caught" tools/check-layers.sh --self-test
+	host_check "a dummy transport, backend and predictor: one folder and one line each" tests/extend/check-extend.sh
 	host_check "MPI tracer under Open MPI and MPICH" tests/mpi/check-tracer.sh
 	host_check "manual pages: every call and tool, no man warning" tests/man/check.sh
 	host_check "ZCRECV_* variables: one table, zcrecv(7) and configuration.md match it" tests/tools/check-env.sh

@@ -78,7 +78,7 @@
 
 #include "zcrecv.h"
 #include "bench.h"
-#include "core/config.h"
+#include "base/config.h"
 #include "zcbench/zcbench.h"
 
 #define TAG_DATA	1

@@ -2,7 +2,7 @@
 /*
  * zcinfo - print what /dev/zcrecv answers to the handshake, and the module's
  * counters; or, with --env, every ZCRECV_* variable of the library's table
- * (lib/core/config.c) with its value here, default and help, also as the
+ * (lib/base/config.c) with its value here, default and help, also as the
  * roff and Markdown that zcrecv(7) and Documentation/configuration.md
  * carry. Usage: zcinfo [--env[=text|man|markdown]] [-h|--help]
  */
@@ -16,7 +16,7 @@
 #include <linux/zcrecv.h>
 
 #include "zcrecv.h"
-#include "core/config.h"
+#include "base/config.h"
 
 #define COUNTERS "/sys/class/misc/zcrecv/counters"
 

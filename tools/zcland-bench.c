@@ -44,7 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/ctx.h"
+#include "core/core.h"
 #include "bench.h"
 
 #define MAX_ITERS	64

@@ -406,15 +406,6 @@ int zcr_ctx_set_policy(struct zcr_ctx *ctx, int policy)
 	return 0;
 }
 
-void __zcr_wake(struct zcr_ctx *ctx)
-{
-	uint64_t one = 1;
-
-	if (write(ctx->wake_fd, &one, sizeof(one)) < 0) {
-		/* The counter is saturated: a wake-up is pending anyway. */
-	}
-}
-
 /*
  * A poll set with room for n entries: an idle one of ours, grown if need
  * be. Only a new connection or a new concurrent poller allocates.
@@ -567,9 +558,8 @@ static void polled_locked(struct zcr_ctx *ctx, const struct pollfd *pfd,
 	int i;
 
 	for (i = 0; i < filled; nfd += cnt[i++])
-		if (ctx->tr[i].ops->poll_done)
-			ctx->tr[i].ops->poll_done(ctx, ctx->tr[i].priv,
-						  pfd + nfd, cnt[i]);
+		ctx->tr[i].ops->poll_done(ctx, ctx->tr[i].priv, pfd + nfd,
+					  cnt[i]);
 }
 
 /*

@@ -6,7 +6,12 @@
 #ifndef ZCR_CORE_H
 #define ZCR_CORE_H
 
-#include "core/ctx.h"
+#include "base/ctx.h"
+#include "match/match.h"
+#include "predict/predict.h"
+#include "remap/remap.h"
+#include "staging/staging.h"
+#include "transport/auth.h"
 #include "transport/transport.h"
 
 /*
@@ -22,7 +27,6 @@ struct zcr_pollset {
 };
 
 int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms);
-void __zcr_wake(struct zcr_ctx *ctx);
 /*
  * This thread's own wake-up eventfd (created on first use; -1 if it
  * cannot be): zcr_wait() polls it, and another thread completing the

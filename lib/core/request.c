@@ -16,32 +16,6 @@
 
 #include "core/core.h"
 
-void __zcr_req_complete_locked(struct zcr_req *r, int error)
-{
-	r->st.error = error;
-	r->done = true;
-	if (!r->in_done) {
-		zcr_list_add_tail(&r->done_link, &r->ctx->done_reqs);
-		r->in_done = true;
-	}
-	pthread_cond_broadcast(&r->ctx->cond);
-	/*
-	 * Its waiter may sleep in poll(2) with nothing else to wake it: its
-	 * own eventfd (the context's may be read by another poller first).
-	 */
-	if (r->waited && !pthread_equal(r->waiter, pthread_self())) {
-		uint64_t one = 1;
-
-		if (r->waiter_fd < 0) {
-			/* None (no eventfd to be had): the context's. */
-			__zcr_wake(r->ctx);
-		} else if (write(r->waiter_fd, &one, sizeof(one)) ==
-			   (ssize_t)sizeof(one)) {
-			r->woken = true;
-		}
-	}
-}
-
 /*
  * A spare request of ctx (ctx->spare_reqs), or NULL. Under
  * AddressSanitizer there are none: every request is really freed, so

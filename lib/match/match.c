@@ -17,7 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/ctx.h"
+#include "base/ctx.h"
+#include "predict/predict.h"
+#include "remap/remap.h"
+#include "staging/staging.h"
 #include "match/match.h"
 
 #define PREDICT_SCAN	8

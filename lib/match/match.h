@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/list.h"
+#include "base/ctx.h"
 
 struct zcr_backend_state;
 struct zcr_ctx;
@@ -73,50 +73,6 @@ struct zcr_msg {
 	struct zcr_ep *ep;		/* came on ep; ACK it when matched */
 	int rank;
 	uint64_t ack;			/* its number to ACK, or 0 */
-};
-
-enum zcr_rx_state {
-	ZCR_RX_IDLE = 0,	/* between messages */
-	ZCR_RX_STALLED,		/* header in, nowhere to land it yet */
-	ZCR_RX_LANDING,		/* payload goes to dst */
-};
-
-/**
- * struct zcr_arrival - one message coming in on one endpoint
- * @state:	enum zcr_rx_state; only match changes it
- * @comm:	communicator id, from the header (0 where the wire has none)
- * @src:	sender's rank, from the header
- * @tag:	tag, from the header
- * @len:	payload length, from the header
- * @dst:	while ZCR_RX_LANDING: payload bytes [0, @room) go to @dst
- * @room:	bytes that go to @dst; the transport discards the other
- *		@len - @room bytes (a truncated receive)
- * @req:	landing in this posted receive, or NULL
- * @msg:	landing in this staged message, or NULL
- * @stall_link:	on ctx->stalled while ZCR_RX_STALLED
- * @ack:	a synchronous message: its number, ACKed once matched; or 0
- * @may_defer:	the transport can leave the payload where it is (in the
- *		sender, over shm) until a receive takes it
- * @deferred:	stalled by choice, not for want of room: the landing
- *		would be a copy out of staging, so the payload waits for
- *		its receive and lands once, straight into it
- * @release:	a receive, probe or synchronous send needs what comes
- *		after it from this endpoint: stage it after all
- *
- * Embedded in each endpoint (ep->rx); zero means idle.
- */
-struct zcr_arrival {
-	int state;
-	uint32_t comm;
-	int src, tag;
-	uint64_t len;
-	char *dst;
-	uint64_t room;
-	struct zcr_req *req;
-	struct zcr_msg *msg;
-	struct zcr_list stall_link;
-	uint64_t ack;
-	bool may_defer, deferred, release;
 };
 
 /* ---- upward interface for transports ----------------------------------- */

@@ -149,7 +149,8 @@ static unsigned int cycle_period(const struct zcr_predictor *p)
 	return c->formed ? c->len : 0;
 }
 
-const struct zcr_pred_ops __zcr_pred_cycle_ops = {
+ZCR_PREDICTOR(cycle) = {
+	.size = sizeof(struct zcr_pred_ops),
 	.name = "cycle",
 	.priv_size = sizeof(struct zcr_cyc),
 	.fini = cycle_fini,

@@ -162,7 +162,8 @@ static unsigned int dpd_period(const struct zcr_predictor *p)
 	return d->period;
 }
 
-const struct zcr_pred_ops __zcr_pred_dpd_ops = {
+ZCR_PREDICTOR(dpd) = {
+	.size = sizeof(struct zcr_pred_ops),
 	.name = "dpd",
 	.priv_size = sizeof(struct dpd_priv),
 	.init = dpd_init,

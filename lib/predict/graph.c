@@ -177,7 +177,8 @@ static size_t graph_memory(const struct zcr_predictor *p)
 	return m;
 }
 
-const struct zcr_pred_ops __zcr_pred_graph_ops = {
+ZCR_PREDICTOR(graph) = {
+	.size = sizeof(struct zcr_pred_ops),
 	.name = "graph",
 	.priv_size = sizeof(struct graph_priv),
 	.init = graph_init,

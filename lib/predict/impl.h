@@ -4,12 +4,14 @@
  *
  * The generic layer (predict.c) interns every distinct receive call into a
  * small integer id (struct zcr_symtab), so the predictors work on uint32
- * ids and never compare whole calls. Each implementation is one const
- * struct zcr_pred_ops, listed in the registry of predict.c.
+ * ids and never compare whole calls. Each implementation is one struct
+ * zcr_pred_ops defined with ZCR_PREDICTOR(NAME), listed on one line of
+ * the registry of predict.c (the registry convention: base/ops.h).
  */
 #ifndef ZCR_PREDICT_IMPL_H
 #define ZCR_PREDICT_IMPL_H
 
+#include "base/ops.h"
 #include "predict.h"
 
 #define ZCR_NOID	UINT32_MAX
@@ -22,7 +24,14 @@ struct zcr_symtab {
 	uint32_t mask;		/* slots[] size - 1 */
 };
 
+/*
+ * Registration (base/ops.h): size first; name (the registry line's NAME),
+ * observe, predict and memory are required; init (nothing to set up),
+ * fini (nothing), candidates (the one call predict() gives) and period
+ * (0) have defaults.
+ */
 struct zcr_pred_ops {
+	size_t size;		/* sizeof(struct zcr_pred_ops) */
 	const char *name;
 	size_t priv_size;
 	int (*init)(struct zcr_predictor *p, unsigned int window);
@@ -85,15 +94,21 @@ bool __zcr_cyc_predict(const struct zcr_cyc *c, unsigned int k,
 		       uint32_t *id);
 void __zcr_cyc_free(struct zcr_cyc *c);
 
-extern const struct zcr_pred_ops __zcr_pred_cycle_ops;
-extern const struct zcr_pred_ops __zcr_pred_tag_ops;
-extern const struct zcr_pred_ops __zcr_pred_tagcycle_ops;
-extern const struct zcr_pred_ops __zcr_pred_tagbettercycle_ops;
-extern const struct zcr_pred_ops __zcr_pred_lru_ops;
-extern const struct zcr_pred_ops __zcr_pred_fifo_ops;
-extern const struct zcr_pred_ops __zcr_pred_lfu_ops;
-extern const struct zcr_pred_ops __zcr_pred_graph_ops;
-extern const struct zcr_pred_ops __zcr_pred_dpd_ops;
-extern const struct zcr_pred_ops __zcr_pred_select_ops;
+/*
+ * Define predictor NAME's ops table, starting with .size:
+ * ZCR_PREDICTOR(NAME) = { .size = sizeof(struct zcr_pred_ops), ... };
+ * the registry's line X(NAME) in predict.c declares it and the library
+ * calls its completed copy __zcr_pred_NAME_ops.
+ */
+#define ZCR_PREDICTOR(n) \
+	const struct zcr_pred_ops __zcr_pred_##n##_ops_def
+
+/*
+ * Complete the table in (registered as name) into out, as the registry
+ * does for each predictor. 0, or -EINVAL with the reason on stderr.
+ */
+int __zcr_pred_ops_set(struct zcr_pred_ops *out,
+		       const struct zcr_pred_ops *in, const char *name);
+
 
 #endif /* ZCR_PREDICT_IMPL_H */

@@ -7,28 +7,114 @@
  * observe; after warm-up (no new distinct calls) nothing here allocates.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "impl.h"
 
-static const struct zcr_pred_ops *const registry[] = {
-	&__zcr_pred_cycle_ops,
-	&__zcr_pred_tag_ops,
-	&__zcr_pred_tagcycle_ops,
-	&__zcr_pred_tagbettercycle_ops,
-	&__zcr_pred_lru_ops,
-	&__zcr_pred_fifo_ops,
-	&__zcr_pred_lfu_ops,
-	&__zcr_pred_graph_ops,
-	&__zcr_pred_dpd_ops,
-	&__zcr_pred_select_ops,
+/*
+ * The registry: every predictor, one line X(NAME) each, NAME being what
+ * ZCRECV_PREDICTOR and zcr_ctx_attr.predictor take (each line ends in a
+ * backslash, up to the closing comment). X(NAME) declares
+ * NAME's table (ZCR_PREDICTOR(NAME) in its file or folder) and defines
+ * its completed copy.
+ */
+#define PREDICTORS(X)		\
+	X(cycle)		\
+	X(tag)			\
+	X(tagcycle)		\
+	X(tagbettercycle)	\
+	X(lru)			\
+	X(fifo)			\
+	X(lfu)			\
+	X(graph)		\
+	X(dpd)			\
+	X(select)		\
+	/* end of the registry */
+
+#define DECLARE(n) \
+	extern ZCR_PREDICTOR(n); \
+	struct zcr_pred_ops __zcr_pred_##n##_ops;
+PREDICTORS(DECLARE)
+
+static const struct zcr_reg_entry registry[] = {
+#define ENTRY(n) { #n, &__zcr_pred_##n##_ops_def, &__zcr_pred_##n##_ops },
+	PREDICTORS(ENTRY)
 };
 
-const char *const __zcr_pred_names[] = {
-	"cycle", "tag", "tagcycle", "tagbettercycle", "lru", "fifo", "lfu",
-	"graph", "dpd", "select", NULL
+#define NREG	(sizeof(registry) / sizeof(registry[0]))
+
+#define NAME(n)	#n,
+const char *const __zcr_pred_names[] = { PREDICTORS(NAME) NULL };
+
+/* The defaults of the optional ops (impl.h). */
+static int no_init(struct zcr_predictor *p, unsigned int window)
+{
+	(void)p;
+	(void)window;
+	return 0;
+}
+
+static void no_fini(struct zcr_predictor *p)
+{
+	(void)p;
+}
+
+static int one_candidate(struct zcr_predictor *p, unsigned int k,
+			 uint32_t *ids, int max)
+{
+	(void)max;
+	return p->ops->predict(p, k, &ids[0]) ? 1 : 0;
+}
+
+static unsigned int no_period(const struct zcr_predictor *p)
+{
+	(void)p;
+	return 0;
+}
+
+static const struct zcr_pred_ops defaults = {
+	.size = sizeof(struct zcr_pred_ops),
+	.init = no_init,
+	.fini = no_fini,
+	.candidates = one_candidate,
+	.period = no_period,
 };
+
+#define OP(m, req)	ZCR_OP(struct zcr_pred_ops, m, req)
+static const struct zcr_op members[] = {
+	OP(name, true), OP(init, false), OP(fini, false),
+	OP(observe, true), OP(predict, true), OP(candidates, false),
+	OP(memory, true), OP(period, false),
+};
+
+/* .named: the name follows the size. */
+_Static_assert(offsetof(struct zcr_pred_ops, name) == sizeof(size_t),
+	       "struct zcr_pred_ops starts with size, then name");
+
+static const struct zcr_kind kind = {
+	.kind = "predictor",
+	.full = sizeof(struct zcr_pred_ops),
+	.dflt = &defaults,
+	.ops = members,
+	.nops = sizeof(members) / sizeof(members[0]),
+	.named = true,
+};
+
+int __zcr_pred_ops_set(struct zcr_pred_ops *out,
+		       const struct zcr_pred_ops *in, const char *name)
+{
+	return __zcr_ops_set(&kind, name, out, in);
+}
+
+static pthread_once_t registered = PTHREAD_ONCE_INIT;
+static int register_err;
+
+static void register_all(void)
+{
+	register_err = __zcr_registry_complete(&kind, registry, NREG);
+}
 
 int __zcr_grow(void **arr, uint32_t *cap, uint32_t need, size_t sz)
 {
@@ -127,9 +213,12 @@ static const struct zcr_pred_ops *find_ops(const char *name)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(registry) / sizeof(registry[0]); i++)
-		if (!strcmp(registry[i]->name, name))
-			return registry[i];
+	pthread_once(&registered, register_all);
+	if (register_err)
+		return NULL;
+	for (i = 0; i < NREG; i++)
+		if (!strcmp(registry[i].name, name))
+			return registry[i].ops;
 	return NULL;
 }
 
@@ -152,7 +241,7 @@ struct zcr_predictor *__zcr_pred_create_shared(const char *name,
 		if (!p->priv)
 			goto err;
 	}
-	if (ops->init && ops->init(p, window))
+	if (ops->init(p, window))
 		goto err;
 	return p;
 err:
@@ -170,8 +259,7 @@ void __zcr_pred_destroy(struct zcr_predictor *p)
 {
 	if (!p)
 		return;
-	if (p->ops->fini)
-		p->ops->fini(p);
+	p->ops->fini(p);
 	free(p->own.calls);
 	free(p->own.slots);
 	free(p->priv);
@@ -220,8 +308,6 @@ int __zcr_pred_candidates(struct zcr_predictor *p, unsigned int k,
 
 	if (!k || max <= 0)
 		return 0;
-	if (!p->ops->candidates)
-		return __zcr_pred_predict(p, k, out) ? 1 : 0;
 	if (max > 64)
 		max = 64;
 	n = p->ops->candidates(p, k, ids, max);
@@ -247,5 +333,5 @@ size_t __zcr_pred_memory(const struct zcr_predictor *p)
 
 unsigned int __zcr_pred_period(const struct zcr_predictor *p)
 {
-	return p->ops->period ? p->ops->period(p) : 0;
+	return p->ops->period(p);
 }

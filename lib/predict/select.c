@@ -163,7 +163,8 @@ static unsigned int sel_period(const struct zcr_predictor *p)
 	return __zcr_pred_period(s->sub[SEL_DPD]);
 }
 
-const struct zcr_pred_ops __zcr_pred_select_ops = {
+ZCR_PREDICTOR(select) = {
+	.size = sizeof(struct zcr_pred_ops),
 	.name = "select",
 	.priv_size = sizeof(struct sel_priv),
 	.init = sel_init,

@@ -208,7 +208,8 @@ static size_t tag_memory(const struct zcr_predictor *p)
 	return m;
 }
 
-const struct zcr_pred_ops __zcr_pred_tag_ops = {
+ZCR_PREDICTOR(tag) = {
+	.size = sizeof(struct zcr_pred_ops),
 	.name = "tag",
 	.priv_size = sizeof(struct tag_priv),
 	.init = tag_init,
@@ -218,7 +219,8 @@ const struct zcr_pred_ops __zcr_pred_tag_ops = {
 	.memory = tag_memory,
 };
 
-const struct zcr_pred_ops __zcr_pred_tagcycle_ops = {
+ZCR_PREDICTOR(tagcycle) = {
+	.size = sizeof(struct zcr_pred_ops),
 	.name = "tagcycle",
 	.priv_size = sizeof(struct tag_priv),
 	.init = tagcycle_init,
@@ -228,7 +230,8 @@ const struct zcr_pred_ops __zcr_pred_tagcycle_ops = {
 	.memory = tag_memory,
 };
 
-const struct zcr_pred_ops __zcr_pred_tagbettercycle_ops = {
+ZCR_PREDICTOR(tagbettercycle) = {
+	.size = sizeof(struct zcr_pred_ops),
 	.name = "tagbettercycle",
 	.priv_size = sizeof(struct tag_priv),
 	.init = tagbetter_init,

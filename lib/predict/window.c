@@ -154,7 +154,8 @@ static size_t win_memory(const struct zcr_predictor *p)
 	return (size_t)s->cap * sizeof(*s->count);
 }
 
-const struct zcr_pred_ops __zcr_pred_lru_ops = {
+ZCR_PREDICTOR(lru) = {
+	.size = sizeof(struct zcr_pred_ops),
 	.name = "lru",
 	.priv_size = sizeof(struct win_priv),
 	.init = lru_init,
@@ -165,7 +166,8 @@ const struct zcr_pred_ops __zcr_pred_lru_ops = {
 	.memory = win_memory,
 };
 
-const struct zcr_pred_ops __zcr_pred_fifo_ops = {
+ZCR_PREDICTOR(fifo) = {
+	.size = sizeof(struct zcr_pred_ops),
 	.name = "fifo",
 	.priv_size = sizeof(struct win_priv),
 	.init = fifo_init,
@@ -176,7 +178,8 @@ const struct zcr_pred_ops __zcr_pred_fifo_ops = {
 	.memory = win_memory,
 };
 
-const struct zcr_pred_ops __zcr_pred_lfu_ops = {
+ZCR_PREDICTOR(lfu) = {
+	.size = sizeof(struct zcr_pred_ops),
 	.name = "lfu",
 	.priv_size = sizeof(struct win_priv),
 	.init = lfu_init,

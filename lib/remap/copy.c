@@ -14,7 +14,8 @@
  */
 #include <sys/mman.h>
 
-#include "core/ctx.h"
+#include "base/ctx.h"
+#include "remap/remap.h"
 
 static int copy_slot_alloc(struct zcr_ctx *ctx, void *priv, size_t len,
 			   void **p)
@@ -32,7 +33,8 @@ static void copy_slot_free(struct zcr_ctx *ctx, void *priv, void *p,
 	munmap(p, len);
 }
 
-const struct zcr_remap_ops __zcr_remap_copy = {
+ZCR_REMAP_BACKEND(copy) = {
+	.size = sizeof(struct zcr_remap_ops),
 	.name = "copy",
 	.id = ZCRECV_BACKEND_COPY,
 	.slot_alloc = copy_slot_alloc,

@@ -27,13 +27,16 @@
  * timed here.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 
-#include "core/ctx.h"
+#include "base/ctx.h"
+#include "base/ops.h"
+#include "remap/remap.h"
 
 #define CAL_SMALL	(64UL << 10)
 #define CAL_RUNS	3
@@ -43,14 +46,99 @@
 #define LAND_WEIGHT	0.25	/* of a sample in the moving average */
 #define LAND_WEIGHT_RARE 0.5	/* of one of the dearer kind */
 
-/* Every backend, in the order auto tries them; copy is always last. */
-static const struct zcr_remap_ops *const registry[] = {
-	&__zcr_remap_kmod,
-	&__zcr_remap_uffd,
-	&__zcr_remap_copy,
+/*
+ * The registry: every backend, one line X(NAME) each, in the order auto
+ * tries them (copy, the fallback, is tried last wherever it is listed;
+ * each line ends in a backslash, up to the closing comment).
+ * X(NAME) declares NAME's table (ZCR_REMAP_BACKEND(NAME) in its file or
+ * folder) and defines its completed copy.
+ */
+#define BACKENDS(X)	\
+	X(kmod)		\
+	X(uffd)		\
+	X(copy)		\
+	/* end of the registry */
+
+#define DECLARE(n) \
+	extern ZCR_REMAP_BACKEND(n); \
+	struct zcr_remap_ops __zcr_remap_##n;
+BACKENDS(DECLARE)
+
+static const struct zcr_reg_entry registry[] = {
+#define ENTRY(n) { #n, &__zcr_remap_##n##_def, &__zcr_remap_##n },
+	BACKENDS(ENTRY)
 };
 
 #define NREG	(sizeof(registry) / sizeof(registry[0]))
+
+/* The defaults of the optional ops (remap.h). */
+static int no_init(struct zcr_ctx *ctx, void *priv)
+{
+	(void)ctx;
+	(void)priv;
+	return 0;
+}
+
+static void no_fini(struct zcr_ctx *ctx, void *priv)
+{
+	(void)ctx;
+	(void)priv;
+}
+
+static size_t same_size(struct zcr_ctx *ctx, void *priv, size_t len)
+{
+	(void)ctx;
+	(void)priv;
+	return len;
+}
+
+static bool never(struct zcr_ctx *ctx, void *priv, const void *dst,
+		  size_t len)
+{
+	(void)ctx;
+	(void)priv;
+	(void)dst;
+	(void)len;
+	return false;
+}
+
+static const struct zcr_remap_ops defaults = {
+	.size = sizeof(struct zcr_remap_ops),
+	.init = no_init,
+	.fini = no_fini,
+	.slot_size = same_size,
+	.eligible = never,
+};
+
+/* The capabilities (unit, unit_at, remap, prepare, unprepare) stay NULL. */
+#define OP(m, req)	ZCR_OP(struct zcr_remap_ops, m, req)
+static const struct zcr_op members[] = {
+	OP(name, true), OP(init, false), OP(fini, false),
+	OP(slot_size, false), OP(slot_alloc, true), OP(slot_free, true),
+	OP(eligible, false),
+};
+
+static const struct zcr_kind kind = {
+	.kind = "remap backend",
+	.full = sizeof(struct zcr_remap_ops),
+	.dflt = &defaults,
+	.ops = members,
+	.nops = sizeof(members) / sizeof(members[0]),
+};
+
+int __zcr_remap_ops_set(struct zcr_remap_ops *out,
+			const struct zcr_remap_ops *in, const char *name)
+{
+	return __zcr_ops_set(&kind, name, out, in);
+}
+
+static pthread_once_t registered = PTHREAD_ONCE_INIT;
+static int register_err;
+
+static void register_all(void)
+{
+	register_err = __zcr_registry_complete(&kind, registry, NREG);
+}
 
 static double now_ns(void)
 {
@@ -66,10 +154,13 @@ int __zcr_remap_lookup(const char *name)
 
 	if (!strcmp(name, "auto"))
 		return ZCRECV_BACKEND_AUTO;
-	for (i = 0; i < NREG; i++)
-		if (!strcmp(name, registry[i]->name) ||
-		    (registry[i]->alias && !strcmp(name, registry[i]->alias)))
-			return registry[i]->id;
+	for (i = 0; i < NREG; i++) {
+		const struct zcr_remap_ops *ops = registry[i].def;
+
+		if (!strcmp(name, ops->name) ||
+		    (ops->alias && !strcmp(name, ops->alias)))
+			return ops->id;
+	}
 	return -EINVAL;
 }
 
@@ -79,9 +170,12 @@ const char *zcr_backend_name(int backend)
 
 	if (backend == ZCRECV_BACKEND_AUTO)
 		return "auto";
-	for (i = 0; i < NREG; i++)
-		if (registry[i]->id == backend)
-			return registry[i]->name;
+	for (i = 0; i < NREG; i++) {
+		const struct zcr_remap_ops *ops = registry[i].def;
+
+		if (ops->id == backend)
+			return ops->name;
+	}
 	return "?";
 }
 
@@ -289,7 +383,7 @@ static void cal_size(struct zcr_ctx *ctx, struct zcr_backend_state *bs,
 	int i;
 
 	*copy = *rm = 0;
-	s.cap = ops->slot_size ? ops->slot_size(ctx, bs->priv, len) : len;
+	s.cap = ops->slot_size(ctx, bs->priv, len);
 	if (ops->slot_alloc(ctx, bs->priv, s.cap, (void **)&s.base) < 0)
 		return;
 	if (cal_dst(ctx, ops, len, &dst) < 0) {
@@ -378,14 +472,24 @@ static void calibrate(struct zcr_ctx *ctx, struct zcr_backend_state *bs)
 
 int __zcr_remap_setup(struct zcr_ctx *ctx, int want)
 {
-	size_t i;
+	size_t k;
 
+	pthread_once(&registered, register_all);
+	if (register_err)
+		return register_err;
 	ctx->nbe = 0;
-	for (i = 0; i < NREG; i++) {
-		const struct zcr_remap_ops *ops = registry[i];
+	ctx->be = calloc(NREG, sizeof(*ctx->be));
+	if (!ctx->be)
+		return -ENOMEM;
+	/* Copy last: the fallback, and what __zcr_remap_pick() assumes. */
+	for (k = 0; k <= NREG; k++) {
+		const struct zcr_remap_ops *ops;
 		struct zcr_backend_state *bs = &ctx->be[ctx->nbe];
-		bool last = ops == &__zcr_remap_copy;
+		bool last = k == NREG;
 
+		if (!last && registry[k].ops == &__zcr_remap_copy)
+			continue;
+		ops = last ? &__zcr_remap_copy : registry[k].ops;
 		if (!last && (want == ZCRECV_BACKEND_COPY ||
 			      (want != ZCRECV_BACKEND_AUTO && want != ops->id)))
 			continue;
@@ -396,7 +500,7 @@ int __zcr_remap_setup(struct zcr_ctx *ctx, int want)
 			if (!bs->priv)
 				continue;
 		}
-		if (ops->init && ops->init(ctx, bs->priv) < 0) {
+		if (ops->init(ctx, bs->priv) < 0) {
 			free(bs->priv);
 			continue;
 		}
@@ -414,11 +518,12 @@ void __zcr_remap_teardown(struct zcr_ctx *ctx)
 	int i;
 
 	for (i = 0; i < ctx->nbe; i++) {
-		if (ctx->be[i].ops->fini)
-			ctx->be[i].ops->fini(ctx, ctx->be[i].priv);
+		ctx->be[i].ops->fini(ctx, ctx->be[i].priv);
 		free(ctx->be[i].priv);
 	}
 	ctx->nbe = 0;
+	free(ctx->be);
+	ctx->be = NULL;
 }
 
 const struct zcr_remap_ops *__zcr_remap_pick(struct zcr_ctx *ctx,

@@ -23,7 +23,8 @@
 
 #include <linux/zcrecv.h>
 
-#include "core/ctx.h"
+#include "base/ctx.h"
+#include "remap/remap.h"
 
 static int kmod_init(struct zcr_ctx *ctx, void *priv)
 {
@@ -99,7 +100,8 @@ static long kmod_remap(struct zcr_ctx *ctx, void *priv, void *dst,
 	return (long)(r.out_pages * ctx->page);
 }
 
-const struct zcr_remap_ops __zcr_remap_kmod = {
+ZCR_REMAP_BACKEND(kmod) = {
+	.size = sizeof(struct zcr_remap_ops),
 	.name = "kmod",
 	.id = ZCRECV_BACKEND_KMOD,
 	.init = kmod_init,

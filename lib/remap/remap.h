@@ -12,11 +12,43 @@
 #include <stdint.h>
 
 #include "zcrecv.h"
+#include "base/list.h"
+#include "base/mem.h"
 
 struct zcr_ctx;
 struct zcr_slot;
 
-#define ZCR_HUGE_SIZE	(2UL << 20)	/* one PMD of x86-64 and arm64/4K */
+/*
+ * One slot of staging memory, of the kind its backend (ops) can move: the
+ * record the backends work on. The staging pool (lib/staging) keeps them.
+ */
+struct zcr_slot {
+	struct zcr_list link;
+	const struct zcr_remap_ops *ops;
+	char *base;
+	size_t cap;
+	/*
+	 * A receive waits for the payload still landing here: what the
+	 * engine decided for it then (kind + 1; 0: nothing yet; timed: 0
+	 * not decided, 1 untimed, 2 timed), and, when that was a remap the
+	 * backend prepared (ops->prepare), the backend's note of it until
+	 * remap() or unprepare() (prep != NULL) and what preparing cost
+	 * (ns, added to the landing's time).
+	 */
+	int kind, timed;
+	void *prep;
+	char *prep_dst;
+	size_t prep_off, prep_len;
+	double prep_ns;
+	/*
+	 * A slot of 2 MiB units whose last exchange took the pages of
+	 * memory outside zcr_mem_alloc's blocks of huge pages (malloc's
+	 * 4 KiB pages, say): it never moves them into such a block
+	 * (remap_range() copies instead), and a message predicted for a
+	 * block is staged in another slot where there is one.
+	 */
+	bool small;
+};
 
 /*
  * Open /dev/zcrecv, run the handshake; returns the fd or -errno. huge_unit
@@ -40,12 +72,21 @@ int __zcr_kmod_open(struct zcr_kmod_info *info, uint64_t *huge_unit);
  * from the start (a prefix; possibly 0) or -errno with nothing moved; the
  * caller copies the rest, which is still at s->base + off + returned. It
  * may give the slot other memory (s->base changes, s->cap does not).
+ *
+ * Registration (base/ops.h): size first; name, slot_alloc and slot_free
+ * are required; init (nothing), fini (nothing), slot_size (len as is) and
+ * eligible (never) have defaults. unit, unit_at, remap, prepare and
+ * unprepare are what the backend can do, and stay NULL when it cannot:
+ * the engine copies instead (copy has none of them).
  */
 struct zcr_remap_ops {
+	size_t size;			/* sizeof(struct zcr_remap_ops) */
 	const char *name;		/* what ZCRECV_BACKEND takes and stats
 					 * print */
 	const char *alias;		/* also accepted, or NULL */
-	int id;				/* enum zcr_backend */
+	int id;				/* enum zcr_backend; one outside it
+					 * (ZCR_REMAP_ID_PRIVATE up) is chosen
+					 * by ZCRECV_BACKEND only */
 	size_t priv_size;
 	int (*init)(struct zcr_ctx *ctx, void *priv);
 	void (*fini)(struct zcr_ctx *ctx, void *priv);
@@ -89,11 +130,27 @@ struct zcr_remap_ops {
 			  struct zcr_slot *s, bool abandoned);
 };
 
-extern const struct zcr_remap_ops __zcr_remap_kmod;
-extern const struct zcr_remap_ops __zcr_remap_uffd;
-extern const struct zcr_remap_ops __zcr_remap_copy;
+/* Ids of backends that have no value in the public enum zcr_backend. */
+#define ZCR_REMAP_ID_PRIVATE	256
 
-#define ZCR_MAX_BACKENDS	3
+/*
+ * Define backend NAME's ops table, starting with .size (base/ops.h):
+ * ZCR_REMAP_BACKEND(NAME) = { .size = sizeof(struct zcr_remap_ops), ... };
+ * the registry's line X(NAME) in lib/remap/engine.c declares it, and the
+ * engine calls its completed copy __zcr_remap_NAME.
+ */
+#define ZCR_REMAP_BACKEND(n) \
+	const struct zcr_remap_ops __zcr_remap_##n##_def
+
+/* The completed table of the copy backend, which the engine names. */
+extern struct zcr_remap_ops __zcr_remap_copy;
+
+/*
+ * Complete the table in (registered as name) into out, as the registry
+ * does for each backend. 0, or -EINVAL with the reason on stderr.
+ */
+int __zcr_remap_ops_set(struct zcr_remap_ops *out,
+			const struct zcr_remap_ops *in, const char *name);
 
 /*
  * The landing policy's record of one size class (messages of 2^k to

@@ -58,7 +58,8 @@
 #include <unistd.h>
 
 #include "compat_uffd.h"
-#include "core/ctx.h"
+#include "base/ctx.h"
+#include "remap/remap.h"
 
 #ifndef UFFD_USER_MODE_ONLY
 #define UFFD_USER_MODE_ONLY		1
@@ -496,7 +497,8 @@ static long uffd_remap(struct zcr_ctx *ctx, void *priv, void *dstp,
 		    may_keep_tables(ctx, s, dst, len));
 }
 
-const struct zcr_remap_ops __zcr_remap_uffd = {
+ZCR_REMAP_BACKEND(uffd) = {
+	.size = sizeof(struct zcr_remap_ops),
 	.name = "uffd-move",
 	.alias = "uffd",
 	.id = ZCRECV_BACKEND_UFFD,

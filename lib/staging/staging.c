@@ -16,7 +16,9 @@
  */
 #include <stdlib.h>
 
-#include "core/ctx.h"
+#include "base/ctx.h"
+#include "remap/remap.h"
+#include "staging/staging.h"
 
 static void slot_release(struct zcr_ctx *ctx, struct zcr_slot *s)
 {
@@ -72,8 +74,7 @@ struct zcr_slot *__zcr_slot_get_locked(struct zcr_ctx *ctx,
 
 	if (!cap)
 		cap = ctx->page;
-	if (ops->slot_size)
-		cap = ops->slot_size(ctx, bs->priv, cap);
+	cap = ops->slot_size(ctx, bs->priv, cap);
 	/*
 	 * Smallest idle slot of this kind that fits and wastes under half,
 	 * holding small pages for memory of small pages and huge ones for a

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "core/ctx.h"
+#include "base/ctx.h"
 #include "transport/auth.h"
 
 struct sha256 {

@@ -13,7 +13,6 @@
 struct zcr_ctx;
 
 #define ZCR_AUTH_MAC_LEN	16	/* bytes of the HMAC sent (len, seq) */
-#define ZCR_SECRET_MAX		256	/* longest job secret, bytes */
 
 void __zcr_sha256(const void *data, size_t n, uint8_t out[32]);
 void __zcr_hmac_sha256(const void *key, size_t klen, const void *msg,

@@ -5,46 +5,190 @@
  * handshake, failure, sending, hand-off to another transport, freeing.
  *
  * A new transport is one folder under lib/transport/ and one line in
- * registry[] below (Documentation/extending.md).
+ * TRANSPORTS below (Documentation/extending.md).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/ctx.h"
+#include "base/ctx.h"
+#include "base/ops.h"
 #include "match/match.h"
 #include "transport/transport.h"
 
-/* The first one also takes addresses without a scheme. */
-static const struct zcr_transport_ops *const registry[] = {
-	&__zcr_transport_tcp,
-	&__zcr_transport_shm,
-	&__zcr_transport_verbs,
+/*
+ * The registry: every transport, one line X(NAME) each, in the order a
+ * context sets them up; the first also takes addresses without a scheme,
+ * so a new one is appended (each line ends in a backslash, up to the
+ * closing comment). X(NAME) declares NAME's table
+ * (ZCR_TRANSPORT(NAME) in its folder) and defines its completed copy.
+ */
+#define TRANSPORTS(X)	\
+	X(tcp)		\
+	X(shm)		\
+	X(verbs)	\
+	/* end of the registry */
+
+#define DECLARE(n) \
+	extern ZCR_TRANSPORT(n); \
+	struct zcr_transport_ops __zcr_transport_##n;
+TRANSPORTS(DECLARE)
+
+static const struct zcr_reg_entry registry[] = {
+#define ENTRY(n) { #n, &__zcr_transport_##n##_def, &__zcr_transport_##n },
+	TRANSPORTS(ENTRY)
 };
 
 #define NREG	(int)(sizeof(registry) / sizeof(registry[0]))
 
-/* The ops the core calls unconditionally must be within ops->size. */
-#define ZCR_TP_MIN_SIZE \
-	(offsetof(struct zcr_transport_ops, ep_free) + \
-	 sizeof(((struct zcr_transport_ops *)0)->ep_free))
+_Static_assert(NREG <= ZCR_MAX_TRANSPORTS,
+	       "more transports than ZCR_MAX_TRANSPORTS (lib/base/ctx.h)");
+
+/* The defaults of the optional ops (lib/transport/transport.h). */
+static int no_init(struct zcr_ctx *ctx, void **priv)
+{
+	(void)ctx;
+	*priv = NULL;
+	return 0;
+}
+
+static void no_fini(struct zcr_ctx *ctx, void *priv)
+{
+	(void)ctx;
+	(void)priv;
+}
+
+static int no_listen(struct zcr_ctx *ctx, void *priv, const char *addr)
+{
+	(void)ctx;
+	(void)priv;
+	(void)addr;
+	return -EOPNOTSUPP;
+}
+
+static int no_connect(struct zcr_ctx *ctx, void *priv, const char *addr,
+		      void **ep_priv)
+{
+	(void)ctx;
+	(void)priv;
+	(void)addr;
+	(void)ep_priv;
+	return -EOPNOTSUPP;
+}
+
+static void no_start(struct zcr_ep *ep)
+{
+	(void)ep;
+}
+
+static unsigned int no_poll_max(struct zcr_ctx *ctx, void *priv)
+{
+	(void)ctx;
+	(void)priv;
+	return 0;
+}
+
+static unsigned int no_poll_fill(struct zcr_ctx *ctx, void *priv,
+				 struct pollfd *pfd, unsigned int max,
+				 uint64_t *deadline)
+{
+	(void)ctx;
+	(void)priv;
+	(void)pfd;
+	(void)max;
+	(void)deadline;
+	return 0;
+}
+
+static int no_progress(struct zcr_ctx *ctx, void *priv)
+{
+	(void)ctx;
+	(void)priv;
+	return 0;
+}
+
+static void no_poll_done(struct zcr_ctx *ctx, void *priv,
+			 const struct pollfd *pfd, unsigned int n)
+{
+	(void)ctx;
+	(void)priv;
+	(void)pfd;
+	(void)n;
+}
+
+static int no_adopt(struct zcr_ep *ep, const struct zcr_transport_ops *prev,
+		    void *prev_priv, void *arg)
+{
+	(void)ep;
+	(void)prev;
+	(void)prev_priv;
+	(void)arg;
+	return -EOPNOTSUPP;
+}
+
+static const struct zcr_transport_ops defaults = {
+	.size = sizeof(struct zcr_transport_ops),
+	.init = no_init,
+	.fini = no_fini,
+	.listen = no_listen,
+	.connect = no_connect,
+	.start = no_start,
+	.poll_max = no_poll_max,
+	.poll_fill = no_poll_fill,
+	.poll_done = no_poll_done,
+	.progress = no_progress,
+	.adopt = no_adopt,
+};
+
+#define OP(m, req)	ZCR_OP(struct zcr_transport_ops, m, req)
+static const struct zcr_op members[] = {
+	OP(name, true), OP(scheme, false), OP(init, false), OP(fini, false),
+	OP(listen, false), OP(connect, false), OP(start, false),
+	OP(poll_max, false), OP(poll_fill, false), OP(poll_done, false),
+	OP(progress, false), OP(send, true), OP(ep_close, true),
+	OP(ep_free, true), OP(adopt, false),
+};
+
+static const struct zcr_kind kind = {
+	.kind = "transport",
+	.full = sizeof(struct zcr_transport_ops),
+	.dflt = &defaults,
+	.ops = members,
+	.nops = sizeof(members) / sizeof(members[0]),
+};
+
+int __zcr_transport_ops_set(struct zcr_transport_ops *out,
+			    const struct zcr_transport_ops *in,
+			    const char *name)
+{
+	return __zcr_ops_set(&kind, name, out, in);
+}
+
+static pthread_once_t registered = PTHREAD_ONCE_INIT;
+static int register_err;
+
+static void register_all(void)
+{
+	register_err = __zcr_registry_complete(&kind, registry, NREG);
+}
 
 int __zcr_transports_init(struct zcr_ctx *ctx)
 {
 	int i, ret;
 
-	_Static_assert(NREG <= ZCR_MAX_TRANSPORTS, "too many transports");
+	pthread_once(&registered, register_all);
+	if (register_err)
+		return register_err;
 	for (i = 0; i < NREG; i++) {
-		const struct zcr_transport_ops *ops = registry[i];
+		const struct zcr_transport_ops *ops = registry[i].ops;
 		struct zcr_transport *t = &ctx->tr[ctx->ntr];
 
-		if (ops->size < ZCR_TP_MIN_SIZE)
-			continue;
 		t->ops = ops;
 		t->priv = NULL;
-		ret = ops->init ? ops->init(ctx, &t->priv) : 0;
+		ret = ops->init(ctx, &t->priv);
 		if (ret) {
 			__zcr_transports_fini(ctx);
 			return ret;
@@ -59,8 +203,7 @@ void __zcr_transports_fini(struct zcr_ctx *ctx)
 	while (ctx->ntr > 0) {
 		struct zcr_transport *t = &ctx->tr[--ctx->ntr];
 
-		if (t->ops->fini)
-			t->ops->fini(ctx, t->priv);
+		t->ops->fini(ctx, t->priv);
 		t->priv = NULL;
 	}
 }
@@ -116,8 +259,7 @@ struct zcr_ep *__zcr_ep_new_locked(struct zcr_ctx *ctx,
 	snprintf(ep->peer, sizeof(ep->peer), "%s peer", ops->name);
 	zcr_list_add_tail(&ep->link, &ctx->eps);
 	ctx->nep++;
-	if (ops->start)
-		ops->start(ep);
+	ops->start(ep);
 	return ep;
 }
 
@@ -422,7 +564,7 @@ int __zcr_ep_handoff_locked(struct zcr_ep *ep,
 	struct zcr_list *pos;
 	int ret;
 
-	if (!ZCR_TP_HAS(to, adopt))
+	if (to->adopt == no_adopt)
 		return -EOPNOTSUPP;
 	if (ep->state != ZCR_EP_OPEN)
 		return -ENOTCONN;

@@ -4,9 +4,10 @@
  * transport, and the transport-independent endpoint code every transport
  * shares (lib/transport/transport.c).
  *
- * A transport is one folder under lib/transport/ that defines one const
- * struct zcr_transport_ops and one line in the registry of
- * lib/transport/transport.c. The core never looks inside an endpoint's
+ * A transport is one folder under lib/transport/ that defines its struct
+ * zcr_transport_ops with ZCR_TRANSPORT(NAME), and one line X(NAME) in the
+ * registry of lib/transport/transport.c (the registry convention:
+ * base/ops.h). The core never looks inside an endpoint's
  * transport state: it calls the ops. A transport calls down into match
  * (match/match.h) when a header arrives and when its payload is in; it
  * never calls the core. See Documentation/design.md and
@@ -30,29 +31,31 @@ struct zcr_req;
 /**
  * struct zcr_transport_ops - one transport
  * @size:	sizeof(struct zcr_transport_ops) the transport was built
- *		with; the registry refuses a transport whose @size is
- *		smaller than the ops the core needs, and ops past @size are
- *		treated as absent, so the struct can grow
- * @name:	short name for messages and statistics ("tcp")
+ *		with: ops past @size are absent, so the struct can grow
+ * @name:	required; short name for messages and statistics ("tcp")
  * @scheme:	address scheme it serves: "tcp" takes "tcp://HOST:PORT";
  *		the first transport of the registry also takes addresses
- *		without a scheme
+ *		without a scheme. NULL (the default): none, the transport
+ *		is reached by hand-off only
  * @init:	per context, at zcr_ctx_create(): set *@priv to the
  *		transport's context state (may stay NULL). Returns 0 or
- *		-errno (the context is then not created)
+ *		-errno (the context is then not created). Default: no state
  * @fini:	per context, at zcr_ctx_destroy(), after every endpoint of
- *		the transport was freed
+ *		the transport was freed. Default: nothing
  * @listen:	unlocked; bind and listen on @addr (scheme removed). Returns
  *		the port or another positive number identifying the
  *		listener, or -errno; -EBUSY if the transport listens already.
- *		Accepted connections become endpoints during @progress
+ *		Accepted connections become endpoints during @progress.
+ *		Default: -EOPNOTSUPP
  * @connect:	unlocked; open a connection to @addr (scheme removed) and
  *		set *@ep_priv to its per-endpoint state. Returns 0 or -errno.
- *		The core then makes the endpoint and calls @start
+ *		The core then makes the endpoint and calls @start. Default:
+ *		-EOPNOTSUPP
  * @start:	the endpoint @ep (ep->tp_priv set) was just created: begin
  *		the handshake (send HELLO). Failure is reported with
- *		__zcr_ep_fail_locked()
- * @poll_max:	upper bound of the pollfd entries @poll_fill needs now
+ *		__zcr_ep_fail_locked(). Default: nothing
+ * @poll_max:	upper bound of the pollfd entries @poll_fill needs now.
+ *		Default: 0
  * @poll_fill:	fill up to @max entries of @pfd with what the transport
  *		waits for (descriptors and events); lower *@deadline to the
  *		monotonic ns time it must run again at the latest (on entry
@@ -62,33 +65,36 @@ struct zcr_req;
  *		found under it);
  *		0: work is waiting, poll not (the transports after this
  *		one are then neither filled nor told @poll_done). Returns
- *		the number of entries used
+ *		the number of entries used. Default: none, no deadline
  * @poll_done:	after every @poll_fill, once poll(2) returned or was not
  *		needed: the @n entries @poll_fill gave, with revents (0 when
- *		poll timed out, failed or did not run)
+ *		poll timed out, failed or did not run). Default: nothing
  * @progress:	do what can be done without blocking: accept, handshake,
  *		read (calling match upward for each header and each payload
  *		completed), write queued sends. Returns the number of events
- *		(messages moved, connections accepted or closed) or -errno
- * @send:	queue send request @r (on ep->sendq, r->sent = 0) and start
- *		pushing it once the endpoint is open (until then the core
- *		may still renumber r->seq or fail r: see
+ *		(messages moved, connections accepted or closed) or -errno.
+ *		Default: 0 (a transport that moves data only in @send)
+ * @send:	required; queue send request @r (on ep->sendq, r->sent =
+ *		0) and start pushing it once the endpoint is open (until
+ *		then the core may still renumber r->seq or fail r: see
  *		__zcr_ep_open_locked()); the transport completes it with
  *		__zcr_req_complete_locked() once written, or the endpoint
  *		fails. Returns 0 or -errno (r not queued)
- * @ep_close:	the endpoint failed or was closed: stop the I/O of its state
- *		@ep_priv and release its system resources (descriptors);
- *		@ep_priv stays until @ep_free. @ep is NULL for state that
- *		never became an endpoint
- * @ep_free:	free @ep_priv (after @ep_close); @ep may be NULL as for
- *		@ep_close
- * @adopt:	optional. The endpoint's data path moves to this transport
+ * @ep_close:	required; the endpoint failed or was closed: stop the I/O
+ *		of its state @ep_priv and release its system resources
+ *		(descriptors); @ep_priv stays until @ep_free. @ep is NULL
+ *		for state that never became an endpoint
+ * @ep_free:	required; free @ep_priv (after @ep_close); @ep may be NULL
+ *		as for @ep_close
+ * @adopt:	the endpoint's data path moves to this transport
  *		(see __zcr_ep_handoff_locked()): set ep->tp_priv from @arg;
  *		@prev and @prev_priv are the old transport and its endpoint
  *		state, now owned by this transport (it may keep the old
  *		connection as a control channel, and must release it with
  *		@prev->ep_close and @prev->ep_free). Returns 0 or -errno;
- *		on error the endpoint stays with @prev
+ *		on error the endpoint stays with @prev. Default:
+ *		-EOPNOTSUPP, and __zcr_ep_handoff_locked() refuses the
+ *		transport before anything changes
  *
  * Receive side: for every incoming message a transport calls
  * __zcr_match_arrive_locked() with the header before it moves payload
@@ -123,23 +129,37 @@ struct zcr_transport_ops {
 		     void *prev_priv, void *arg);
 };
 
-/* Has ops (built with ops->size) the member m? */
-#define ZCR_TP_HAS(ops, m) \
-	((ops)->size >= offsetof(struct zcr_transport_ops, m) + \
-			sizeof((ops)->m) && (ops)->m)
+/*
+ * Define transport NAME's ops table, starting with .size (base/ops.h):
+ *
+ *	ZCR_TRANSPORT(NAME) = {
+ *		.size = sizeof(struct zcr_transport_ops),
+ *		.name = "NAME",
+ *		...
+ *	};
+ *
+ * The registry's line X(NAME) declares it; the library calls its
+ * completed copy __zcr_transport_NAME (missing optional ops filled in).
+ */
+#define ZCR_TRANSPORT(n) \
+	const struct zcr_transport_ops __zcr_transport_##n##_def
 
-#define ZCR_MAX_TRANSPORTS	4
+/*
+ * The completed tables of the transports that name each other (a hand-off,
+ * a transport recognising its own endpoints); set at the first context.
+ */
+extern struct zcr_transport_ops __zcr_transport_tcp;
+extern struct zcr_transport_ops __zcr_transport_shm;
+extern struct zcr_transport_ops __zcr_transport_verbs;
 
-/* One registered transport in a context. */
-struct zcr_transport {
-	const struct zcr_transport_ops *ops;
-	void *priv;
-};
-
-/* The transports, in registry order (lib/transport/transport.c). */
-extern const struct zcr_transport_ops __zcr_transport_tcp;
-extern const struct zcr_transport_ops __zcr_transport_shm;
-extern const struct zcr_transport_ops __zcr_transport_verbs;
+/*
+ * Complete the table in (registered as name) into out: what the registry
+ * does for each transport; a test's fake transport goes through it too.
+ * 0, or -EINVAL with the reason on stderr (a required op missing).
+ */
+int __zcr_transport_ops_set(struct zcr_transport_ops *out,
+			    const struct zcr_transport_ops *in,
+			    const char *name);
 
 /* Set up / tear down every registered transport for ctx. */
 int __zcr_transports_init(struct zcr_ctx *ctx);

@@ -1,6 +1,6 @@
 #!/bin/bash
 # check-env.sh - the ZCRECV_* variables are declared in one place: the
-# table of lib/core/config.c. Fails when the list in zcrecv(7) or in
+# table of lib/base/config.c. Fails when the list in zcrecv(7) or in
 # Documentation/configuration.md (the lines between their BEGIN and END
 # markers) differs from what build/tools/zcinfo --env=man or
 # --env=markdown prints from the table, when C code of lib/ or tools/
@@ -64,13 +64,13 @@ block Documentation/configuration.md '<!-- BEGIN zcinfo env=markdown -->' \
 mapfile -t srcs < <(find lib tools -name '*.[ch]' | sort)
 grep -n 'getenv("ZCRECV_' "${srcs[@]}" | grep -v '^lib/core/config\.c:' > "$tmp/getenv"
 if [ -s "$tmp/getenv" ]; then
-	bad "getenv() of a ZCRECV_* variable outside lib/core/config.c (use __zcr_env_get()):"
+	bad "getenv() of a ZCRECV_* variable outside lib/base/config.c (use __zcr_env_get()):"
 	sed 's/^/    /' "$tmp/getenv"
 fi
 grep -on '"ZCRECV_[A-Z][A-Z_]*"' "${srcs[@]}" | sed 's/"//g' |
 while IFS=: read -r file line name; do
 	grep -qx -- "$name" "$tmp/names" ||
-		echo "env check: $file:$line names $name, which lib/core/config.c does not declare"
+		echo "env check: $file:$line names $name, which lib/base/config.c does not declare"
 done > "$tmp/undeclared"
 [ ! -s "$tmp/undeclared" ] || { cat "$tmp/undeclared"; fail=1; }
 

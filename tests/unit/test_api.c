@@ -8,7 +8,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 
-#include "core/ctx.h"
+#include "core/core.h"
 #include "zcr_pair.h"
 
 /* As MPI: a receive may be posted before its source connected. */

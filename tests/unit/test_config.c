@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * test_config.c - the table of ZCRECV_* variables (lib/core/config.c).
+ * test_config.c - the table of ZCRECV_* variables (lib/base/config.c).
  * Walks it: every variable refuses each kind of bad value its type can
  * have (not a number, trailing junk, a sign, out of range, an unknown
  * choice or name, too long), with one line on stderr naming the variable,
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "core/ctx.h"
+#include "core/core.h"
 #include "zt.h"
 
 #define NBAD	8

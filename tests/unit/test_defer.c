@@ -15,7 +15,7 @@
  */
 #include <stdlib.h>
 
-#include "core/ctx.h"
+#include "core/core.h"
 #include "zcr_pair.h"
 
 #define BIG	(256 * 1024)

@@ -11,7 +11,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "core/ctx.h"
+#include "core/core.h"
 #include "match/match.h"
 #include "zcr_pair.h"
 

@@ -23,7 +23,7 @@
 
 #include <linux/zcrecv.h>
 
-#include "core/ctx.h"
+#include "core/core.h"
 #include "zt.h"
 
 /* n landings of class c at the given true costs; how many remapped. */

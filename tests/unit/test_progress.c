@@ -12,7 +12,7 @@
 #include <stdatomic.h>
 #include <sys/resource.h>
 
-#include "core/ctx.h"
+#include "core/core.h"
 #include "zcr_pair.h"
 
 /* Call zcr_progress(c, 100) for secs seconds; returns how many calls. */

@@ -18,7 +18,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 
-#include "core/mem.h"
+#include "base/mem.h"
 #include "zcr_pair.h"
 
 static const struct zcr_ctx_attr remap_attr = {

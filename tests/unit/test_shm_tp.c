@@ -31,7 +31,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
-#include "core/ctx.h"
+#include "core/core.h"
 #include "transport/shm/shm.h"
 #include "zcr_pair.h"
 

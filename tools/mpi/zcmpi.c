@@ -31,7 +31,7 @@
 #include <time.h>
 
 #include "zcrecv.h"
-#include "core/config.h"
+#include "base/config.h"
 #include "zcmpi.h"
 
 /* ---- state ------------------------------------------------------------ */

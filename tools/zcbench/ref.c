@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "zcbench.h"
 
 static int free_port(void)

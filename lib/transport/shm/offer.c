@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "transport/shm/shm.h"
 
 #define OFFER_MAGIC	0x4f4d4853U	/* "SHMO" */

@@ -36,7 +36,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "core/config.h"
+#include "base/config.h"
 #include "transport/shm/shm.h"
 
 #ifndef PR_SET_PTRACER

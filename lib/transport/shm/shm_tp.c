@@ -31,7 +31,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "core/ctx.h"
+#include "base/ctx.h"
 #include "match/match.h"
 #include "transport/shm/shm.h"
 #include "transport/transport.h"
@@ -145,7 +145,7 @@ static int shm_init(struct zcr_ctx *ctx, void **priv)
 		return -ENOMEM;
 	zcr_list_init(&sc->eps);
 	/*
-	 * The defaults are in core/config.c. ZCRECV_SHM_SPIN_MAX_US (5000):
+	 * The defaults are in base/config.c. ZCRECV_SHM_SPIN_MAX_US (5000):
 	 * while the recent peak of waits for a peer is at most this long,
 	 * waits are spun through (1.5 times the peak, up to this) rather
 	 * than slept in poll(2): waking from poll costs 50-200 µs on some
@@ -1356,7 +1356,7 @@ static int shm_adopt(struct zcr_ep *ep, const struct zcr_transport_ops *prev,
 	return 0;
 }
 
-const struct zcr_transport_ops __zcr_transport_shm = {
+ZCR_TRANSPORT(shm) = {
 	.size = sizeof(struct zcr_transport_ops),
 	.name = "shm",
 	.scheme = NULL,		/* endpoints only by hand-off */

@@ -33,7 +33,7 @@
 #include <liburing.h>
 #endif
 
-#include "core/ctx.h"
+#include "base/ctx.h"
 #include "match/match.h"
 #include "transport/auth.h"
 #include "transport/shm/shm.h"
@@ -60,7 +60,7 @@ struct tcp_ctx {
 };
 
 /*
- * ZCRECV_TCP_SPIN_US (core/config.c, default 2000): how long an
+ * ZCRECV_TCP_SPIN_US (base/config.c, default 2000): how long an
  * application thread with a connection open polls it without sleeping
  * before it sleeps in poll(2) (0: sleep at once). Open MPI's TCP BTL
  * never sleeps in a wait; waking from poll costs about 24 us here
@@ -1511,7 +1511,7 @@ static int tcp_progress(struct zcr_ctx *ctx, void *priv)
 	return n;
 }
 
-const struct zcr_transport_ops __zcr_transport_tcp = {
+ZCR_TRANSPORT(tcp) = {
 	.size = sizeof(struct zcr_transport_ops),
 	.name = "tcp",
 	.scheme = "tcp",

@@ -52,7 +52,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "core/ctx.h"
+#include "base/ctx.h"
 #include "transport/transport.h"
 #include "transport/verbs/verbs.h"
 #include "transport/verbs/verbs_priv.h"
@@ -469,7 +469,7 @@ static void verbs_ep_free(struct zcr_ep *ep, void *ep_priv)
 	free(ve);
 }
 
-const struct zcr_transport_ops __zcr_transport_verbs = {
+ZCR_TRANSPORT(verbs) = {
 	.size = sizeof(struct zcr_transport_ops),
 	.name = "verbs",
 	.scheme = "verbs",

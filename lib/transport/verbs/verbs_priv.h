@@ -18,7 +18,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "core/ctx.h"
+#include "base/ctx.h"
 #include "transport/verbs/verbs.h"
 
 #define HDR		64

@@ -11,7 +11,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "core/ctx.h"
+#include "base/ctx.h"
 #include "match/match.h"
 #include "transport/transport.h"
 #include "transport/verbs/verbs_priv.h"

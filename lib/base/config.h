@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * config.h - every ZCRECV_* environment variable, declared once
- * (lib/core/config.c): its name, type, accepted range, default and help.
+ * (lib/base/config.c): its name, type, accepted range, default and help.
  * Every reader parses through here, so a bad value fails the same way
  * everywhere: one line "zcrecv: NAME=VALUE: expected WHAT" on stderr
  * (unless quiet) and -EINVAL. zcinfo --env lists the table, and zcrecv(7)

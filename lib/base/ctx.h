@@ -2,8 +2,14 @@
 /*
  * ctx.h - the objects of libzcrecv: the context (one rank), its endpoints
  * and requests. Every layer is handed the context and reaches its own part
- * of it through this header; it declares data and request completion only,
- * no calls into any layer (Documentation/design.md, "Layers").
+ * of it through this header. It is part of the base, the bottom layer
+ * (Documentation/design.md, "Layers"): it includes only the base and the
+ * public headers, so the records the layers keep inside the objects are
+ * either defined here (an endpoint's arrival, a context's transports) or
+ * held through a pointer to a type only its layer defines (the remap
+ * engine's backends, the predictor, the poll sets). It declares request
+ * completion and the context's wake-up (lib/base/complete.c), which call
+ * nothing above the base.
  *
  * Locking: one mutex per context (ctx->lock) protects everything the
  * context owns: endpoints, queues, staging pool, predictor, statistics.
@@ -19,15 +25,9 @@
 #include <stdint.h>
 
 #include "zcrecv.h"
-#include "core/config.h"
-#include "core/list.h"
-#include "core/mem.h"
-#include "match/match.h"
-#include "predict/predict.h"
-#include "remap/remap.h"
-#include "staging/staging.h"
-#include "transport/auth.h"
-#include "transport/transport.h"
+#include "base/config.h"
+#include "base/list.h"
+#include "base/mem.h"
 
 /* ZCR_REQ_ACK: an acknowledgement queued on ep->sendq, freed once sent. */
 enum zcr_req_kind { ZCR_REQ_SEND = 1, ZCR_REQ_RECV = 2, ZCR_REQ_ACK = 3 };
@@ -38,8 +38,71 @@ enum zcr_req_kind { ZCR_REQ_SEND = 1, ZCR_REQ_RECV = 2, ZCR_REQ_ACK = 3 };
 /* Bytes of a send request the transport may use as it likes (a header). */
 #define ZCR_TX_SCRATCH	32
 
+#define ZCR_SECRET_MAX		256	/* longest job secret, bytes */
+
+/*
+ * Transports a context can hold: the registry of lib/transport/transport.c
+ * fails to build with more.
+ */
+#define ZCR_MAX_TRANSPORTS	8
+
+struct zcr_backend_state;
 struct zcr_ep;
 struct zcr_job;
+struct zcr_msg;
+struct zcr_pollset;
+struct zcr_predictor;
+struct zcr_transport_ops;
+
+enum zcr_rx_state {
+	ZCR_RX_IDLE = 0,	/* between messages */
+	ZCR_RX_STALLED,		/* header in, nowhere to land it yet */
+	ZCR_RX_LANDING,		/* payload goes to dst */
+};
+
+/**
+ * struct zcr_arrival - one message coming in on one endpoint
+ * @state:	enum zcr_rx_state; only match changes it
+ * @comm:	communicator id, from the header (0 where the wire has none)
+ * @src:	sender's rank, from the header
+ * @tag:	tag, from the header
+ * @len:	payload length, from the header
+ * @dst:	while ZCR_RX_LANDING: payload bytes [0, @room) go to @dst
+ * @room:	bytes that go to @dst; the transport discards the other
+ *		@len - @room bytes (a truncated receive)
+ * @req:	landing in this posted receive, or NULL
+ * @msg:	landing in this staged message, or NULL
+ * @stall_link:	on ctx->stalled while ZCR_RX_STALLED
+ * @ack:	a synchronous message: its number, ACKed once matched; or 0
+ * @may_defer:	the transport can leave the payload where it is (in the
+ *		sender, over shm) until a receive takes it
+ * @deferred:	stalled by choice, not for want of room: the landing
+ *		would be a copy out of staging, so the payload waits for
+ *		its receive and lands once, straight into it
+ * @release:	a receive, probe or synchronous send needs what comes
+ *		after it from this endpoint: stage it after all
+ *
+ * Embedded in each endpoint (ep->rx); zero means idle.
+ */
+struct zcr_arrival {
+	int state;
+	uint32_t comm;
+	int src, tag;
+	uint64_t len;
+	char *dst;
+	uint64_t room;
+	struct zcr_req *req;
+	struct zcr_msg *msg;
+	struct zcr_list stall_link;
+	uint64_t ack;
+	bool may_defer, deferred, release;
+};
+
+/* One registered transport in a context (lib/transport/transport.c). */
+struct zcr_transport {
+	const struct zcr_transport_ops *ops;
+	void *priv;
+};
 
 struct zcr_req {
 	struct zcr_list link;
@@ -163,8 +226,8 @@ struct zcr_ctx {
 	/* staging pool */
 	struct zcr_list free_slots;
 	uint64_t staging_bytes, staging_limit;
-	/* remap engine */
-	struct zcr_backend_state be[ZCR_MAX_BACKENDS];
+	/* remap engine: nbe backends, in its order (copy last) */
+	struct zcr_backend_state *be;
 	int nbe;
 	/* transports */
 	struct zcr_transport tr[ZCR_MAX_TRANSPORTS];
@@ -237,7 +300,13 @@ static inline bool __zcr_pred_small(const struct zcr_ctx *ctx, uint64_t size)
 	return size < ctx->page;
 }
 
-/* Complete r with error (0 or -errno) and wake its waiters; calls nothing. */
+/*
+ * Complete r with error (0 or -errno): set its status and done, queue it
+ * on ctx->done_reqs and wake its waiters (the condition variable, the
+ * waiter's eventfd or the context's). Calls nothing above the base.
+ */
 void __zcr_req_complete_locked(struct zcr_req *r, int error);
+/* Wake a thread of ctx asleep in poll(2): write the context's eventfd. */
+void __zcr_wake(struct zcr_ctx *ctx);
 
 #endif /* ZCR_CTX_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * mem.h - zero-copy-eligible memory (lib/core/mem.c): the allocations of
+ * mem.h - zero-copy-eligible memory (lib/base/mem.c): the allocations of
  * zcr_mem_alloc() and the zones of /dev/zcrecv. A bottom layer: the remap
  * backends use it, it calls nothing of the library.
  */
@@ -10,9 +10,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "core/list.h"
+#include "base/list.h"
 
 struct zcr_ctx;
+
+#define ZCR_HUGE_SIZE	(2UL << 20)	/* one PMD of x86-64 and arm64/4K */
 
 struct zcr_mem {
 	struct zcr_list link;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/config.h"
+#include "base/config.h"
 
 /* The longest spin any variable may ask for: one second. */
 #define SPIN_MAX_US	1000000
