@@ -134,7 +134,6 @@ static size_t predict_offset(struct zcr_ctx *ctx, int src, int tag,
 	unsigned int queued = ctx->nunexpected_big, k;
 	struct zcr_call c;
 
-	*buf = NULL;
 	if (queued >= PREDICT_HORIZON)
 		return 0;
 	for (k = queued + 1; k <= queued + PREDICT_SCAN; k++) {
@@ -146,6 +145,69 @@ static size_t predict_offset(struct zcr_ctx *ctx, int src, int tag,
 		}
 	}
 	return 0;
+}
+
+void __zcr_match_expect_locked(struct zcr_ctx *ctx, struct zcr_expect *e)
+{
+	e->turn = 0;
+	zcr_list_add_tail(&e->link, &ctx->expects);
+}
+
+void __zcr_match_expect_started_locked(struct zcr_ctx *ctx,
+				       struct zcr_expect *e)
+{
+	e->turn = ++ctx->expect_turn;
+}
+
+void __zcr_match_unexpect_locked(struct zcr_ctx *ctx, struct zcr_expect *e)
+{
+	(void)ctx;
+	zcr_list_del(&e->link);
+}
+
+/*
+ * The buffer of the receive known in advance that will take a message
+ * (comm, src, tag): of those that could, the one whose turn is oldest,
+ * which is then promised this message. NULL when none could.
+ */
+static const void *expected_buf(struct zcr_ctx *ctx, uint32_t comm, int src,
+				int tag)
+{
+	struct zcr_expect *best = NULL;
+	struct zcr_list *pos;
+
+	for (pos = ctx->expects.next; pos != &ctx->expects; pos = pos->next) {
+		struct zcr_expect *e = zcr_container_of(pos, struct zcr_expect,
+							link);
+
+		if (e->comm != comm || !__zcr_match(e->src, e->tag, src, tag))
+			continue;
+		if (!best || e->turn < best->turn)
+			best = e;
+	}
+	if (!best)
+		return NULL;
+	best->turn = ++ctx->expect_turn;
+	return best->buf;
+}
+
+/*
+ * Where a message (comm, src, tag) is staged: at the page offset of the
+ * receive known to take it, else of the predicted one; 0 with *buf NULL
+ * when neither is known.
+ */
+static size_t landing_offset(struct zcr_ctx *ctx, uint32_t comm, int src,
+			     int tag, const void **buf)
+{
+	*buf = NULL;
+	if (!zcr_list_empty(&ctx->expects)) {
+		*buf = expected_buf(ctx, comm, src, tag);
+		if (*buf) {
+			ctx->st.expected++;
+			return (size_t)((uintptr_t)*buf & (ctx->page - 1));
+		}
+	}
+	return predict_offset(ctx, src, tag, buf);
 }
 
 static struct zcr_peer *peer_find(struct zcr_ctx *ctx, int rank, bool make)
@@ -327,7 +389,7 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	off = 0;
 	pbuf = NULL;
 	if (!__zcr_pred_small(ctx, a->len))
-		off = predict_offset(ctx, a->src, a->tag, &pbuf);
+		off = landing_offset(ctx, a->comm, a->src, a->tag, &pbuf);
 	ops = __zcr_remap_pick(ctx, pbuf, a->len, &by);
 	if (a->may_defer && ops == &__zcr_remap_copy && ctx->defer_min &&
 	    a->len >= ctx->defer_min && a->state != ZCR_RX_STALLED &&
