@@ -166,12 +166,13 @@ void __zcr_match_unexpect_locked(struct zcr_ctx *ctx, struct zcr_expect *e)
 }
 
 /*
- * The buffer of the receive known in advance that will take a message
- * (comm, src, tag): of those that could, the one whose turn is oldest,
- * which is then promised this message. NULL when none could.
+ * The receive known in advance that will take a message (comm, src,
+ * tag): of those that could, the one whose turn is oldest. NULL when none
+ * could. Promised the message (its turn taken) only once the message is
+ * staged for it: a stalled or deferred one asks again.
  */
-static const void *expected_buf(struct zcr_ctx *ctx, uint32_t comm, int src,
-				int tag)
+static struct zcr_expect *expected(struct zcr_ctx *ctx, uint32_t comm,
+				   int src, int tag)
 {
 	struct zcr_expect *best = NULL;
 	struct zcr_list *pos;
@@ -185,25 +186,24 @@ static const void *expected_buf(struct zcr_ctx *ctx, uint32_t comm, int src,
 		if (!best || e->turn < best->turn)
 			best = e;
 	}
-	if (!best)
-		return NULL;
-	best->turn = ++ctx->expect_turn;
-	return best->buf;
+	return best;
 }
 
 /*
  * Where a message (comm, src, tag) is staged: at the page offset of the
- * receive known to take it, else of the predicted one; 0 with *buf NULL
- * when neither is known.
+ * receive known to take it (*known), else of the predicted one; 0 with
+ * *buf NULL when neither is known.
  */
 static size_t landing_offset(struct zcr_ctx *ctx, uint32_t comm, int src,
-			     int tag, const void **buf)
+			     int tag, const void **buf,
+			     struct zcr_expect **known)
 {
 	*buf = NULL;
+	*known = NULL;
 	if (!zcr_list_empty(&ctx->expects)) {
-		*buf = expected_buf(ctx, comm, src, tag);
-		if (*buf) {
-			ctx->st.expected++;
+		*known = expected(ctx, comm, src, tag);
+		if (*known) {
+			*buf = (*known)->buf;
 			return (size_t)((uintptr_t)*buf & (ctx->page - 1));
 		}
 	}
@@ -364,6 +364,7 @@ void __zcr_match_release_deferred_locked(struct zcr_ctx *ctx, int src)
 static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 {
 	const struct zcr_remap_ops *ops;
+	struct zcr_expect *known = NULL;
 	struct zcr_peer *peer;
 	struct zcr_backend_state *by;
 	struct zcr_slot *slot;
@@ -389,7 +390,8 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	off = 0;
 	pbuf = NULL;
 	if (!__zcr_pred_small(ctx, a->len))
-		off = landing_offset(ctx, a->comm, a->src, a->tag, &pbuf);
+		off = landing_offset(ctx, a->comm, a->src, a->tag, &pbuf,
+				     &known);
 	ops = __zcr_remap_pick(ctx, pbuf, a->len, &by);
 	if (a->may_defer && ops == &__zcr_remap_copy && ctx->defer_min &&
 	    a->len >= ctx->defer_min && a->state != ZCR_RX_STALLED &&
@@ -439,6 +441,10 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 		return -EAGAIN;
 	}
 	unstall(a);
+	if (known) {
+		known->turn = ++ctx->expect_turn;
+		ctx->st.expected++;
+	}
 	m->comm = a->comm;
 	m->src = a->src;
 	m->tag = a->tag;
