@@ -198,7 +198,7 @@ struct zcr_ctx_attr {
  *			them) in @early
  * @expected:		since 0.3: early messages staged at the offset of a
  *			persistent receive that could take them
- *			(zcr_recv_init()), not a predicted one
+ *			(zcr_recv_init_comm()), not a predicted one
  */
 struct zcr_stats {
 	uint64_t msgs_sent;
@@ -602,15 +602,15 @@ int zcr_imrecv(struct zcr_message *msg, void *buf, size_t size,
  * predictor would have guessed. Its starts do not teach the predictor.
  */
 
-/* A persistent send or receive: zcr_send_init(), zcr_recv_init(). */
+/* A persistent send or receive: zcr_send_init_comm(), zcr_recv_init_comm() */
 struct zcr_preq;
 
-/* zcr_send_init() flags */
+/* zcr_send_init_comm() flags */
 #define ZCRECV_SEND_SYNC	(1u << 0)	/* as zcr_issend_comm() */
 
 /**
- * zcr_send_init() - bind a send of @len bytes at @buf, tag @tag, message
- * of communicator @comm, to @ep
+ * zcr_send_init_comm() - bind a send of @len bytes at @buf, tag @tag,
+ * message of communicator @comm, to @ep
  * @flags: 0 or ZCRECV_SEND_SYNC
  * @preq: the persistent send; zcr_preq_free() it before @ep is closed
  *
@@ -619,14 +619,14 @@ struct zcr_preq;
  * Return: 0, -EINVAL (bad argument or flag), -EMSGSIZE (@len above the
  * context's limit), -ENOMEM. Since 0.3.
  */
-int zcr_send_init(struct zcr_ep *ep, uint32_t comm, const void *buf,
-		  size_t len, int tag, unsigned int flags,
-		  struct zcr_preq **preq);
+int zcr_send_init_comm(struct zcr_ep *ep, uint32_t comm, const void *buf,
+		       size_t len, int tag, unsigned int flags,
+		       struct zcr_preq **preq);
 
 /**
- * zcr_recv_init() - bind a receive into @buf (@size bytes) of a message
- * of communicator @comm from @src (or ZCRECV_ANY_SOURCE) with @tag (or
- * ZCRECV_ANY_TAG)
+ * zcr_recv_init_comm() - bind a receive into @buf (@size bytes) of a
+ * message of communicator @comm from @src (or ZCRECV_ANY_SOURCE) with
+ * @tag (or ZCRECV_ANY_TAG)
  * @flags: 0
  * @preq: the persistent receive
  *
@@ -636,9 +636,9 @@ int zcr_send_init(struct zcr_ep *ep, uint32_t comm, const void *buf,
  * one started longest ago (a rotation of buffers started in turn).
  * Return: 0, -EINVAL (bad argument or flag), -ENOMEM. Since 0.3.
  */
-int zcr_recv_init(struct zcr_ctx *ctx, uint32_t comm, void *buf,
-		  size_t size, int src, int tag, unsigned int flags,
-		  struct zcr_preq **preq);
+int zcr_recv_init_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
+		       size_t size, int src, int tag, unsigned int flags,
+		       struct zcr_preq **preq);
 
 /**
  * zcr_start() - start the persistent send or receive @preq

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * persist.c - persistent sends and receives: zcr_send_init(),
- * zcr_recv_init(), zcr_start(), zcr_preq_free().
+ * persist.c - persistent sends and receives: zcr_send_init_comm(),
+ * zcr_recv_init_comm(), zcr_start(), zcr_preq_free().
  *
  * A persistent request keeps its arguments, checked once, and starts an
  * ordinary send or receive each time (request.c), so completion is the
@@ -39,9 +39,9 @@ static struct zcr_preq *preq_new(struct zcr_ctx *ctx)
 	return p;
 }
 
-int zcr_send_init(struct zcr_ep *ep, uint32_t comm, const void *buf,
-		  size_t len, int tag, unsigned int flags,
-		  struct zcr_preq **out)
+int zcr_send_init_comm(struct zcr_ep *ep, uint32_t comm, const void *buf,
+		       size_t len, int tag, unsigned int flags,
+		       struct zcr_preq **out)
 {
 	struct zcr_preq *p;
 	struct zcr_ctx *ctx;
@@ -68,9 +68,9 @@ int zcr_send_init(struct zcr_ep *ep, uint32_t comm, const void *buf,
 	return 0;
 }
 
-int zcr_recv_init(struct zcr_ctx *ctx, uint32_t comm, void *buf,
-		  size_t size, int src, int tag, unsigned int flags,
-		  struct zcr_preq **out)
+int zcr_recv_init_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
+		       size_t size, int src, int tag, unsigned int flags,
+		       struct zcr_preq **out)
 {
 	struct zcr_preq *p;
 

@@ -215,7 +215,7 @@ void __zcr_match_mrecv_locked(struct zcr_ctx *ctx, struct zcr_req *r,
 /* Can an endpoint, or a peer yet to connect to our listener, bring src? */
 bool __zcr_source_possible(struct zcr_ctx *ctx, int src);
 /*
- * A receive known in advance (a persistent receive, zcr_recv_init()): its
+ * A receive known in advance (a persistent receive, zcr_recv_init_comm()): its
  * buffer is where every message it can take will land, so a message that
  * arrives before it is started is staged at that buffer's page offset,
  * with no prediction asked. On ctx->expects while registered. Of several

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * test_persist.c - persistent sends and receives (zcr_send_init(),
- * zcr_recv_init(), zcr_start(), zcr_preq_free()): started many times,
+ * test_persist.c - persistent sends and receives (zcr_send_init_comm(),
+ * zcr_recv_init_comm(), zcr_start(), zcr_preq_free()): started many times,
  * each start sends the buffer as it is then and receives into the bound
  * buffer; a persistent receive's early arrivals are staged at its
  * buffer's page offset (every one a hit) on traffic the predictor alone
@@ -60,8 +60,10 @@ ZT_TEST(start_many_times)
 	pair_open(&p, 2, NULL);
 	sb = malloc(LEN);
 	rb = malloc(LEN);
-	ZT_EXPECT_EQ(zcr_send_init(p.to0[1], 0, sb, LEN, 5, 0, &ps), 0);
-	ZT_EXPECT_EQ(zcr_recv_init(p.c[0], 0, rb, LEN, 1, 5, 0, &pr), 0);
+	ZT_EXPECT_EQ(zcr_send_init_comm(p.to0[1], 0, sb, LEN, 5, 0, &ps),
+		     0);
+	ZT_EXPECT_EQ(zcr_recv_init_comm(p.c[0], 0, rb, LEN, 1, 5, 0, &pr),
+		     0);
 	for (i = 0; i < 20; i++) {
 		pattern_fill(sb, LEN, (uint32_t)i);
 		/* Posted first on even rounds, arriving first on odd ones. */
@@ -109,8 +111,9 @@ static uint64_t random_order(bool persistent)
 	for (t = 0; t < 3; t++) {
 		buf[t] = at_offset(&p, LEN, off[t], &base[t]);
 		if (persistent)
-			ZT_EXPECT_EQ(zcr_recv_init(p.c[0], 0, buf[t], LEN, 1,
-						   t + 1, 0, &pr[t]), 0);
+			ZT_EXPECT_EQ(zcr_recv_init_comm(p.c[0], 0, buf[t],
+							LEN, 1, t + 1, 0,
+							&pr[t]), 0);
 	}
 	s0 = pair_stats(p.c[0]);
 	for (i = 0; i < ROUNDS; i++) {
@@ -166,8 +169,10 @@ ZT_TEST(rotation_of_buffers)
 	sb = malloc(LEN);
 	a = at_offset(&p, LEN, 512, &base[0]);
 	b = at_offset(&p, LEN, 2048, &base[1]);
-	ZT_EXPECT_EQ(zcr_recv_init(p.c[0], 0, a, LEN, 1, 9, 0, &pa), 0);
-	ZT_EXPECT_EQ(zcr_recv_init(p.c[0], 0, b, LEN, 1, 9, 0, &pb), 0);
+	ZT_EXPECT_EQ(zcr_recv_init_comm(p.c[0], 0, a, LEN, 1, 9, 0, &pa),
+		     0);
+	ZT_EXPECT_EQ(zcr_recv_init_comm(p.c[0], 0, b, LEN, 1, 9, 0, &pb),
+		     0);
 	for (i = 0; i < 10; i++) {
 		send_early(&p, sb, 9, (uint32_t)(2 * i));
 		send_early(&p, sb, 9, (uint32_t)(2 * i + 1));
@@ -207,7 +212,8 @@ ZT_TEST(free_while_started_or_staged)
 	pair_open(&p, 2, NULL);
 	sb = malloc(LEN);
 	buf = at_offset(&p, LEN, 1000, &base);
-	ZT_EXPECT_EQ(zcr_recv_init(p.c[0], 0, buf, LEN, 1, 3, 0, &pr), 0);
+	ZT_EXPECT_EQ(zcr_recv_init_comm(p.c[0], 0, buf, LEN, 1, 3, 0, &pr),
+		     0);
 	ZT_EXPECT_EQ(zcr_start(pr, &r), 0);
 	zcr_preq_free(pr);
 	pattern_fill(sb, LEN, 11);
@@ -216,7 +222,8 @@ ZT_TEST(free_while_started_or_staged)
 	ZT_EXPECT_EQ(complete(&p, s, NULL), 1);
 	ZT_EXPECT_EQ(pattern_bad(buf, LEN, 11), 0);
 
-	ZT_EXPECT_EQ(zcr_recv_init(p.c[0], 0, buf, LEN, 1, 3, 0, &pr), 0);
+	ZT_EXPECT_EQ(zcr_recv_init_comm(p.c[0], 0, buf, LEN, 1, 3, 0, &pr),
+		     0);
 	s0 = pair_stats(p.c[0]);
 	send_early(&p, sb, 3, 12);
 	ZT_EXPECT_EQ(pair_stats(p.c[0]).expected, s0.expected + 1);
@@ -247,10 +254,10 @@ ZT_TEST(wildcards_sync_truncation)
 	pair_open(&p, 2, NULL);
 	sb = malloc(LEN);
 	rb = malloc(LEN);
-	ZT_EXPECT_EQ(zcr_send_init(p.to0[1], 0, sb, LEN, 4, ZCRECV_SEND_SYNC,
-				   &ps), 0);
-	ZT_EXPECT_EQ(zcr_recv_init(p.c[0], 0, rb, LEN, ZCRECV_ANY_SOURCE,
-				   ZCRECV_ANY_TAG, 0, &pr), 0);
+	ZT_EXPECT_EQ(zcr_send_init_comm(p.to0[1], 0, sb, LEN, 4,
+					ZCRECV_SEND_SYNC, &ps), 0);
+	ZT_EXPECT_EQ(zcr_recv_init_comm(p.c[0], 0, rb, LEN, ZCRECV_ANY_SOURCE,
+					ZCRECV_ANY_TAG, 0, &pr), 0);
 	pattern_fill(sb, LEN, 21);
 	ZT_EXPECT_EQ(zcr_start(ps, &s), 0);
 	ZT_EXPECT_EQ(zcr_start(pr, &r), 0);
@@ -261,8 +268,8 @@ ZT_TEST(wildcards_sync_truncation)
 	ZT_EXPECT_EQ(pattern_bad(rb, LEN, 21), 0);
 
 	/* A receive of half the length: -EMSGSIZE, the first half there. */
-	ZT_EXPECT_EQ(zcr_recv_init(p.c[0], 0, rb, LEN / 2, 1, 4, 0, &small),
-		     0);
+	ZT_EXPECT_EQ(zcr_recv_init_comm(p.c[0], 0, rb, LEN / 2, 1, 4, 0,
+					&small), 0);
 	memset(rb, 0, LEN);
 	ZT_EXPECT_EQ(zcr_start(ps, &s), 0);
 	ZT_EXPECT_EQ(zcr_start(small, &r), 0);
@@ -283,26 +290,29 @@ ZT_TEST(bad_arguments)
 {
 	struct zcr_preq *pq = NULL;
 	struct zcr_req *r;
+	struct zcr_ctx *c;
+	struct zcr_ep *ep;
 	char b[16];
 	struct pair p;
 
 	pair_open(&p, 2, NULL);
-	ZT_EXPECT_EQ(zcr_send_init(NULL, 0, b, 16, 1, 0, &pq), -EINVAL);
-	ZT_EXPECT_EQ(zcr_send_init(p.to0[1], 0, b, 16, -1, 0, &pq), -EINVAL);
-	ZT_EXPECT_EQ(zcr_send_init(p.to0[1], 0, NULL, 16, 1, 0, &pq),
-		     -EINVAL);
-	ZT_EXPECT_EQ(zcr_send_init(p.to0[1], 0, b, 16, 1, 2, &pq), -EINVAL);
-	ZT_EXPECT_EQ(zcr_send_init(p.to0[1], 0, b, 16, 1, 0, NULL), -EINVAL);
-	ZT_EXPECT_EQ(zcr_recv_init(NULL, 0, b, 16, 1, 1, 0, &pq), -EINVAL);
-	ZT_EXPECT_EQ(zcr_recv_init(p.c[0], 0, b, 16, -2, 1, 0, &pq), -EINVAL);
-	ZT_EXPECT_EQ(zcr_recv_init(p.c[0], 0, b, 16, 1, -2, 0, &pq), -EINVAL);
-	ZT_EXPECT_EQ(zcr_recv_init(p.c[0], 0, b, 16, 1, 1,
-				   ZCRECV_SEND_SYNC, &pq), -EINVAL);
-	ZT_EXPECT_EQ(zcr_recv_init(p.c[0], 0, NULL, 16, 1, 1, 0, &pq),
+	c = p.c[0];
+	ep = p.to0[1];
+	ZT_EXPECT_EQ(zcr_send_init_comm(NULL, 0, b, 16, 1, 0, &pq), -EINVAL);
+	ZT_EXPECT_EQ(zcr_send_init_comm(ep, 0, b, 16, -1, 0, &pq), -EINVAL);
+	ZT_EXPECT_EQ(zcr_send_init_comm(ep, 0, NULL, 16, 1, 0, &pq), -EINVAL);
+	ZT_EXPECT_EQ(zcr_send_init_comm(ep, 0, b, 16, 1, 2, &pq), -EINVAL);
+	ZT_EXPECT_EQ(zcr_send_init_comm(ep, 0, b, 16, 1, 0, NULL), -EINVAL);
+	ZT_EXPECT_EQ(zcr_recv_init_comm(NULL, 0, b, 16, 1, 1, 0, &pq), -EINVAL);
+	ZT_EXPECT_EQ(zcr_recv_init_comm(c, 0, b, 16, -2, 1, 0, &pq), -EINVAL);
+	ZT_EXPECT_EQ(zcr_recv_init_comm(c, 0, b, 16, 1, -2, 0, &pq), -EINVAL);
+	ZT_EXPECT_EQ(zcr_recv_init_comm(c, 0, b, 16, 1, 1, ZCRECV_SEND_SYNC,
+					&pq), -EINVAL);
+	ZT_EXPECT_EQ(zcr_recv_init_comm(c, 0, NULL, 16, 1, 1, 0, &pq),
 		     -EINVAL);
 	ZT_ASSERT(pq == NULL);
 	ZT_EXPECT_EQ(zcr_start(NULL, &r), -EINVAL);
-	ZT_EXPECT_EQ(zcr_recv_init(p.c[0], 0, b, 16, 1, 1, 0, &pq), 0);
+	ZT_EXPECT_EQ(zcr_recv_init_comm(c, 0, b, 16, 1, 1, 0, &pq), 0);
 	ZT_EXPECT_EQ(zcr_start(pq, NULL), -EINVAL);
 	zcr_preq_free(pq);
 	zcr_preq_free(NULL);
@@ -320,8 +330,8 @@ ZT_TEST(destroy_frees_them)
 	pair_open(&p, 2, NULL);
 	sb = malloc(LEN);
 	rb = malloc(LEN);
-	ZT_EXPECT_EQ(zcr_send_init(p.to0[1], 0, sb, LEN, 6, 0, &ps), 0);
-	ZT_EXPECT_EQ(zcr_recv_init(p.c[0], 0, rb, LEN, 1, 6, 0, &pr), 0);
+	ZT_EXPECT_EQ(zcr_send_init_comm(p.to0[1], 0, sb, LEN, 6, 0, &ps), 0);
+	ZT_EXPECT_EQ(zcr_recv_init_comm(p.c[0], 0, rb, LEN, 1, 6, 0, &pr), 0);
 	ZT_EXPECT_EQ(zcr_start(pr, &r), 0);
 	ZT_EXPECT_EQ(zcr_start(ps, &s), 0);
 	(void)r;

@@ -455,17 +455,17 @@ void __zcmpi_zreq_bind(struct zreq *z)
 		/* Dialled now, as recv_into() does at every start. */
 		if (peer >= 0)
 			zcr_job_ep(__zcmpi_ctx, peer, &ep);
-		if (zcr_recv_init(__zcmpi_ctx, zc->id, ptr, bytes, peer,
-				  z->ptag == MPI_ANY_TAG ? ZCRECV_ANY_TAG :
-				  z->ptag, 0, &z->preq))
+		if (zcr_recv_init_comm(__zcmpi_ctx, zc->id, ptr, bytes, peer,
+				       z->ptag == MPI_ANY_TAG ? ZCRECV_ANY_TAG :
+				       z->ptag, 0, &z->preq))
 			z->preq = NULL;
 		return;
 	}
 	peer = zc->world[z->prank];
 	if (zcr_job_ep(__zcmpi_ctx, peer, &ep) ||
-	    zcr_send_init(ep, zc->id, ptr, bytes, z->ptag,
-			  z->pkind == ZR_SSEND ? ZCRECV_SEND_SYNC : 0,
-			  &z->preq)) {
+	    zcr_send_init_comm(ep, zc->id, ptr, bytes, z->ptag,
+			       z->pkind == ZR_SSEND ? ZCRECV_SEND_SYNC : 0,
+			       &z->preq)) {
 		z->preq = NULL;
 		return;
 	}
