@@ -83,7 +83,8 @@ need-cc:
 LIB_BASE      := lib/base/complete.c lib/base/config.c lib/base/mem.c \
 		 lib/base/ops.c
 LIB_CORE      := lib/core/context.c lib/core/endpoint.c lib/core/job.c \
-		 lib/core/mem.c lib/core/request.c lib/core/version.c
+		 lib/core/mem.c lib/core/persist.c lib/core/request.c \
+		 lib/core/version.c
 LIB_TRANSPORT := $(sort $(wildcard lib/transport/*.c lib/transport/*/*.c))
 LIB_MATCH     := lib/match/match.c
 LIB_STAGING   := lib/staging/staging.c

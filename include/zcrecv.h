@@ -196,6 +196,9 @@ struct zcr_ctx_attr {
  *			those that land straight in their receive count in
  *			@posted, those staged later (something came behind
  *			them) in @early
+ * @expected:		since 0.3: early messages staged at the offset of a
+ *			persistent receive that could take them
+ *			(zcr_recv_init_comm()), not a predicted one
  */
 struct zcr_stats {
 	uint64_t msgs_sent;
@@ -226,6 +229,7 @@ struct zcr_stats {
 	uint64_t shared_pulls;
 	uint64_t bytes_pushed;
 	uint64_t deferred;
+	uint64_t expected;
 };
 
 /**
@@ -586,6 +590,77 @@ int zcr_improbe(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
  */
 int zcr_imrecv(struct zcr_message *msg, void *buf, size_t size,
 	       struct zcr_req **req);
+
+/*
+ * ---- Persistent requests (since 0.3) -------------------------------------
+ *
+ * A send or receive whose arguments are bound once and started many
+ * times (MPI_Send_init, MPI_Recv_init, MPI_Start). A persistent receive
+ * is known to the library while it exists, started or not: a message it
+ * could take that arrives before it is started is staged at its buffer's
+ * page offset, so that a whole-page part lands by remap, whatever the
+ * predictor would have guessed. Its starts do not teach the predictor.
+ */
+
+/* A persistent send or receive: zcr_send_init_comm(), zcr_recv_init_comm() */
+struct zcr_preq;
+
+/* zcr_send_init_comm() flags */
+#define ZCRECV_SEND_SYNC	(1u << 0)	/* as zcr_issend_comm() */
+
+/**
+ * zcr_send_init_comm() - bind a send of @len bytes at @buf, tag @tag,
+ * message of communicator @comm, to @ep
+ * @flags: 0 or ZCRECV_SEND_SYNC
+ * @preq: the persistent send; zcr_preq_free() it before @ep is closed
+ *
+ * Checks the arguments once; every zcr_start() then sends the bytes at
+ * @buf as they are then.
+ * Return: 0, -EINVAL (bad argument or flag), -EMSGSIZE (@len above the
+ * context's limit), -ENOMEM. Since 0.3.
+ */
+int zcr_send_init_comm(struct zcr_ep *ep, uint32_t comm, const void *buf,
+		       size_t len, int tag, unsigned int flags,
+		       struct zcr_preq **preq);
+
+/**
+ * zcr_recv_init_comm() - bind a receive into @buf (@size bytes) of a
+ * message of communicator @comm from @src (or ZCRECV_ANY_SOURCE) with
+ * @tag (or ZCRECV_ANY_TAG)
+ * @flags: 0
+ * @preq: the persistent receive
+ *
+ * From now until zcr_preq_free(), messages it could take that arrive
+ * while it is not started are staged at @buf's page offset. Where
+ * several persistent receives could take a message, it is staged for the
+ * one started longest ago (a rotation of buffers started in turn).
+ * Return: 0, -EINVAL (bad argument or flag), -ENOMEM. Since 0.3.
+ */
+int zcr_recv_init_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
+		       size_t size, int src, int tag, unsigned int flags,
+		       struct zcr_preq **preq);
+
+/**
+ * zcr_start() - start the persistent send or receive @preq
+ * @req: the started operation, completed and freed by zcr_test() or
+ *	zcr_wait() as those of zcr_isend_comm() and zcr_irecv_comm()
+ *
+ * A persistent request may be started again before the last start
+ * completed: each start is an operation of its own.
+ * Return: 0, -EINVAL, or an error of zcr_isend_comm() / zcr_irecv_comm().
+ * Since 0.3.
+ */
+int zcr_start(struct zcr_preq *preq, struct zcr_req **req);
+
+/**
+ * zcr_preq_free() - free the persistent request @preq
+ *
+ * Operations it started go on and complete as before. Messages already
+ * staged for a persistent receive stay staged for whatever receive takes
+ * them. NULL is ignored. Persistent requests not freed are freed by
+ * zcr_ctx_destroy(). Since 0.3.
+ */
+void zcr_preq_free(struct zcr_preq *preq);
 
 /*
  * ---- Jobs (since 0.2) ----------------------------------------------------

@@ -34,6 +34,8 @@ $(MPI_DIR)/%: tools/mpi/%.c
 	@mkdir -p $(dir $@)
 	$(MPICC) $(MPI_CFLAGS) -o $@ $< -lm
 PROGS += $(addprefix $(MPI_DIR)/,$(MPI_APPS))
+# Nonblocking against persistent round trips (Documentation/mpi.md).
+PROGS += $(MPI_DIR)/pingpong
 endif
 
 ifneq ($(MPICC_MPICH),)
@@ -116,6 +118,7 @@ $(MPI_DIR)/%-mpich: tools/mpi/%.c
 	$(MPICC_MPICH) $(MPI_CFLAGS) -Wno-stringop-overflow -o $@ $< -lm
 ZCMPI_TESTS += $(MPI_DIR)/zcmpi_sem-mpich \
 	$(addprefix $(MPI_DIR)/,$(addsuffix -mpich,$(MPI_APPS)))
+PROGS += $(MPI_DIR)/pingpong-mpich
 ifneq ($(MPIF90_MPICH),)
 $(MPI_DIR)/mixed-mpich: tests/mpi/mixed.f90 tests/mpi/mixed_c.c
 	@mkdir -p $(dir $@)

@@ -45,7 +45,7 @@ if [ "$mode" = png ]; then
 	awk -F, -v dir="$tmp" '
 	NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
 	$5 != "ompi" && $col["vs_ompi"] != "" {
-		cfg = $1; row = $2 ($3 == "p2p" && $4 == "late" ? "" : "/" $3 ($3 == "p2p" ? "-" $4 : ""))
+		cfg = $1; row = $2 ($3 == "p2p" && $4 == "late" ? "" : "/" $3 ($3 != "coll" ? "-" $4 : ""))
 		if (!(cfg in seen)) { seen[cfg] = 1; cfgs[++nc] = cfg }
 		if (!((cfg, row) in rseen)) { rseen[cfg, row] = 1; rows[cfg, ++nr[cfg]] = row }
 		if (!($5 in sseen)) { sseen[$5] = 1; st[++ns] = $5 }
@@ -183,7 +183,7 @@ END {
 			for (i = 1; i <= 10; i++) line = line ","
 		}
 		print line > sumcsv
-		mode = f[3] (f[3] == "p2p" ? "/" f[4] : "")
+		mode = f[3] (f[3] != "coll" ? "/" f[4] : "")
 		if (!n) {
 			out(sprintf("%-7s %-6s %-10s %-8s %8s   (all %d runs failed)", f[1], f[2], mode, f[5], "-", nrun[key]))
 			continue

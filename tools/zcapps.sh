@@ -21,8 +21,10 @@
 #                     2n        one on each of two emulated nodes, unshaped
 #                     2n-RATE   the same, each node's link shaped to RATE
 #                               (1g, 10g, 500m: tbf, tools/cluster/zccluster)
-#   --comm MODE     p2p, coll or both: passed to every program (default p2p)
-#   --post MODE     late, early or both (default late; p2p only)
+#   --comm MODE     p2p, coll, persist (p2p with persistent requests),
+#                   both (p2p and coll) or all: passed to every program
+#                   (default p2p)
+#   --post MODE     late, early or both (default late; p2p and persist)
 #   --trials N      alternating trials of every stack (default 3)
 #   --quick         the short version `make run` shows: node only, stacks
 #                   ompi and zc-auto, 3 trials
@@ -97,8 +99,9 @@ num='^[1-9][0-9]*$'
 [[ $trials =~ $num ]] || die "--trials $trials: a positive whole number"
 [[ $timeout =~ $num ]] || die "--timeout $timeout: a positive whole number of seconds"
 [[ $grace =~ $num ]] || die "--grace $grace: a positive whole number of seconds"
-case $comm in p2p|coll) comms=$comm ;; both) comms="p2p coll" ;;
-*) die "--comm $comm: p2p, coll or both" ;; esac
+case $comm in p2p|coll|persist) comms=$comm ;; both) comms="p2p coll" ;;
+all) comms="p2p coll persist" ;;
+*) die "--comm $comm: p2p, coll, persist, both or all" ;; esac
 case $post in late|early) posts=$post ;; both) posts="late early" ;;
 *) die "--post $post: late, early or both" ;; esac
 IFS=, read -ra APPS <<< "$apps"
@@ -244,10 +247,12 @@ header=config,app,comm,post,stack,trial,status,wall,comp,start,wait,bytes,msgs,c
 echo "$header" > "$runs"
 
 nstacks=${#STACKS[@]}
-ncomm=$(wc -w <<< "$comms")
 npost=$(wc -w <<< "$posts")
-total=$(( ${#CONFIGS[@]} * trials * ${#APPS[@]} * nstacks * ncomm ))
-[ "$comm" = coll ] || total=$(( total * npost ))
+nmode=0	# (comm, post) pairs: coll runs late only
+for cm in $comms; do
+	if [ "$cm" = coll ]; then nmode=$((nmode + 1)); else nmode=$((nmode + npost)); fi
+done
+total=$(( ${#CONFIGS[@]} * trials * ${#APPS[@]} * nstacks * nmode ))
 echo "zcapps: $total runs: configurations ${configs}; programs ${apps}; stacks ${stacks}; $trials trials; comm $comm, post $post${prog_args[*]:+; program options ${prog_args[*]}}"
 [ "$has_ompi" = 1 ] || echo "zcapps: no ompi stack: no ratios to stock Open MPI"
 started=$(date +%s)
@@ -256,7 +261,7 @@ failed=0 hung=0 n=0
 run_one() {	# config app comm post stack trial
 	local cfg=$1 app=$2 cm=$3 po=$4 stack=$5 t=$6 log line rc status
 	local args=(--comm "$cm")
-	[ "$cm" = p2p ] && args+=(--post "$po")
+	[ "$cm" = coll ] || args+=(--post "$po")
 	command_of "$stack" "$cfg" "$app" "${args[@]}" "${prog_args[@]}"
 	n=$((n + 1))
 	if [ "$dry" = 1 ]; then

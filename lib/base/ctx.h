@@ -216,6 +216,9 @@ struct zcr_ctx {
 	 */
 	unsigned int nunexpected_big;
 	uint64_t post_seq;		/* receives posted so far */
+	struct zcr_list expects;	/* struct zcr_expect (match.h) */
+	uint64_t expect_turn;		/* turns handed out to them */
+	struct zcr_list preqs;		/* struct zcr_preq (persist.c) */
 	struct zcr_list peers;		/* struct zcr_peer: staging shares */
 	unsigned int npeers;
 	bool drain_pending;		/* staging freed while some stalled */

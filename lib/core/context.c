@@ -215,6 +215,8 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	zcr_list_init(&ctx->posted);
 	zcr_list_init(&ctx->unexpected);
 	zcr_list_init(&ctx->stalled);
+	zcr_list_init(&ctx->expects);
+	zcr_list_init(&ctx->preqs);
 	zcr_list_init(&ctx->acks);
 	zcr_list_init(&ctx->peers);
 	zcr_list_init(&ctx->mems);
@@ -324,6 +326,7 @@ void zcr_ctx_destroy(struct zcr_ctx *ctx)
 		ep->state = ZCR_EP_CLOSED;
 	}
 	/* Pending requests are abandoned, so they are ours to free. */
+	__zcr_preqs_fini(ctx);
 	__zcr_match_fini(ctx);
 	/* So are completed ones zcr_test/zcr_wait never returned. */
 	zcr_list_for_each_safe(pos, tmp, &ctx->done_reqs) {

@@ -33,6 +33,14 @@ int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms);
  * request it waits for writes it.
  */
 int __zcr_thread_wake_fd(void);
+/* The bodies of zcr_isend*() and zcr_irecv*() (request.c). */
+int __zcr_isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
+		size_t len, int tag, struct zcr_req **out, bool sync);
+int __zcr_irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
+		int src, int tag, struct zcr_req **out, const void *site,
+		struct zcr_expect *known);
+/* Free the persistent requests never freed (persist.c). */
+void __zcr_preqs_fini(struct zcr_ctx *ctx);
 /* Free a job's wire-up state (lib/core/job.c); NULL is ignored. */
 void __zcr_job_free(struct zcr_job *job);
 

@@ -88,8 +88,8 @@ static void req_free(struct zcr_ctx *ctx, struct zcr_req *r)
 		free(r);
 }
 
-static int isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
-		 size_t len, int tag, struct zcr_req **out, bool sync)
+int __zcr_isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
+		size_t len, int tag, struct zcr_req **out, bool sync)
 {
 	struct zcr_ctx *ctx;
 	struct zcr_req *r;
@@ -141,24 +141,28 @@ static int isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
 int zcr_isend(struct zcr_ep *ep, const void *buf, size_t len, int tag,
 	      struct zcr_req **out)
 {
-	return isend(ep, 0, buf, len, tag, out, false);
+	return __zcr_isend(ep, 0, buf, len, tag, out, false);
 }
 
 int zcr_isend_comm(struct zcr_ep *ep, uint32_t comm, const void *buf,
 		   size_t len, int tag, struct zcr_req **out)
 {
-	return isend(ep, comm, buf, len, tag, out, false);
+	return __zcr_isend(ep, comm, buf, len, tag, out, false);
 }
 
 int zcr_issend_comm(struct zcr_ep *ep, uint32_t comm, const void *buf,
 		    size_t len, int tag, struct zcr_req **out)
 {
-	return isend(ep, comm, buf, len, tag, out, true);
+	return __zcr_isend(ep, comm, buf, len, tag, out, true);
 }
 
-/* site: the caller's return address, what the predictor calls a site. */
-static int irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
-		 int src, int tag, struct zcr_req **out, const void *site)
+/*
+ * site: the caller's return address, what the predictor calls a site;
+ * known: the persistent receive starting it (persist.c), or NULL.
+ */
+int __zcr_irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
+		int src, int tag, struct zcr_req **out, const void *site,
+		struct zcr_expect *known)
 {
 	struct zcr_call c = { 0 };
 	struct zcr_req *r;
@@ -192,7 +196,9 @@ static int irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 	 * about 8000 instructions, half of an 8-byte round trip under
 	 * libzcrecv-mpi when every receive paid it.
 	 */
-	if (!__zcr_pred_small(ctx, size))
+	if (known)
+		__zcr_match_expect_started_locked(ctx, known);
+	else if (!__zcr_pred_small(ctx, size))
 		__zcr_pred_observe(ctx->pred, &c);
 	ret = __zcr_post_recv_locked(ctx, r);
 	if (!zcr_list_empty(&ctx->acks))	/* it matched a sync send */
@@ -217,15 +223,15 @@ static int irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 int zcr_irecv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
 	      struct zcr_req **out)
 {
-	return irecv(ctx, 0, buf, size, src, tag, out,
-		     __builtin_return_address(0));
+	return __zcr_irecv(ctx, 0, buf, size, src, tag, out,
+			   __builtin_return_address(0), NULL);
 }
 
 int zcr_irecv_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
 		   size_t size, int src, int tag, struct zcr_req **out)
 {
-	return irecv(ctx, comm, buf, size, src, tag, out,
-		     __builtin_return_address(0));
+	return __zcr_irecv(ctx, comm, buf, size, src, tag, out,
+			   __builtin_return_address(0), NULL);
 }
 
 /*

@@ -137,7 +137,6 @@ static size_t predict_offset(struct zcr_ctx *ctx, int src, int tag,
 	unsigned int queued = ctx->nunexpected_big, k;
 	struct zcr_call c;
 
-	*buf = NULL;
 	if (queued >= PREDICT_HORIZON)
 		return 0;
 	for (k = queued + 1; k <= queued + PREDICT_SCAN; k++) {
@@ -149,6 +148,69 @@ static size_t predict_offset(struct zcr_ctx *ctx, int src, int tag,
 		}
 	}
 	return 0;
+}
+
+void __zcr_match_expect_locked(struct zcr_ctx *ctx, struct zcr_expect *e)
+{
+	e->turn = 0;
+	zcr_list_add_tail(&e->link, &ctx->expects);
+}
+
+void __zcr_match_expect_started_locked(struct zcr_ctx *ctx,
+				       struct zcr_expect *e)
+{
+	e->turn = ++ctx->expect_turn;
+}
+
+void __zcr_match_unexpect_locked(struct zcr_ctx *ctx, struct zcr_expect *e)
+{
+	(void)ctx;
+	zcr_list_del(&e->link);
+}
+
+/*
+ * The receive known in advance that will take a message (comm, src,
+ * tag): of those that could, the one whose turn is oldest. NULL when none
+ * could. Promised the message (its turn taken) only once the message is
+ * staged for it: a stalled or deferred one asks again.
+ */
+static struct zcr_expect *expected(struct zcr_ctx *ctx, uint32_t comm,
+				   int src, int tag)
+{
+	struct zcr_expect *best = NULL;
+	struct zcr_list *pos;
+
+	for (pos = ctx->expects.next; pos != &ctx->expects; pos = pos->next) {
+		struct zcr_expect *e = zcr_container_of(pos, struct zcr_expect,
+							link);
+
+		if (e->comm != comm || !__zcr_match(e->src, e->tag, src, tag))
+			continue;
+		if (!best || e->turn < best->turn)
+			best = e;
+	}
+	return best;
+}
+
+/*
+ * Where a message (comm, src, tag) is staged: at the page offset of the
+ * receive known to take it (*known), else of the predicted one; 0 with
+ * *buf NULL when neither is known.
+ */
+static size_t landing_offset(struct zcr_ctx *ctx, uint32_t comm, int src,
+			     int tag, const void **buf,
+			     struct zcr_expect **known)
+{
+	*buf = NULL;
+	*known = NULL;
+	if (!zcr_list_empty(&ctx->expects)) {
+		*known = expected(ctx, comm, src, tag);
+		if (*known) {
+			*buf = (*known)->buf;
+			return (size_t)((uintptr_t)*buf & (ctx->page - 1));
+		}
+	}
+	return predict_offset(ctx, src, tag, buf);
 }
 
 static struct zcr_peer *peer_find(struct zcr_ctx *ctx, int rank, bool make)
@@ -305,6 +367,7 @@ void __zcr_match_release_deferred_locked(struct zcr_ctx *ctx, int src)
 static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 {
 	const struct zcr_remap_ops *ops;
+	struct zcr_expect *known = NULL;
 	struct zcr_peer *peer;
 	struct zcr_backend_state *by;
 	struct zcr_slot *slot;
@@ -330,7 +393,8 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	off = 0;
 	pbuf = NULL;
 	if (!__zcr_pred_small(ctx, a->len))
-		off = predict_offset(ctx, a->src, a->tag, &pbuf);
+		off = landing_offset(ctx, a->comm, a->src, a->tag, &pbuf,
+				     &known);
 	ops = __zcr_remap_pick(ctx, pbuf, a->len, &by);
 	if (a->may_defer && ops == &__zcr_remap_copy && ctx->defer_min &&
 	    a->len >= ctx->defer_min && a->state != ZCR_RX_STALLED &&
@@ -380,6 +444,10 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 		return -EAGAIN;
 	}
 	unstall(a);
+	if (known) {
+		known->turn = ++ctx->expect_turn;
+		ctx->st.expected++;
+	}
 	m->comm = a->comm;
 	m->src = a->src;
 	m->tag = a->tag;

@@ -170,6 +170,32 @@ void __zcr_match_mrecv_locked(struct zcr_ctx *ctx, struct zcr_req *r,
 			      void *buf, size_t size);
 /* Can an endpoint, or a peer yet to connect to our listener, bring src? */
 bool __zcr_source_possible(struct zcr_ctx *ctx, int src);
+/*
+ * A receive known in advance (a persistent receive, zcr_recv_init_comm()): its
+ * buffer is where every message it can take will land, so a message that
+ * arrives before it is started is staged at that buffer's page offset,
+ * with no prediction asked. On ctx->expects while registered. Of several
+ * that could take a message, the one started (or promised a message)
+ * longest ago is taken: receives bound to a rotation of buffers are
+ * started in turn.
+ */
+struct zcr_expect {
+	struct zcr_list link;
+	uint32_t comm;
+	int src, tag;			/* may be the wildcards */
+	const void *buf;
+	size_t size;
+	uint64_t turn;			/* last start or promise, from 1 */
+};
+
+/* Register e (its fields set); the context lock held. */
+void __zcr_match_expect_locked(struct zcr_ctx *ctx, struct zcr_expect *e);
+/* e is started now: the next message it could take is another's turn. */
+void __zcr_match_expect_started_locked(struct zcr_ctx *ctx,
+				       struct zcr_expect *e);
+/* Forget e; messages already staged for it stay where they are. */
+void __zcr_match_unexpect_locked(struct zcr_ctx *ctx, struct zcr_expect *e);
+
 /* At context destruction: free queued messages and pending receives. */
 void __zcr_match_fini(struct zcr_ctx *ctx);
 

@@ -5,14 +5,16 @@
 #   - with 2 ranks under stock Open MPI, stock MPICH, Open MPI over
 #     libzcrecv-mpi.so (ZCRECV_POLICY=auto) and MPICH over
 #     libzcrecv-mpi-mpich.so, in every --comm / --post combination the
-#     program takes; ft also over zcrecv with the copy and the remap
+#     program takes, and with --comm persist (persistent requests; late
+#     under all four, early over Open MPI with the layer); ft also over
+#     zcrecv with the copy and the remap
 #     policy (point to point); each program once with --alloc malloc
 #     over zcrecv;
 #   - with 3 ranks (ft: 4) under Open MPI, stock (both --comm) and over
 #     zcrecv (p2p), oversubscribed: Open MPI then yields while it waits;
 #     MPICH, which would spin, only runs 2 ranks here;
 #   - every run exits 0 and prints check=ok; over zcrecv every rank
-#     prints its report line, and with --comm p2p the layer carried
+#     prints its report line, and with --comm p2p and persist the layer carried
 #     messages;
 #   - all runs of one program print the same digest: the digest depends
 #     on neither the MPI, nor the comm and post modes, nor zcrecv, nor
@@ -113,7 +115,7 @@ run() {
 		return
 	fi
 	if [ $zc = 1 ] && { [ "$lines" != "$np" ] ||
-	   { [ "$comm" = p2p ] && [ "$carried" = 0 ]; }; }; then
+	   { [ "$comm" != coll ] && [ "$carried" = 0 ]; }; }; then
 		bad "$what: $lines zcrecv report lines of $np, $carried messages carried"
 		return
 	fi
@@ -141,6 +143,11 @@ for app in pes m3 nbody ft is; do
 			run zc-remap 2 $app p2p $post
 		done
 	fi
+	# Persistent requests (MPI_Send_init, MPI_Recv_init, MPI_Start).
+	for stack in ompi mpich zc-auto zcmpich; do
+		run $stack 2 $app persist late
+	done
+	run zc-auto 2 $app persist early
 	run zc-auto 2 $app p2p late --alloc malloc
 	run ompi "${more[$app]}" $app p2p late
 	run ompi "${more[$app]}" $app coll late

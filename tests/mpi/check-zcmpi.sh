@@ -9,6 +9,9 @@
 #   - mixed Fortran/C (tests/mpi/mixed.f90) shares one path, also with
 #     the `use mpi` bindings under Open MPI (tests/mpi/usempi.f90);
 #   - MPICH with the environment wire-up (ZCRECV_JOB_DIR);
+#   - tools/mpi/pingpong (2 ranks, nonblocking and persistent round trips,
+#     8 B to 128 KiB) over the layer under both MPIs: every size's row,
+#     the bytes checked by the program, messages carried;
 #   - bad use: a rank that exits mid-job makes the job fail, not hang; a
 #     job asked to use PMIx without a PMIx server says so and fails.
 # Prints one "ok"/"not ok" line per check; exits 1 on any failure.
@@ -111,7 +114,30 @@ die() {
 	fi
 }
 
+pingpong() {	# mpi lib name prog: a short pingpong over the layer
+	local mpi=$1 lib=$2 name=$3 prog=$4 cmd rows carried
+	if [ "$mpi" = ompi ]; then
+		cmd=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader
+		     -x LD_PRELOAD="$root/$bin/$lib" -x ZCRECV_REPORT=1 -np 2)
+	else
+		cmd=(mpiexec.mpich -launcher fork -n 2 -genv LD_PRELOAD "$root/$bin/$lib"
+		     -genv ZCRECV_REPORT 1)
+	fi
+	timeout 120 "${cmd[@]}" "$prog" --max 131072 --iters 200 --trials 1 \
+		> "$tmp/$name.out" 2> "$tmp/$name.err" </dev/null
+	rc=$?
+	rows=$(grep -c '^csv,' "$tmp/$name.out")
+	carried=$(grep -o 'msgs [0-9]* sent' "$tmp/$name.err" | awk '{s += $2} END {print s + 0}')
+	if [ $rc = 0 ] && [ "$rows" = 8 ] && [ "$carried" -gt 0 ]; then
+		ok "$name: 8 sizes, nonblocking and persistent, $carried messages carried"
+	else
+		bad "$name: rc $rc, $rows sizes of 8, $carried messages carried"
+		tail -5 "$tmp/$name.err"
+	fi
+}
+
 if [ -f $bin/libzcrecv-mpi.so ]; then
+	[ -x $bin/pingpong ] && pingpong ompi libzcrecv-mpi.so ompi-pingpong $bin/pingpong
 	for app in poisson matmul nbody fft cg ring mixed usempi; do
 		[ -x $bin/$app ] && same ompi libzcrecv-mpi.so "ompi-$app" $bin/$app
 	done
@@ -130,6 +156,7 @@ else
 fi
 
 if [ -f $bin/libzcrecv-mpi-mpich.so ]; then
+	[ -x $bin/pingpong-mpich ] && pingpong mpich libzcrecv-mpi-mpich.so mpich-pingpong $bin/pingpong-mpich
 	for app in poisson matmul nbody fft cg ring mixed; do
 		[ -x $bin/$app-mpich ] && same mpich libzcrecv-mpi-mpich.so "mpich-$app" $bin/$app-mpich
 	done

@@ -334,6 +334,87 @@ static void persistent(void)
 }
 
 /*
+ * Persistent requests of a page and more (bound to the library's own
+ * persistent requests): restarted many times with the messages arriving
+ * before the receive is started, every byte checked; a started receive
+ * cancelled, then started again; one freed while started still receives
+ * its message; an ANY_SOURCE one restarted beside them.
+ */
+static void persistent_large(void)
+{
+	enum { N = 5000, ROUNDS = 25 };
+	static int out[N], in[N], any[N];
+	int right = (rank + 1) % size, left = (rank + size - 1) % size;
+	int i, k, flag = 0, ok;
+	MPI_Request s, r, ra, sa;
+	MPI_Status st;
+
+	MPI_Send_init(out, N, MPI_INT, right, 60, MPI_COMM_WORLD, &s);
+	MPI_Recv_init(in, N, MPI_INT, left, 60, MPI_COMM_WORLD, &r);
+	MPI_Recv_init(any, N, MPI_INT, MPI_ANY_SOURCE, 61, MPI_COMM_WORLD,
+		      &ra);
+	for (i = 0; i < ROUNDS; i++) {
+		for (k = 0; k < N; k++)
+			out[k] = rank * 1000000 + i * 10000 + k;
+		MPI_Start(&s);
+		/* Let the message arrive before the receive is started. */
+		MPI_Barrier(MPI_COMM_WORLD);
+		MPI_Start(&r);
+		MPI_Wait(&r, &st);
+		MPI_Wait(&s, MPI_STATUS_IGNORE);
+		ok = st.MPI_SOURCE == left && st.MPI_TAG == 60;
+		for (k = 0; k < N; k++)
+			ok &= in[k] == left * 1000000 + i * 10000 + k;
+		CHECK(ok);
+		/* The wildcard one: rank 0 sends it to everyone else. */
+		if (rank == 0) {
+			for (k = 1; k < size; k++)
+				MPI_Send(out, N, MPI_INT, k, 61,
+					 MPI_COMM_WORLD);
+		} else {
+			MPI_Start(&ra);
+			MPI_Wait(&ra, &st);
+			ok = st.MPI_SOURCE == 0;
+			for (k = 0; k < N; k++)
+				ok &= any[k] == i * 10000 + k;
+			CHECK(ok);
+		}
+	}
+	/* Cancelled while started: then it receives as before. */
+	MPI_Start(&r);
+	MPI_Cancel(&r);
+	MPI_Wait(&r, &st);
+	MPI_Test_cancelled(&st, &flag);
+	CHECK(flag && r != MPI_REQUEST_NULL);
+	/* No rank sends it a message before it was cancelled. */
+	MPI_Barrier(MPI_COMM_WORLD);
+	MPI_Start(&s);
+	MPI_Start(&r);
+	MPI_Wait(&r, &st);
+	MPI_Wait(&s, MPI_STATUS_IGNORE);
+	CHECK(in[N - 1] == left * 1000000 + (ROUNDS - 1) * 10000 + N - 1);
+	/* Freed while started: its message still lands in its buffer. */
+	memset(in, 0, sizeof(in));
+	MPI_Start(&r);
+	MPI_Request_free(&r);
+	CHECK(r == MPI_REQUEST_NULL);
+	out[0] = -7;
+	MPI_Isend(out, N, MPI_INT, right, 60, MPI_COMM_WORLD, &sa);
+	MPI_Wait(&sa, MPI_STATUS_IGNORE);
+	MPI_Barrier(MPI_COMM_WORLD);
+	/* Until the layer completed it: an Iprobe drives progress. */
+	for (k = 0; k < 1000 && in[0] != -7; k++) {
+		MPI_Iprobe(left, 62, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+		usleep(1000);
+	}
+	CHECK(in[0] == -7 && in[N - 1] == out[N - 1] - rank * 1000000 +
+	      left * 1000000);
+	MPI_Request_free(&s);
+	MPI_Request_free(&ra);
+	MPI_Barrier(MPI_COMM_WORLD);
+}
+
+/*
  * Matched probes: a message claimed by MPI_Mprobe is invisible to probes
  * and receives, and MPI_Mrecv takes exactly it; MPI_Improbe/MPI_Imrecv
  * with ANY_SOURCE; MPI_PROC_NULL gives MPI_MESSAGE_NO_PROC.
@@ -576,6 +657,7 @@ int main(int argc, char **argv)
 	derived();
 	completion();
 	persistent();
+	persistent_large();
 	matched();
 	cancel_send();
 	ssend();

@@ -46,8 +46,12 @@ static void usage(const struct app_desc *d, FILE *f)
 		"  --paper          the paper's problem (an explicit --size or\n"
 		"                   --iters still wins):\n"
 		"                   %s\n"
-		"  --comm p2p|coll  how the data moves (default p2p):\n"
+		"  --comm p2p|coll|persist  how the data moves (default p2p):\n"
 		"%s\n"
+		"                   persist: as p2p, with persistent requests\n"
+		"                   (MPI_Send_init, MPI_Recv_init) made at a\n"
+		"                   call's first use and started (MPI_Start)\n"
+		"                   each time the same call comes back\n"
 		"  --post late|early  when the receives are posted (default late):\n"
 		"                   late: after the computation that precedes the\n"
 		"                   exchange, just before the sends and waits;\n"
@@ -137,9 +141,11 @@ void app_init(struct app *a, const struct app_desc *d, int argc, char **argv)
 				a->comm = APP_P2P;
 			else if (!strcmp(optarg, "coll"))
 				a->comm = APP_COLL;
+			else if (!strcmp(optarg, "persist"))
+				a->persist = 1;
 			else
-				bad_option(d, "--comm %s: expected p2p or coll",
-					   optarg);
+				bad_option(d, "--comm %s: expected p2p, coll or "
+					   "persist", optarg);
 			break;
 		case 'p':
 			if (!strcmp(optarg, "late"))
@@ -316,11 +322,14 @@ void app_begin(struct app *a)
 	a->t0 = app_now();
 }
 
+static void persist_free(struct app *a);
+
 void app_end(struct app *a)
 {
 	MPI_Barrier(MPI_COMM_WORLD);
 	a->wall = app_now() - a->t0;
 	a->timed = a->st;
+	persist_free(a);
 }
 
 static uint64_t type_bytes(MPI_Datatype t, int count)
@@ -349,6 +358,61 @@ void app_xchg_free(struct app_xchg *x)
 	x->st = NULL;
 }
 
+/*
+ * --comm persist: start the persistent request of this call (made at its
+ * first use; another one if that one is still busy) into x; 0 when the
+ * table is full and the caller starts a plain one instead.
+ */
+static int persist_start(struct app *a, struct app_xchg *x, int send,
+			 const void *buf, int count, MPI_Datatype t, int peer,
+			 int tag, MPI_Comm comm)
+{
+	struct app_persist *p;
+	int i;
+
+	for (i = 0; i < a->npers; i++) {
+		p = &a->pers[i];
+		if (!p->busy && p->send == send && p->buf == buf &&
+		    p->count == count && p->t == t && p->peer == peer &&
+		    p->tag == tag && p->comm == comm)
+			break;
+	}
+	if (i == a->npers) {
+		if (a->npers == APP_PERSIST_MAX) {
+			a->pers_plain++;
+			return 0;
+		}
+		p = &a->pers[a->npers++];
+		p->send = send;
+		p->buf = buf;
+		p->count = count;
+		p->t = t;
+		p->peer = peer;
+		p->tag = tag;
+		p->comm = comm;
+		if (send)
+			MPI_Send_init(buf, count, t, peer, tag, comm, &p->req);
+		else
+			MPI_Recv_init((void *)buf, count, t, peer, tag, comm,
+				      &p->req);
+	}
+	p = &a->pers[i];
+	MPI_Start(&p->req);
+	p->busy = 1;
+	x->req[x->n++] = p->req;
+	return 1;
+}
+
+/* Every persistent request of --comm persist freed (all waited for). */
+static void persist_free(struct app *a)
+{
+	int i;
+
+	for (i = 0; i < a->npers; i++)
+		MPI_Request_free(&a->pers[i].req);
+	a->npers = 0;
+}
+
 void app_irecv(struct app *a, struct app_xchg *x, void *buf, int count,
 	       MPI_Datatype t, int src, int tag, MPI_Comm comm)
 {
@@ -356,7 +420,9 @@ void app_irecv(struct app *a, struct app_xchg *x, void *buf, int count,
 
 	if (x->n == x->cap)
 		app_die(a, "more than %d requests outstanding", x->cap);
-	MPI_Irecv(buf, count, t, src, tag, comm, &x->req[x->n++]);
+	if (!a->persist ||
+	    !persist_start(a, x, 0, buf, count, t, src, tag, comm))
+		MPI_Irecv(buf, count, t, src, tag, comm, &x->req[x->n++]);
 	a->st.start += app_now() - t0;
 }
 
@@ -367,7 +433,9 @@ void app_isend(struct app *a, struct app_xchg *x, const void *buf, int count,
 
 	if (x->n == x->cap)
 		app_die(a, "more than %d requests outstanding", x->cap);
-	MPI_Isend(buf, count, t, dest, tag, comm, &x->req[x->n++]);
+	if (!a->persist ||
+	    !persist_start(a, x, 1, buf, count, t, dest, tag, comm))
+		MPI_Isend(buf, count, t, dest, tag, comm, &x->req[x->n++]);
 	a->st.start += app_now() - t0;
 	a->st.msgs++;
 	a->st.bytes += type_bytes(t, count);
@@ -376,9 +444,15 @@ void app_isend(struct app *a, struct app_xchg *x, const void *buf, int count,
 void app_waitall(struct app *a, struct app_xchg *x)
 {
 	double t0 = app_now();
+	int i, k;
 
 	MPI_Waitall(x->n, x->req, x->st);
 	a->st.wait += app_now() - t0;
+	/* Its persistent requests are inactive again (they keep handles). */
+	for (i = 0; i < x->n && a->npers; i++)
+		for (k = 0; k < a->npers; k++)
+			if (a->pers[k].busy && a->pers[k].req == x->req[i])
+				a->pers[k].busy = 0;
 	x->n = 0;
 }
 
@@ -616,7 +690,8 @@ int app_finish(struct app *a, const uint64_t *w, int n)
 		printf("zcapp: app=%s ranks=%d comm=%s post=%s size=%ld "
 		       "iters=%ld wall=%.6f comp=%.6f start=%.6f wait=%.6f "
 		       "bytes=%llu msgs=%llu check=%s digest=%016llx\n",
-		       a->d->name, a->nranks, comm_name[a->comm],
+		       a->d->name, a->nranks,
+		       a->persist ? "persist" : comm_name[a->comm],
 		       post_name[a->post], a->size, a->iters, a->wall,
 		       mean[0], mean[1], mean[2], (unsigned long long)bytes,
 		       (unsigned long long)msgs, ok ? "ok" : "fail",

@@ -42,10 +42,31 @@ struct app_stats {
 	uint64_t bytes, msgs;
 };
 
+/*
+ * --comm persist: the point-to-point exchanges with persistent requests,
+ * bound at a call's first use and started again each time the same call
+ * (kind, buffer, count, type, peer, tag, communicator) comes back.
+ */
+#define APP_PERSIST_MAX	64
+
+struct app_persist {
+	int send;
+	const void *buf;
+	int count, peer, tag;
+	MPI_Datatype t;
+	MPI_Comm comm;
+	MPI_Request req;
+	int busy;		/* started, not yet waited for */
+};
+
 struct app {
 	const struct app_desc *d;
 	int rank, nranks;
 	enum app_comm comm;
+	int persist;		/* --comm persist: p2p with bound requests */
+	struct app_persist pers[APP_PERSIST_MAX];
+	int npers;
+	uint64_t pers_plain;	/* calls past APP_PERSIST_MAX: not bound */
 	enum app_post post;
 	enum app_alloc alloc;
 	long size, iters;

@@ -432,6 +432,72 @@ int __zcmpi_zreq_start(struct zreq *z, int kind, const void *buf, int count,
 	return recv_into(z, (void *)buf, count, t, rank, tag);
 }
 
+/*
+ * Bind persistent z (its p* fields set, arguments checked) to a
+ * persistent request of the library where its data is contiguous and its
+ * peer a real rank; otherwise each MPI_Start takes the generic path.
+ */
+void __zcmpi_zreq_bind(struct zreq *z)
+{
+	struct zcomm *zc = z->zc;
+	struct zcr_ep *ep;
+	size_t bytes;
+	void *ptr;
+	int peer;
+
+	if (z->prank == MPI_PROC_NULL ||
+	    !contig(z->pbuf, z->pcount, z->ptype, &ptr, &bytes))
+		return;
+	z->pbytes = bytes;
+	if (z->pkind == ZR_RECV) {
+		peer = z->prank == MPI_ANY_SOURCE ? ZCRECV_ANY_SOURCE :
+		       zc->world[z->prank];
+		/* Dialled now, as recv_into() does at every start. */
+		if (peer >= 0)
+			zcr_job_ep(__zcmpi_ctx, peer, &ep);
+		if (zcr_recv_init_comm(__zcmpi_ctx, zc->id, ptr, bytes, peer,
+				       z->ptag == MPI_ANY_TAG ? ZCRECV_ANY_TAG :
+				       z->ptag, 0, &z->preq))
+			z->preq = NULL;
+		return;
+	}
+	peer = zc->world[z->prank];
+	if (zcr_job_ep(__zcmpi_ctx, peer, &ep) ||
+	    zcr_send_init_comm(ep, zc->id, ptr, bytes, z->ptag,
+			       z->pkind == ZR_SSEND ? ZCRECV_SEND_SYNC : 0,
+			       &z->preq)) {
+		z->preq = NULL;
+		return;
+	}
+	if (peer_used)
+		peer_used[peer] = 1;
+}
+
+/* MPI_Start of bound z (z->preq, reset): an MPI error code. */
+int __zcmpi_zreq_start_bound(struct zreq *z)
+{
+	int ret, peer;
+
+	if (z->pkind == ZR_RECV) {
+		z->kind = ZR_RECV;
+		z->buf = (void *)z->pbuf;
+		z->count = z->pcount;
+		z->type = z->ptype;
+		z->cap = z->pbytes;
+		peer = z->prank == MPI_ANY_SOURCE ? ZCRECV_ANY_SOURCE :
+		       z->zc->world[z->prank];
+	} else {
+		z->kind = ZR_SEND;
+		peer = z->zc->world[z->prank];
+	}
+	z->peer = peer;
+	ret = zcr_start(z->preq, &z->r);
+	if (ret)
+		return __zcmpi_comm_error(z->comm,
+					  __zcmpi_mpi_code(ret, z->kind, peer));
+	return MPI_SUCCESS;
+}
+
 /* A new request of ours for a send or receive (kind) started at once. */
 static int start_op(int kind, const void *buf, int count, MPI_Datatype t,
 		    int rank, int tag, MPI_Comm comm, struct zcomm *zc,
@@ -624,7 +690,7 @@ static void report(void)
 		"early %llu, hits %llu, remaps %llu, pages %llu, copied "
 		"%llu B, backend %s, peers %u shm %u tcp, shared %llu, "
 		"in layer %.3f s, collectives %llu calls %llu B, "
-		"deferred %llu\n",
+		"deferred %llu, expected %llu\n",
 		world_rank,
 		(unsigned long long)s.msgs_sent,
 		(unsigned long long)s.msgs_recv,
@@ -635,7 +701,8 @@ static void report(void)
 		(unsigned long long)s.shared_pulls,
 		(double)__zcmpi_layer_ns / 1e9,
 		(unsigned long long)coll_calls, (unsigned long long)coll_bytes,
-		(unsigned long long)s.deferred);
+		(unsigned long long)s.deferred,
+		(unsigned long long)s.expected);
 }
 
 int MPI_Finalize(void)

@@ -69,6 +69,13 @@ struct zreq {
 	const void *pbuf;
 	int pcount, prank, ptag;
 	MPI_Datatype ptype;
+	/*
+	 * The library's persistent request, bound once (contiguous data,
+	 * a real peer): MPI_Start starts it without looking anything up
+	 * again, and a receive's early arrivals are staged at its offset.
+	 */
+	struct zcr_preq *preq;
+	size_t pbytes;
 };
 
 #define NREQ		(1 << 20)
@@ -87,6 +94,8 @@ ZCMPI_HIDDEN int __zcmpi_type_size(MPI_Datatype t);
 ZCMPI_HIDDEN int __zcmpi_comm_error(MPI_Comm comm, int code);
 ZCMPI_HIDDEN int __zcmpi_mpi_code(int err, int kind, int peer);
 ZCMPI_HIDDEN void __zcmpi_zreq_reset(struct zreq *z);
+ZCMPI_HIDDEN void __zcmpi_zreq_bind(struct zreq *z);
+ZCMPI_HIDDEN int __zcmpi_zreq_start_bound(struct zreq *z);
 ZCMPI_HIDDEN int __zcmpi_zreq_start(struct zreq *z, int kind, const void *buf,
 				    int count, MPI_Datatype t, int rank,
 				    int tag);

@@ -71,6 +71,10 @@ struct zreq *__zcmpi_zreq_new(int kind, MPI_Comm comm, struct zcomm *zc)
 void __zcmpi_zreq_release(struct zreq *z)
 {
 	free(z->tmp);
+	if (z->preq) {
+		zcr_preq_free(z->preq);
+		z->preq = NULL;
+	}
 	z->kind = ZR_FREE;
 	pool_lock();
 	z->next = free_head;
@@ -249,6 +253,7 @@ static int persist(int kind, const void *buf, int count, MPI_Datatype t,
 	z->ptype = t;
 	z->prank = rank;
 	z->ptag = tag;
+	__zcmpi_zreq_bind(z);
 	*req = H(z);
 	return MPI_SUCCESS;
 }
@@ -293,8 +298,11 @@ int MPI_Start(MPI_Request *req)
 		LEAVE(__zcmpi_comm_error(z->comm, MPI_ERR_REQUEST));
 	__zcmpi_zreq_reset(z);
 	z->active = true;
-	ret = __zcmpi_zreq_start(z, z->pkind, z->pbuf, z->pcount, z->ptype,
-				 z->prank, z->ptag);
+	if (z->preq)
+		ret = __zcmpi_zreq_start_bound(z);
+	else
+		ret = __zcmpi_zreq_start(z, z->pkind, z->pbuf, z->pcount,
+					 z->ptype, z->prank, z->ptag);
 	if (ret)
 		z->active = false;
 	LEAVE(ret);

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * persist.c - persistent sends and receives: zcr_send_init_comm(),
+ * zcr_recv_init_comm(), zcr_start(), zcr_preq_free().
+ *
+ * A persistent request keeps its arguments, checked once, and starts an
+ * ordinary send or receive each time (request.c), so completion is the
+ * same as for zcr_isend_comm() and zcr_irecv_comm(). A persistent receive
+ * is also registered with match as a receive known in advance
+ * (struct zcr_expect): early arrivals it could take are staged at its
+ * buffer's page offset without asking the predictor.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "core/core.h"
+
+struct zcr_preq {
+	struct zcr_list link;		/* on ctx->preqs */
+	struct zcr_ctx *ctx;
+	struct zcr_ep *ep;		/* a send's */
+	bool recv;
+	bool sync;
+	uint32_t comm;
+	const void *sbuf;
+	size_t len;
+	int tag;
+	struct zcr_expect exp;		/* a receive's: buf, size, src, tag */
+};
+
+static struct zcr_preq *preq_new(struct zcr_ctx *ctx)
+{
+	struct zcr_preq *p = calloc(1, sizeof(*p));
+
+	if (p) {
+		p->ctx = ctx;
+		zcr_list_init(&p->exp.link);
+	}
+	return p;
+}
+
+int zcr_send_init_comm(struct zcr_ep *ep, uint32_t comm, const void *buf,
+		       size_t len, int tag, unsigned int flags,
+		       struct zcr_preq **out)
+{
+	struct zcr_preq *p;
+	struct zcr_ctx *ctx;
+
+	if (!ep || !out || (len && !buf) || tag < 0 ||
+	    (flags & ~ZCRECV_SEND_SYNC))
+		return -EINVAL;
+	ctx = ep->ctx;
+	if (len > ctx->max_msg)
+		return -EMSGSIZE;
+	p = preq_new(ctx);
+	if (!p)
+		return -ENOMEM;
+	p->ep = ep;
+	p->sync = flags & ZCRECV_SEND_SYNC;
+	p->comm = comm;
+	p->sbuf = buf;
+	p->len = len;
+	p->tag = tag;
+	pthread_mutex_lock(&ctx->lock);
+	zcr_list_add_tail(&p->link, &ctx->preqs);
+	pthread_mutex_unlock(&ctx->lock);
+	*out = p;
+	return 0;
+}
+
+int zcr_recv_init_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
+		       size_t size, int src, int tag, unsigned int flags,
+		       struct zcr_preq **out)
+{
+	struct zcr_preq *p;
+
+	if (!ctx || !out || (size && !buf) || src < ZCRECV_ANY_SOURCE ||
+	    tag < ZCRECV_ANY_TAG || flags)
+		return -EINVAL;
+	p = preq_new(ctx);
+	if (!p)
+		return -ENOMEM;
+	p->recv = true;
+	p->comm = comm;
+	p->exp.comm = comm;
+	p->exp.src = src;
+	p->exp.tag = tag;
+	p->exp.buf = buf;
+	p->exp.size = size;
+	pthread_mutex_lock(&ctx->lock);
+	zcr_list_add_tail(&p->link, &ctx->preqs);
+	/* Less than a page is copied wherever it lands: nothing to place. */
+	if (!__zcr_pred_small(ctx, size))
+		__zcr_match_expect_locked(ctx, &p->exp);
+	pthread_mutex_unlock(&ctx->lock);
+	*out = p;
+	return 0;
+}
+
+int zcr_start(struct zcr_preq *p, struct zcr_req **out)
+{
+	if (!p || !out)
+		return -EINVAL;
+	if (!p->recv)
+		return __zcr_isend(p->ep, p->comm, p->sbuf, p->len, p->tag,
+				   out, p->sync);
+	return __zcr_irecv(p->ctx, p->comm, (void *)p->exp.buf, p->exp.size,
+			   p->exp.src, p->exp.tag, out, NULL,
+			   zcr_list_empty(&p->exp.link) ? NULL : &p->exp);
+}
+
+/* p off the context's lists; the lock held. */
+static void preq_del_locked(struct zcr_ctx *ctx, struct zcr_preq *p)
+{
+	zcr_list_del(&p->link);
+	if (!zcr_list_empty(&p->exp.link))
+		__zcr_match_unexpect_locked(ctx, &p->exp);
+}
+
+void zcr_preq_free(struct zcr_preq *p)
+{
+	struct zcr_ctx *ctx;
+
+	if (!p)
+		return;
+	ctx = p->ctx;
+	pthread_mutex_lock(&ctx->lock);
+	preq_del_locked(ctx, p);
+	pthread_mutex_unlock(&ctx->lock);
+	free(p);
+}
+
+void __zcr_preqs_fini(struct zcr_ctx *ctx)
+{
+	struct zcr_list *pos, *tmp;
+
+	zcr_list_for_each_safe(pos, tmp, &ctx->preqs) {
+		struct zcr_preq *p = zcr_container_of(pos, struct zcr_preq,
+						      link);
+
+		preq_del_locked(ctx, p);
+		free(p);
+	}
+}

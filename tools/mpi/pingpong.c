@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * pingpong.c - a two-rank ping-pong, nonblocking (MPI_Irecv, MPI_Isend,
+ * MPI_Waitall) against persistent (MPI_Recv_init and MPI_Send_init once,
+ * then MPI_Startall, MPI_Waitall), side by side in one run: for every
+ * size, trials alternate the two forms (which goes first alternates too),
+ * and the table gives the median time per round trip of each and their
+ * ratio, with the range of the per-trial ratios. Run it under a stock MPI
+ * and with libzcrecv-mpi preloaded to compare the layers.
+ *   mpirun -np 2 pingpong [--min B] [--max B] [--iters N] [--trials T]
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXT	99
+
+static int rank;
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: mpirun -np 2 pingpong [options]\n"
+		"Round trips between ranks 0 and 1, nonblocking calls against\n"
+		"persistent requests, alternating in one run.\n"
+		"\n"
+		"Options:\n"
+		"  --min B      smallest message in bytes (default 8)\n"
+		"  --max B      largest message in bytes (default 4194304);\n"
+		"               sizes go up by factors of 4\n"
+		"  --iters N    round trips per trial at 8 B (default 4000;\n"
+		"               fewer for large messages, at least 20)\n"
+		"  --trials T   trials of each form per size, 1 to %d\n"
+		"               (default 9)\n"
+		"  -h, --help   this text\n"
+		"\n"
+		"Output: one table row per size (us per round trip, medians;\n"
+		"persist/nb below 1: persistent faster) and a CSV line per size\n"
+		"starting with \"csv,\".\n", MAXT);
+}
+
+static long number(const char *opt, const char *v, long lo, long hi)
+{
+	char *end;
+	long n = strtol(v, &end, 10);
+
+	if (!*v || *end || n < lo || n > hi) {
+		if (rank == 0)
+			fprintf(stderr, "pingpong: %s %s: expected a whole "
+				"number from %ld to %ld\n", opt, v, lo, hi);
+		MPI_Finalize();
+		exit(2);
+	}
+	return n;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* iters round trips of len bytes; seconds per round trip. */
+static double trial(int persist, char *sb, char *rb, int len, int iters,
+		    MPI_Request *pr)
+{
+	int peer = 1 - rank, i;
+	MPI_Request r[2];
+	double t0;
+
+	MPI_Barrier(MPI_COMM_WORLD);
+	t0 = MPI_Wtime();
+	for (i = 0; i < iters; i++) {
+		if (persist) {
+			/* The receive first: pr[0] is it. */
+			if (rank == 0) {
+				MPI_Startall(2, pr);
+				MPI_Waitall(2, pr, MPI_STATUSES_IGNORE);
+			} else {
+				MPI_Start(&pr[0]);
+				MPI_Wait(&pr[0], MPI_STATUS_IGNORE);
+				MPI_Start(&pr[1]);
+				MPI_Wait(&pr[1], MPI_STATUS_IGNORE);
+			}
+			continue;
+		}
+		MPI_Irecv(rb, len, MPI_BYTE, peer, 1, MPI_COMM_WORLD, &r[0]);
+		if (rank == 0) {
+			MPI_Isend(sb, len, MPI_BYTE, peer, 1, MPI_COMM_WORLD,
+				  &r[1]);
+			MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+		} else {
+			MPI_Wait(&r[0], MPI_STATUS_IGNORE);
+			MPI_Isend(sb, len, MPI_BYTE, peer, 1, MPI_COMM_WORLD,
+				  &r[1]);
+			MPI_Wait(&r[1], MPI_STATUS_IGNORE);
+		}
+	}
+	return (MPI_Wtime() - t0) / iters;
+}
+
+int main(int argc, char **argv)
+{
+	long min = 8, max = 4194304, iters = 4000, trials = 9, len;
+	double nb[MAXT], pe[MAXT], ra[MAXT], mnb, mpe;
+	int size, i, t, it, bad;
+	MPI_Request pr[2];
+	char *sb, *rb;
+
+	MPI_Init(&argc, &argv);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			if (rank == 0)
+				usage(stdout);
+			MPI_Finalize();
+			return 0;
+		}
+		if (i + 1 >= argc) {
+			if (rank == 0) {
+				fprintf(stderr, "pingpong: %s: unknown option "
+					"or missing value\n", argv[i]);
+				usage(stderr);
+			}
+			MPI_Finalize();
+			return 2;
+		}
+		if (!strcmp(argv[i], "--min"))
+			min = number(argv[i], argv[i + 1], 1, 1L << 30);
+		else if (!strcmp(argv[i], "--max"))
+			max = number(argv[i], argv[i + 1], 1, 1L << 30);
+		else if (!strcmp(argv[i], "--iters"))
+			iters = number(argv[i], argv[i + 1], 1, 100000000);
+		else if (!strcmp(argv[i], "--trials"))
+			trials = number(argv[i], argv[i + 1], 1, MAXT);
+		else {
+			if (rank == 0) {
+				fprintf(stderr, "pingpong: unknown option "
+					"'%s'\n", argv[i]);
+				usage(stderr);
+			}
+			MPI_Finalize();
+			return 2;
+		}
+		i++;
+	}
+	if (size != 2 || min > max) {
+		if (rank == 0)
+			fprintf(stderr, "pingpong: %s\n", size != 2 ?
+				"needs exactly 2 ranks" : "--min above --max");
+		MPI_Finalize();
+		return 2;
+	}
+	sb = malloc((size_t)max);
+	rb = malloc((size_t)max);
+	if (!sb || !rb) {
+		fprintf(stderr, "pingpong: out of memory\n");
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+	memset(sb, rank + 1, (size_t)max);
+	if (rank == 0)
+		printf("%10s %12s %12s %12s %17s\n", "bytes", "nb us",
+		       "persist us", "persist/nb", "(trials' range)");
+	for (len = min; len <= max; len *= 4) {
+		it = (int)(iters * 8 / (len > 8 ? len : 8));
+		if (it > iters)
+			it = (int)iters;
+		if (it < 20)
+			it = 20;
+		MPI_Recv_init(rb, (int)len, MPI_BYTE, 1 - rank, 1,
+			      MPI_COMM_WORLD, &pr[0]);
+		MPI_Send_init(sb, (int)len, MPI_BYTE, 1 - rank, 1,
+			      MPI_COMM_WORLD, &pr[1]);
+		/* Warm-up: connections, registrations, first faults. */
+		trial(0, sb, rb, (int)len, it / 10 + 1, pr);
+		trial(1, sb, rb, (int)len, it / 10 + 1, pr);
+		for (t = 0; t < trials; t++) {
+			if (t % 2) {
+				pe[t] = trial(1, sb, rb, (int)len, it, pr);
+				nb[t] = trial(0, sb, rb, (int)len, it, pr);
+			} else {
+				nb[t] = trial(0, sb, rb, (int)len, it, pr);
+				pe[t] = trial(1, sb, rb, (int)len, it, pr);
+			}
+			ra[t] = pe[t] / nb[t];
+		}
+		MPI_Request_free(&pr[0]);
+		MPI_Request_free(&pr[1]);
+		/* The received bytes are the peer's. */
+		bad = rb[0] != 2 - rank || rb[len - 1] != 2 - rank;
+		MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX,
+			      MPI_COMM_WORLD);
+		if (bad) {
+			if (rank == 0)
+				fprintf(stderr, "pingpong: %ld B: wrong bytes "
+					"received\n", len);
+			MPI_Abort(MPI_COMM_WORLD, 1);
+		}
+		if (rank)
+			continue;
+		mnb = median(nb, (int)trials) * 1e6;
+		mpe = median(pe, (int)trials) * 1e6;
+		qsort(ra, (size_t)trials, sizeof(*ra), cmp);
+		printf("%10ld %12.2f %12.2f %12.3f %8.3f-%.3f\n", len, mnb,
+		       mpe, mpe / mnb, ra[0], ra[trials - 1]);
+		printf("csv,%ld,%.3f,%.3f,%.4f,%.4f,%.4f\n", len, mnb, mpe,
+		       mpe / mnb, ra[0], ra[trials - 1]);
+		fflush(stdout);
+	}
+	free(sb);
+	free(rb);
+	MPI_Finalize();
+	return 0;
+}
