@@ -78,7 +78,8 @@ LIB_CORE      := lib/core/config.c lib/core/context.c lib/core/endpoint.c \
 		 lib/core/request.c lib/core/version.c lib/core/job.c
 # Each transport is one folder: every lib/transport/*/*.c is built.
 LIB_TRANSPORT := lib/transport/transport.c lib/transport/wire.c \
-		 lib/transport/auth.c $(sort $(wildcard lib/transport/*/*.c))
+		 lib/transport/auth.c lib/transport/sock.c \
+		 lib/transport/util.c $(sort $(wildcard lib/transport/*/*.c))
 LIB_MATCH     := lib/match/match.c
 LIB_STAGING   := lib/staging/staging.c
 LIB_REMAP     := lib/remap/engine.c lib/remap/copy.c lib/remap/kmod.c \

@@ -26,6 +26,7 @@
 struct zcr_ctx;
 struct zcr_ep;
 struct zcr_req;
+struct zcr_upgrade_ops;
 
 /**
  * struct zcr_transport_ops - one transport
@@ -89,6 +90,9 @@ struct zcr_req;
  *		connection as a control channel, and must release it with
  *		@prev->ep_close and @prev->ep_free). Returns 0 or -errno;
  *		on error the endpoint stays with @prev
+ * @upgrade:	optional. This transport can take over a connection of a
+ *		stream transport once its handshake is through; the stream
+ *		transport carries the negotiation (transport/upgrade.h)
  *
  * Receive side: for every incoming message a transport calls
  * __zcr_match_arrive_locked() with the header before it moves payload
@@ -121,6 +125,7 @@ struct zcr_transport_ops {
 	void (*ep_free)(struct zcr_ep *ep, void *ep_priv);
 	int (*adopt)(struct zcr_ep *ep, const struct zcr_transport_ops *prev,
 		     void *prev_priv, void *arg);
+	const struct zcr_upgrade_ops *upgrade;
 };
 
 /* Has ops (built with ops->size) the member m? */
