@@ -10,6 +10,8 @@
  * from's nonce). The MAC binds both ranks and the receiver's own fresh
  * nonce, so it cannot be replayed on another connection nor reflected
  * back as the other rank's (Documentation/design.md, "Wire format").
+ * The policy on top (both sides have a secret or neither, the MAC must
+ * check out) is here too, once for every transport.
  */
 #include <errno.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 
 #include "base/ctx.h"
 #include "transport/auth.h"
+#include "transport/transport.h"
 
 struct sha256 {
 	uint32_t h[8];
@@ -191,4 +194,53 @@ bool __zcr_auth_equal(const uint8_t *a, const uint8_t *b, size_t n)
 	for (i = 0; i < n; i++)
 		d |= a[i] ^ b[i];
 	return !d;
+}
+
+/*
+ * The handshake's policy, the same on every transport: both sides have a
+ * job secret, or neither; a peer's MAC must be the one ours gives.
+ */
+int __zcr_auth_hello_check(struct zcr_ep *ep, bool peer_auth, int claimed)
+{
+	if (!ep->ctx->secret_len == !peer_auth)
+		return 0;
+	__zcr_ep_fail_locked(ep, -EACCES, ep->ctx->secret_len ?
+			     "peer (claiming rank %d) does not know the job "
+			     "secret" :
+			     "peer (claiming rank %d) requires a job secret, "
+			     "we have none", claimed);
+	return -EACCES;
+}
+
+int __zcr_auth_check(struct zcr_ep *ep, int peer, uint64_t my_nonce,
+		     uint64_t peer_nonce, const uint8_t got[ZCR_AUTH_MAC_LEN])
+{
+	uint8_t want[ZCR_AUTH_MAC_LEN];
+
+	__zcr_auth_mac(ep->ctx, peer, ep->ctx->rank, my_nonce, peer_nonce,
+		       want);
+	if (__zcr_auth_equal(want, got, sizeof(want)))
+		return 0;
+	__zcr_ep_fail_locked(ep, -EACCES, "peer (claiming rank %d) failed "
+			     "authentication: another job secret", peer);
+	return -EACCES;
+}
+
+void __zcr_auth_mac_pack(const uint8_t mac[ZCR_AUTH_MAC_LEN], uint64_t *lo,
+			 uint64_t *hi)
+{
+	int i;
+
+	*lo = *hi = 0;
+	for (i = 0; i < 8; i++) {
+		*lo |= (uint64_t)mac[i] << (8 * i);
+		*hi |= (uint64_t)mac[8 + i] << (8 * i);
+	}
+}
+
+void __zcr_auth_mac_unpack(uint64_t lo, uint64_t hi,
+			   uint8_t mac[ZCR_AUTH_MAC_LEN])
+{
+	put_le(mac, lo, 8);
+	put_le(mac + 8, hi, 8);
 }

@@ -27,6 +27,7 @@
 struct zcr_ctx;
 struct zcr_ep;
 struct zcr_req;
+struct zcr_upgrade_ops;
 
 /**
  * struct zcr_transport_ops - one transport
@@ -95,6 +96,9 @@ struct zcr_req;
  *		on error the endpoint stays with @prev. Default:
  *		-EOPNOTSUPP, and __zcr_ep_handoff_locked() refuses the
  *		transport before anything changes
+ * @upgrade:	optional. This transport can take over a connection of a
+ *		stream transport once its handshake is through; the stream
+ *		transport carries the negotiation (transport/upgrade.h)
  *
  * Receive side: for every incoming message a transport calls
  * __zcr_match_arrive_locked() with the header before it moves payload
@@ -127,6 +131,7 @@ struct zcr_transport_ops {
 	void (*ep_free)(struct zcr_ep *ep, void *ep_priv);
 	int (*adopt)(struct zcr_ep *ep, const struct zcr_transport_ops *prev,
 		     void *prev_priv, void *arg);
+	const struct zcr_upgrade_ops *upgrade;
 };
 
 /*

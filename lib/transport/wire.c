@@ -90,10 +90,10 @@ int __zcr_wire_parse(const uint8_t in[ZCR_WIRE_HDR_LEN], uint64_t max_len,
 		*why = "unknown handshake flags";
 		return -EBADMSG;
 	}
-	if (h->type >= ZCR_WIRE_SHM_OFFER && h->type <= ZCR_WIRE_SHM_SWITCH &&
-	    (h->seq || h->len != (h->type == ZCR_WIRE_SHM_OFFER ?
+	if (h->type >= ZCR_WIRE_UP_OFFER && h->type <= ZCR_WIRE_UP_SWITCH &&
+	    (h->seq || h->len != (h->type == ZCR_WIRE_UP_OFFER ?
 				  ZCR_WIRE_OFFER_LEN : 0))) {
-		*why = "shm negotiation of the wrong size";
+		*why = "upgrade negotiation of the wrong size";
 		return -EMSGSIZE;
 	}
 	if (h->type == ZCR_WIRE_ACK && h->len) {

@@ -10,17 +10,21 @@
 
 #define ZCR_WIRE_MAGIC		0x3152435aU	/* "ZCR1" in little endian */
 #define ZCR_WIRE_VERSION	1	/* what a plain connection speaks */
-#define ZCR_WIRE_VERSION_MAX	2	/* 2: the shm negotiation types */
-#define ZCR_WIRE_OFFER_LEN	128
+#define ZCR_WIRE_VERSION_MAX	2	/* 2: the upgrade negotiation types */
+#define ZCR_WIRE_OFFER_LEN	128	/* an upgrade offer's body */
 #define ZCR_WIRE_HDR_LEN	32
 
 enum zcr_wire_type {
 	ZCR_WIRE_HELLO = 1,	/* handshake: see ZCR_HELLO_* below */
 	ZCR_WIRE_DATA = 2,	/* one message: src, tag, len, seq */
-	/* Version 2 only, after both HELLOs (Documentation/shm.md): */
-	ZCR_WIRE_SHM_OFFER = 3,	/* len = ZCR_WIRE_OFFER_LEN, the offer */
-	ZCR_WIRE_SHM_GRANT = 4,	/* tag 0: you may attach; else errno */
-	ZCR_WIRE_SHM_SWITCH = 5,	/* tag 0: moving to shm; else errno */
+	/*
+	 * Version 2 only, after both HELLOs: the negotiation of the
+	 * transport that may take the connection over (upgrade.h; shm,
+	 * Documentation/shm.md).
+	 */
+	ZCR_WIRE_UP_OFFER = 3,	/* len = ZCR_WIRE_OFFER_LEN, the offer */
+	ZCR_WIRE_UP_GRANT = 4,	/* tag 0: you may attach; else errno */
+	ZCR_WIRE_UP_SWITCH = 5,	/* tag 0: moving over; else errno */
 	ZCR_WIRE_AUTH = 6,	/* src; len, seq: the handshake MAC */
 	/* With ZCR_HELLO_SYNC on both HELLOs: */
 	ZCR_WIRE_ACK = 7,	/* src; seq: number of the DATA now matched */

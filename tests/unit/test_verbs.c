@@ -8,6 +8,8 @@
  * arrival is deterministic: a message sent before its receive is posted
  * is staged. Every payload is checked byte for byte.
  */
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -219,6 +221,68 @@ ZT_TEST(job_secret)
 	ZT_ASSERT(zcr_ep_rank(e) < 0);
 	zcr_ctx_destroy(c1);
 	zcr_ctx_destroy(c0);
+}
+
+/* What zcr_ctx_listen(addr) of a fresh rank-0 context printed; *ret. */
+static void listen_said(const char *secret, const char *addr, int *ret,
+			char *msg, size_t len)
+{
+	struct zcr_ctx_attr a = { .job_secret = secret };
+	struct zcr_ctx *c;
+	int saved = dup(2), p[2];
+	ssize_t n;
+
+	ZT_EXPECT_EQ(zcr_ctx_create_sized(&a, sizeof(a), &c), 0);
+	ZT_ASSERT(saved >= 0 && pipe(p) == 0);
+	fflush(stderr);
+	dup2(p[1], 2);
+	*ret = zcr_ctx_listen(c, addr);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	close(p[1]);
+	n = read(p[0], msg, len - 1);
+	msg[n > 0 ? n : 0] = 0;
+	close(p[0]);
+	zcr_ctx_destroy(c);
+}
+
+/*
+ * A verbs listener on a non-loopback address needs a job secret, as a TCP
+ * one does: without one both are refused with -EACCES and the same
+ * message; with one the verbs listener takes the address. The address is
+ * one of this machine's, the one rxe0 runs on in the VM (dummy0).
+ */
+ZT_TEST(listen_off_loopback_needs_a_secret_as_tcp)
+{
+	struct ifaddrs *ifa, *i;
+	char host[64] = "", addr[96], tcp_msg[256], verbs_msg[256];
+	int ret;
+
+	need_device();
+	ZT_ASSERT(getifaddrs(&ifa) == 0);
+	for (i = ifa; i && !host[0]; i = i->ifa_next)
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+		    !(i->ifa_flags & IFF_LOOPBACK))
+			inet_ntop(AF_INET, &((struct sockaddr_in *)
+				  i->ifa_addr)->sin_addr, host, sizeof(host));
+	freeifaddrs(ifa);
+	if (!host[0])
+		ZT_SKIP("no non-loopback IPv4 address here");
+	snprintf(addr, sizeof(addr), "tcp://%s:0", host);
+	listen_said(NULL, addr, &ret, tcp_msg, sizeof(tcp_msg));
+	ZT_EXPECT_EQ(ret, -EACCES);
+	snprintf(addr, sizeof(addr), "verbs://%s:0", host);
+	listen_said(NULL, addr, &ret, verbs_msg, sizeof(verbs_msg));
+	ZT_EXPECT_EQ(ret, -EACCES);
+	ZT_ASSERT_MSG(strstr(tcp_msg, "needs a job secret"), "tcp: %s",
+		      tcp_msg);
+	ZT_ASSERT_MSG(!strcmp(tcp_msg, verbs_msg), "tcp: %s verbs: %s",
+		      tcp_msg, verbs_msg);
+	listen_said("verbs-listen-secret", addr, &ret, verbs_msg,
+		    sizeof(verbs_msg));
+	ZT_ASSERT_MSG(ret > 0, "verbs listen on %s with a secret: %s", host,
+		      strerror(-ret));
 }
 
 /*

@@ -128,8 +128,8 @@ static void check_accepted(const struct zcr_wire_hdr *g)
 		ZT_ASSERT(!g->tag);
 	if (g->type == ZCR_WIRE_ACK)
 		ZT_ASSERT(!g->tag && !g->len);
-	if (g->type >= ZCR_WIRE_SHM_OFFER && g->type <= ZCR_WIRE_SHM_SWITCH)
-		ZT_ASSERT(!g->seq && g->len == (g->type == ZCR_WIRE_SHM_OFFER ?
+	if (g->type >= ZCR_WIRE_UP_OFFER && g->type <= ZCR_WIRE_UP_SWITCH)
+		ZT_ASSERT(!g->seq && g->len == (g->type == ZCR_WIRE_UP_OFFER ?
 						ZCR_WIRE_OFFER_LEN : 0));
 }
 

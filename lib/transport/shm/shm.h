@@ -5,7 +5,7 @@
  * segment with an eventfd doorbell, handing both descriptors to the peer
  * with pidfd_getfd(2), and single-copy payload moves with
  * process_vm_readv(2). Nothing here knows about TCP, endpoints or
- * matching: lib/transport/shm/transport.c glues it to the library.
+ * matching: shm_tp.c glues it to the library.
  *
  * Nothing is ever named in a file system: the segment is a memfd, so it
  * disappears with the last process that maps it or holds its descriptor,
@@ -307,12 +307,14 @@ struct zcr_shm_adopt {
 };
 
 /*
- * The negotiation the TCP handshake runs for the shm transport
- * (lib/transport/shm/offer.c). Each side sends an offer (its host, pid
- * and ring descriptors, or that it declines); on the peer's offer it lets
- * the peer ptrace-access it and says so (GRANT); on the peer's GRANT it
- * fetches the peer's ring and says whether that worked (SWITCH). When
- * both SWITCHes said yes, the endpoint moves to the shm transport.
+ * The negotiation a TCP connection carries for the shm transport once its
+ * handshake is through (lib/transport/shm/upgrade.c, the transport's
+ * upgrade hook; its offer's body in offer.c). Each side sends an offer
+ * (its host, pid and ring descriptors, or that it declines); on the
+ * peer's offer it lets the peer ptrace-access it and says so (GRANT); on
+ * the peer's GRANT it fetches the peer's ring and says whether that
+ * worked (SWITCH). When both SWITCHes said yes, the endpoint moves to the
+ * shm transport.
  */
 #define ZCR_SHM_OFFER_LEN	128
 
@@ -338,5 +340,9 @@ int __zcr_shm_offer_take(struct zcr_shm_nego *n,
 int __zcr_shm_attach_peer(struct zcr_shm_nego *n);
 /* Release whatever n holds (the shm transport did not adopt it). */
 void __zcr_shm_nego_release(struct zcr_shm_nego *n);
+
+struct zcr_upgrade_ops;
+/* The shm transport's upgrade hook (upgrade.c; transport/upgrade.h). */
+extern const struct zcr_upgrade_ops __zcr_shm_upgrade;
 
 #endif /* ZCR_SHM_H */

@@ -67,7 +67,7 @@ static int verbs_init(struct zcr_ctx *ctx, void **priv)
 	if (!vc)
 		return -ENOMEM;
 	zcr_list_init(&vc->eps);
-	vc->lfd = -1;
+	__zcr_listener_init(&vc->ls);
 	pthread_mutex_init(&vc->dev_lock, NULL);
 	/* The device is opened at the first listen or connect: keep these. */
 	if (env[ZCR_ENV_VERBS_DEV].s)
@@ -117,8 +117,7 @@ static void verbs_fini(struct zcr_ctx *ctx, void *priv)
 		if (vc->cache[i].mr)
 			ibv_dereg_mr(vc->cache[i].mr);
 	free(vc->cache);
-	if (vc->lfd >= 0)
-		close(vc->lfd);
+	__zcr_listener_close(&vc->ls);
 	if (vc->pd && !foreign(vc))
 		ibv_dealloc_pd(vc->pd);
 	if (vc->dev && !foreign(vc))
@@ -198,7 +197,7 @@ static unsigned int verbs_poll_fill(struct zcr_ctx *ctx, void *priv,
 {
 	struct vctx *vc = priv;
 	struct zcr_list *pos;
-	unsigned int k = 0;
+	unsigned int k;
 	uint64_t until = 0;
 	bool work = false;
 
@@ -237,10 +236,7 @@ static unsigned int verbs_poll_fill(struct zcr_ctx *ctx, void *priv,
 	}
 	if (work)
 		*deadline = 0;
-	if (vc->lfd >= 0 && k < max) {
-		pfd[k].fd = vc->lfd;
-		pfd[k++].events = POLLIN;
-	}
+	k = __zcr_listener_poll_fill(&vc->ls, pfd, max, deadline);
 	for (pos = vc->eps.next; pos != &vc->eps; pos = pos->next) {
 		struct vep *ve = zcr_container_of(pos, struct vep, link);
 
@@ -480,6 +476,7 @@ ZCR_TRANSPORT(verbs) = {
 	.start = __zcr_verbs_start,
 	.poll_max = verbs_poll_max,
 	.poll_fill = verbs_poll_fill,
+	.poll_done = __zcr_verbs_poll_done,
 	.progress = verbs_progress,
 	.send = __zcr_verbs_send,
 	.ep_close = verbs_ep_close,

@@ -3,13 +3,12 @@
  * verbs_conn.c - the verbs transport's connection set-up: the TCP
  * connection of its own that carries the HELLO, the job secret's MAC and
  * the READY byte each way, the queue pair brought to RTS, and the
- * listener. The protocol is described in verbs.c.
+ * listener. The sockets, the listening rule and the handshake's secret
+ * policy are every transport's (transport/sock.c, transport/auth.c).
+ * The protocol is described in verbs.c.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,78 +21,35 @@
 
 #include "base/ctx.h"
 #include "transport/auth.h"
+#include "transport/sock.h"
 #include "transport/transport.h"
 #include "transport/verbs/verbs_priv.h"
 #include "transport/wire.h"
 
 /* ---- TCP set-up connection ---------------------------------------------- */
 
-/* "HOST:PORT" or "[V6]:PORT" into getaddrinfo results. */
-static int resolve(const char *hostport, bool passive, struct addrinfo **res)
-{
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
-	char host[256];
-	const char *colon = strrchr(hostport, ':');
-	size_t hl;
-	int ret;
-
-	if (!colon || !colon[1])
-		return -EINVAL;
-	hl = (size_t)(colon - hostport);
-	if (hl && hostport[0] == '[' && hostport[hl - 1] == ']') {
-		hostport++;
-		hl -= 2;
-	}
-	if (hl >= sizeof(host))
-		return -EINVAL;
-	memcpy(host, hostport, hl);
-	host[hl] = 0;
-	if (passive)
-		hints.ai_flags = AI_PASSIVE;
-	ret = getaddrinfo(hl ? host : NULL, colon + 1, &hints, res);
-	if (ret)
-		return ret == EAI_NONAME ? -EHOSTUNREACH : -EAGAIN;
-	return 0;
-}
-
+/*
+ * The listener is TCP's, with its rule (transport/sock.c): without a job
+ * secret, loopback only; a non-loopback address is refused with the same
+ * error and message. The rule comes before the device: a refused address
+ * is refused on any machine.
+ */
 int __zcr_verbs_listen(struct zcr_ctx *ctx, void *priv, const char *addr)
 {
 	struct vctx *vc = priv;
-	struct addrinfo *ai;
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	int fd, ret, one = 1;
+	int port, ret;
 
-	(void)ctx;
-	if (vc->lfd >= 0)
-		return -EBUSY;
+	port = __zcr_sock_listen(ctx, &vc->ls, addr);
+	if (port < 0)
+		return port;
 	ret = __zcr_verbs_dev_open(vc);
-	if (ret)
-		return ret;
-	ret = resolve(addr, true, &ai);
-	if (ret)
-		return ret;
-	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-		    0);
-	if (fd < 0) {
-		freeaddrinfo(ai);
-		return -errno;
-	}
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 64) ||
-	    getsockname(fd, (struct sockaddr *)&ss, &sl)) {
-		ret = -errno;
-		freeaddrinfo(ai);
-		close(fd);
+	if (ret) {
+		pthread_mutex_lock(&ctx->lock);
+		__zcr_listener_close(&vc->ls);
+		pthread_mutex_unlock(&ctx->lock);
 		return ret;
 	}
-	freeaddrinfo(ai);
-	pthread_mutex_lock(&ctx->lock);
-	vc->lfd = fd;
-	pthread_mutex_unlock(&ctx->lock);
-	return ntohs(ss.ss_family == AF_INET6 ?
-		     ((struct sockaddr_in6 *)&ss)->sin6_port :
-		     ((struct sockaddr_in *)&ss)->sin_port);
+	return port;
 }
 
 /*
@@ -107,14 +63,13 @@ static int vep_new(struct zcr_ctx *ctx, struct vctx *vc, int fd,
 	struct ibv_qp_attr qa = { 0 };
 	struct vep *ve = calloc(1, sizeof(*ve));
 	uint32_t i;
-	int ret = -ENOMEM, one = 1;
+	int ret = -ENOMEM;
 
 	if (!ve)
 		return -ENOMEM;
 	ve->vc = vc;
 	ve->fd = fd;
 	zcr_list_init(&ve->link);
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	ve->memlen = (size_t)(NRECV + NSEND) * CELL + BOUNCE;
 	ve->mem = mmap(NULL, ve->memlen, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -204,33 +159,15 @@ int __zcr_verbs_connect(struct zcr_ctx *ctx, void *priv, const char *addr,
 			void **ep_priv)
 {
 	struct vctx *vc = priv;
-	struct addrinfo *ai, *p;
 	struct vep *ve;
-	int fd = -1, ret;
+	int fd, ret;
 
 	ret = __zcr_verbs_dev_open(vc);
 	if (ret)
 		return ret;
-	ret = resolve(addr, false, &ai);
-	if (ret)
-		return ret;
-	ret = -ECONNREFUSED;
-	for (p = ai; p; p = p->ai_next) {
-		fd = socket(p->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0) {
-			ret = -errno;
-			continue;
-		}
-		if (!connect(fd, p->ai_addr, p->ai_addrlen))
-			break;
-		ret = -errno;
-		close(fd);
-		fd = -1;
-	}
-	freeaddrinfo(ai);
+	fd = __zcr_sock_dial(addr);
 	if (fd < 0)
-		return ret;
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+		return fd;
 	pthread_mutex_lock(&ctx->lock);
 	ret = vep_new(ctx, vc, fd, &ve);
 	pthread_mutex_unlock(&ctx->lock);
@@ -260,6 +197,7 @@ void __zcr_verbs_start(struct zcr_ep *ep)
 	ve->ep = ep;
 	zcr_list_add_tail(&ve->link, &ve->vc->eps);
 	ve->vc->n++;
+	__zcr_sock_peer_name(ep, ve->fd);
 	snprintf(ep->errmsg, sizeof(ep->errmsg), "verbs");
 	ret = send_all(ve, &ve->mine, sizeof(ve->mine));
 	if (ret)
@@ -313,16 +251,13 @@ static int qp_connect(struct vep *ve)
 	return 0;
 }
 
-static void mac_of(struct vep *ve, bool ours, uint8_t mac[ZCR_AUTH_MAC_LEN])
+/* Our MAC: the job secret over both ranks and nonces (auth.c). */
+static void mac_ours(struct vep *ve, uint8_t mac[ZCR_AUTH_MAC_LEN])
 {
 	struct zcr_ctx *ctx = ve->ep->ctx;
 
-	if (ours)
-		__zcr_auth_mac(ctx, ctx->rank, ve->peer.rank, ve->peer.nonce,
-			       ve->mine.nonce, mac);
-	else
-		__zcr_auth_mac(ctx, ve->peer.rank, ctx->rank, ve->mine.nonce,
-			       ve->peer.nonce, mac);
+	__zcr_auth_mac(ctx, ctx->rank, ve->peer.rank, ve->peer.nonce,
+		       ve->mine.nonce, mac);
 }
 
 /* One handshake step is complete in ve->in. false: the endpoint failed. */
@@ -352,15 +287,9 @@ static bool hs_step(struct zcr_ep *ep)
 					     bad);
 			return false;
 		}
-		if (!ctx->secret_len != !(ve->peer.flags & ZCR_HELLO_AUTH)) {
-			__zcr_ep_fail_locked(ep, -EACCES, ctx->secret_len ?
-					     "peer (claiming rank %d) does not "
-					     "know the job secret" :
-					     "peer (claiming rank %d) requires "
-					     "a job secret, we have none",
-					     ve->peer.rank);
+		if (__zcr_auth_hello_check(ep, ve->peer.flags & ZCR_HELLO_AUTH,
+					   ve->peer.rank))
 			return false;
-		}
 		ep->peer_max_msg = ve->peer.max_msg ? ve->peer.max_msg :
 				   UINT64_MAX;
 		ret = qp_connect(ve);
@@ -370,7 +299,7 @@ static bool hs_step(struct zcr_ep *ep)
 			return false;
 		}
 		if (ctx->secret_len) {
-			mac_of(ve, true, mac);
+			mac_ours(ve, mac);
 			ve->stage = 1;
 			ret = send_all(ve, mac, sizeof(mac));
 		} else {
@@ -378,14 +307,9 @@ static bool hs_step(struct zcr_ep *ep)
 			ret = send_all(ve, "R", 1);
 		}
 	} else if (ve->stage == 1) {
-		mac_of(ve, false, mac);
-		if (!__zcr_auth_equal(mac, ve->in, sizeof(mac))) {
-			__zcr_ep_fail_locked(ep, -EACCES, "peer (claiming rank "
-					     "%d) failed authentication: "
-					     "another job secret",
-					     ve->peer.rank);
+		if (__zcr_auth_check(ep, ve->peer.rank, ve->mine.nonce,
+				     ve->peer.nonce, ve->in))
 			return false;
-		}
 		ve->stage = 2;
 		ret = send_all(ve, "R", 1);
 	} else {
@@ -449,30 +373,28 @@ int __zcr_verbs_rx_sock(struct zcr_ep *ep)
 	return 0;
 }
 
+/* A set-up connection accepted: its verbs state (sock.h, zcr_accept_fn). */
+static int accept_one(struct zcr_ctx *ctx, void *arg, int fd, void **ep_priv)
+{
+	struct vep *ve;
+	int ret = vep_new(ctx, arg, fd, &ve);
+
+	if (!ret)
+		*ep_priv = ve;
+	return ret;
+}
+
 int __zcr_verbs_accept_all(struct zcr_ctx *ctx, struct vctx *vc)
 {
-	int n = 0, fd, ret;
-	struct vep *ve;
+	return __zcr_listener_accept(ctx, &vc->ls, &__zcr_transport_verbs,
+				     accept_one, vc);
+}
 
-	while (vc->lfd >= 0) {
-		fd = accept4(vc->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (fd < 0)
-			break;
-		if (__zcr_ep_live_locked(ctx) >= ctx->max_conns) {
-			close(fd);
-			continue;
-		}
-		ret = vep_new(ctx, vc, fd, &ve);
-		if (ret) {
-			if (!ctx->quiet)
-				fprintf(stderr, "zcrecv: rank %d: verbs: "
-					"cannot set up a connection: %s\n",
-					ctx->rank, strerror(-ret));
-			close(fd);
-			continue;
-		}
-		if (__zcr_ep_new_locked(ctx, &__zcr_transport_verbs, ve, true))
-			n++;
-	}
-	return n;
+void __zcr_verbs_poll_done(struct zcr_ctx *ctx, void *priv,
+			   const struct pollfd *pfd, unsigned int n)
+{
+	struct vctx *vc = priv;
+
+	(void)ctx;
+	__zcr_listener_poll_done(&vc->ls, pfd, n);
 }

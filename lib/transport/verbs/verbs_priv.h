@@ -19,6 +19,7 @@
 #include <infiniband/verbs.h>
 
 #include "base/ctx.h"
+#include "transport/sock.h"
 #include "transport/verbs/verbs.h"
 
 #define HDR		64
@@ -99,7 +100,7 @@ struct rc_ent {
 struct vctx {
 	struct zcr_list eps;		/* struct vep */
 	unsigned int n;
-	int lfd;			/* listener, or -1 */
+	struct zcr_listener ls;		/* the set-up connections' */
 	pthread_mutex_t dev_lock;	/* the lazy device open */
 	bool dev_tried;
 	int dev_err;
@@ -236,6 +237,8 @@ int __zcr_verbs_connect(struct zcr_ctx *ctx, void *priv, const char *addr,
 void __zcr_verbs_start(struct zcr_ep *ep);
 int __zcr_verbs_rx_sock(struct zcr_ep *ep);
 int __zcr_verbs_accept_all(struct zcr_ctx *ctx, struct vctx *vc);
+void __zcr_verbs_poll_done(struct zcr_ctx *ctx, void *priv,
+			   const struct pollfd *pfd, unsigned int n);
 
 /* verbs_send.c: sending */
 int __zcr_verbs_post_msg(struct vep *ve, struct vhdr *h, const void *payload,

@@ -13,6 +13,7 @@
 
 #include "base/ctx.h"
 #include "transport/transport.h"
+#include "transport/util.h"
 #include "transport/verbs/verbs_priv.h"
 
 /* ---- sending ---- */
@@ -136,9 +137,7 @@ int __zcr_verbs_push_sends(struct zcr_ep *ep)
 				goto fail;
 			ve->credits--;
 			zcr_list_del(&r->link);
-			ctx->st.msgs_sent++;
-			ctx->st.bytes_sent += r->len;
-			__zcr_req_complete_locked(r, 0);
+			__zcr_ep_send_done_locked(ep, r);
 			n++;
 			continue;
 		}
@@ -178,7 +177,6 @@ fail:
  */
 bool __zcr_verbs_fin_send(struct zcr_ep *ep, uint64_t cookie)
 {
-	struct zcr_ctx *ctx = ep->ctx;
 	struct zcr_list *pos;
 
 	for (pos = ep->sendq.next; pos != &ep->sendq; pos = pos->next) {
@@ -188,9 +186,7 @@ bool __zcr_verbs_fin_send(struct zcr_ep *ep, uint64_t cookie)
 			continue;
 		__zcr_verbs_unannounce(V(ep), r);
 		zcr_list_del(&r->link);
-		ctx->st.msgs_sent++;
-		ctx->st.bytes_sent += r->len;
-		__zcr_req_complete_locked(r, 0);
+		__zcr_ep_send_done_locked(ep, r);
 		return true;
 	}
 	return false;

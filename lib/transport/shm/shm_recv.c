@@ -1,0 +1,479 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * shm_recv.c - the shm transport's receiving side: the cell at our ring's
+ * head checked and handed to match, its payload copied out (eager) or
+ * pulled from the sender (RTS; shared with a sender that waits, shm.h),
+ * deferred announcements, MATCHED cells, and a peer that closes or exits.
+ * Described in shm_tp.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "base/ctx.h"
+#include "match/match.h"
+#include "transport/shm/shm.h"
+#include "transport/shm/shm_priv.h"
+#include "transport/transport.h"
+
+/*
+ * An announced message with no receive posted for it, while our own
+ * announced send to that peer has not completed here yet: the
+ * application is most likely about to see that send complete and post
+ * the receive (a ping-pong's answer overtaking the sender's return from
+ * its send). Leave it unread for up to this long rather than pull it
+ * into staging and copy it a second time.
+ */
+static void drop_open(struct zcr_ep *ep);
+
+/*
+ * The peer closed the connection or exited (why). Our sends to it will
+ * not be read: what it consumed completes, the rest fails. What it sent
+ * us stays to be read (rx_ep()), but for its announcements: nothing to
+ * pull from any more (dropped, drop_open()). With nothing left in the
+ * ring, the endpoint fails now.
+ */
+static void peer_gone(struct zcr_ep *ep, const char *why)
+{
+	struct shm_ep *se = S(ep);
+
+	se->gone = why;
+	__zcr_shm_settle_sends(ep);
+	__zcr_ep_fail_sends_locked(ep, -ECONNRESET);
+	if (se->cell_open && se->cur.type == ZCR_SHM_RTS)
+		drop_open(ep);		/* nothing to pull from any more */
+	if (!se->cell_open && !__zcr_shm_ring_ready(&se->in))
+		__zcr_ep_fail_locked(ep, -ECONNRESET, "%s", why);
+}
+
+/*
+ * A MATCHED cell at our ring's head: the peer matched our synchronous
+ * message h->seq. Consumed here; false when the endpoint failed.
+ */
+static bool take_matched(struct zcr_ep *ep, const struct zcr_shm_cell *h)
+{
+	struct shm_ep *se = S(ep);
+
+	if (!ep->sync_ok || h->src != ep->rank) {
+		ep->ctx->st.bad_headers++;
+		__zcr_ep_fail_locked(ep, -EPROTO, "shm: acknowledgement out of "
+				     "protocol (src %d, seq %llu)", h->src,
+				     (unsigned long long)h->seq);
+		return false;
+	}
+	__zcr_shm_ring_consume(&se->in);
+	kick_peer(se);			/* a full ring has room again */
+	/*
+	 * An announced synchronous send moves to the ACK queue when we see
+	 * the peer pulled it; the peer may have matched it in the same
+	 * breath, before we looked: look now.
+	 */
+	__zcr_shm_push_sends(ep, false);
+	__zcr_ep_acked_locked(ep, h->seq);
+	return ep->state == ZCR_EP_OPEN;
+}
+
+/*
+ * The header at our ring's head, checked; false when the endpoint failed
+ * or the cell was not a message (an acknowledgement, taken here: then
+ * *again is set).
+ */
+static bool open_cell(struct zcr_ep *ep, const struct zcr_shm_cell *c,
+		      bool *again)
+{
+	struct shm_ep *se = S(ep);
+	struct zcr_shm_cell *h = &se->cur;
+
+	memcpy(h, c, sizeof(*h));	/* the peer may scribble on c */
+	se->live = (struct zcr_shm_cell *)c;
+	*again = false;
+	if (h->type == ZCR_SHM_MATCHED) {
+		*again = take_matched(ep, h);
+		return false;
+	}
+	if ((h->type != ZCR_SHM_EAGER && h->type != ZCR_SHM_RTS) ||
+	    (h->flags & ~ZCR_SHM_F_SYNC) ||
+	    ((h->flags & ZCR_SHM_F_SYNC) && !ep->sync_ok) ||
+	    h->src != ep->rank || h->tag < 0 ||
+	    h->seq != ep->recv_seq + 1 || h->len > ep->ctx->max_msg ||
+	    (h->type == ZCR_SHM_EAGER &&
+	     (zcr_shm_cells_for(&se->in, h->len) > ZCR_SHM_FRAG_CELLS ||
+	      zcr_shm_cells_for(&se->in, h->len) >
+	      __zcr_shm_ring_ready(&se->in)))) {
+		ep->ctx->st.bad_headers++;
+		__zcr_ep_fail_locked(ep, -EPROTO, "shm: cell out of protocol "
+				     "(type %u, src %d, seq %llu, len %llu)",
+				     h->type, h->src,
+				     (unsigned long long)h->seq,
+				     (unsigned long long)h->len);
+		return false;
+	}
+	ep->recv_seq = h->seq;
+	se->cell_open = true;
+	return true;
+}
+
+/*
+ * The sender took the first part of the open cell's copy: -EINPROGRESS
+ * while it writes; then 0 or -errno once every byte is in (a part it
+ * failed to write, or anything else it left in the cell, we pull
+ * ourselves). No timeout: until the sender says it is done or exits, it
+ * may write into the destination, so the receive may not complete.
+ */
+static void learn_share(struct shm_ep *se, uint64_t its_ns)
+{
+	se->help_share = __zcr_shm_share_next(se->help_share,
+					      se->help_own,
+					      se->help_own_ns, se->help_part,
+					      its_ns);
+	se->help_t0 = 0;
+}
+
+static int help_settle(struct zcr_ep *ep)
+{
+	struct shm_ep *se = S(ep);
+	int32_t st = __atomic_load_n(&se->live->status, __ATOMIC_SEQ_CST);
+	uint64_t now = zcr_now_ns();
+
+	if (st == ZCR_SHM_HELP_TAKEN) {
+		se->help_seen = now;
+		return -EINPROGRESS;
+	}
+	se->help_wait = false;
+	if (st == ZCR_SHM_REVOKED) {	/* the sender closed meanwhile */
+		se->help_t0 = 0;
+		return -ECONNRESET;
+	}
+	/*
+	 * It ended after our part, between our last look (spinning, or
+	 * its doorbell waking us) and now: learn if that tells its time
+	 * well enough (not after we slept past a timeout, or went back to
+	 * the application, before looking again).
+	 */
+	if (st == ZCR_SHM_HELP_DONE && !se->help_ret && se->help_t0 &&
+	    se->help_seen && now - se->help_seen <= (now - se->help_t0) / 4)
+		learn_share(se, now - se->help_t0);
+	se->help_t0 = 0;
+	if (se->help_ret)
+		return se->help_ret;
+	if (st == ZCR_SHM_HELP_DONE) {
+		ep->ctx->st.shared_pulls++;
+		return 0;
+	}
+	return __zcr_shm_pull(se->peer, ep->rx.dst, se->cur.addr,
+			      se->help_part);
+}
+
+/*
+ * Pull n bytes of the open RTS cell into dst, the first part shared with
+ * the sender (shm.h, enum zcr_shm_help). 0, -errno, or -EINPROGRESS
+ * while the sender writes its part (help_settle() says when it is in).
+ */
+static int shared_pull(struct zcr_ep *ep, char *dst, uint64_t n)
+{
+	struct shm_ep *se = S(ep);
+	struct zcr_shm_cell *c = se->live;
+	uint64_t src = se->cur.addr, part;
+	uintptr_t pg = ep->ctx->page;
+	int32_t st = ZCR_SHM_HELP_OFFERED;
+	uint64_t t0;
+	int ret;
+
+	/* The sender's share (shm.h), at a page boundary of dst. */
+	part = (((uintptr_t)dst + n / ZCR_SHM_SHARE_ONE * se->help_share) &
+		~(pg - 1)) - (uintptr_t)dst;
+	if (!part || part >= n)
+		return __zcr_shm_pull(se->peer, dst, src, n);
+	__atomic_store_n(&c->cookie, (uint64_t)(uintptr_t)dst,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&c->pad[0], part, __ATOMIC_RELAXED);
+	/*
+	 * Only over a fresh word: the cell may have waited open (no room
+	 * yet) while its sender closed and revoked it (settle_sends()); a
+	 * plain store would erase that, and the message be delivered with
+	 * whatever the application wrote into the buffer since.
+	 */
+	st = ZCR_SHM_HELP_NONE;
+	if (!__atomic_compare_exchange_n(&c->status, &st,
+					 ZCR_SHM_HELP_OFFERED, false,
+					 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+		if (st == ZCR_SHM_REVOKED)
+			return -ECONNRESET;
+		return __zcr_shm_pull(se->peer, dst, src, n);
+	}
+	st = ZCR_SHM_HELP_OFFERED;
+	t0 = zcr_now_ns();
+	ret = __zcr_shm_pull(se->peer, dst + part, src + part, n - part);
+	if (__atomic_compare_exchange_n(&c->status, &st,
+					ZCR_SHM_HELP_WITHDRAWN, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		/* Not taken: a step back towards half, so that a share
+		 * grown large (our part, the window to take it, small)
+		 * cannot keep every later offer untaken. */
+		if (se->help_share > ZCR_SHM_SHARE_ONE / 2)
+			se->help_share -= ZCR_SHM_SHARE_STEP / 2;
+		return ret ? ret : __zcr_shm_pull(se->peer, dst, src, part);
+	}
+	/*
+	 * Taken (or the peer wrote something else): even if our part
+	 * failed, wait until the sender is done with dst.
+	 */
+	se->help_wait = true;
+	se->help_ret = ret;
+	se->help_part = part;
+	se->help_own = n - part;
+	se->help_seen = zcr_now_ns();
+	se->help_own_ns = se->help_seen - t0;
+	se->help_t0 = ret ? 0 : t0;
+	if (se->help_t0 && st == ZCR_SHM_HELP_DONE)
+		learn_share(se, 0);	/* done before we were */
+	return help_settle(ep);
+}
+
+/*
+ * Every byte of the open RTS is in: say so in its cell, unless the sender
+ * revoked it first (it closed the connection, and its buffer may hold
+ * other bytes by now). shm.h, ZCR_SHM_CONSUMED. 0, -ECONNRESET, or
+ * -EPROTO for a sender that keeps changing the word.
+ */
+static int claim_cell(struct shm_ep *se)
+{
+	int32_t st = __atomic_load_n(&se->live->status, __ATOMIC_SEQ_CST);
+	int tries;
+
+	for (tries = 0; tries < 8; tries++) {
+		if (st == ZCR_SHM_REVOKED)
+			return -ECONNRESET;
+		if (__atomic_compare_exchange_n(&se->live->status, &st,
+						ZCR_SHM_CONSUMED, false,
+						__ATOMIC_SEQ_CST,
+						__ATOMIC_SEQ_CST))
+			return 0;
+	}
+	return -EPROTO;
+}
+
+/*
+ * The open announcement will never be read: its sender revoked it (it
+ * closed the connection, and failed that send) or is gone. The message
+ * is cut short, as when a connection ends in the middle of one (the
+ * receive it claimed fails, or a wildcard one waits for another), but
+ * what the sender wrote after it is still read: those sends completed.
+ */
+static void drop_open(struct zcr_ep *ep)
+{
+	struct shm_ep *se = S(ep);
+
+	__zcr_match_abort_locked(ep->ctx, &ep->rx);
+	se->cell_open = false;
+	se->help_wait = false;
+	__zcr_shm_ring_consume(&se->in);
+	kick_peer(se);
+}
+
+/*
+ * Move the open cell's payload where match said: 1 when it is in, 0 when
+ * not yet (the sender writes a part) or the endpoint failed.
+ */
+static int land(struct zcr_ep *ep)
+{
+	struct shm_ep *se = S(ep);
+	struct zcr_shm_cell *h = &se->cur;
+	uint64_t n = ep->rx.room < h->len ? ep->rx.room : h->len, k = 1;
+	int ret = 0;
+
+	if (h->type == ZCR_SHM_EAGER) {
+		k = zcr_shm_cells_for(&se->in, h->len);	/* checked: open */
+		if (n)
+			__zcr_shm_ring_get(&se->in, ep->rx.dst, n);
+	} else if (se->help_wait) {
+		ret = help_settle(ep);
+	} else if (__atomic_load_n(&se->live->status, __ATOMIC_SEQ_CST) ==
+		   ZCR_SHM_REVOKED) {
+		ret = -ECONNRESET;	/* not worth a pull: claim_cell() */
+	} else if (n) {
+		ret = se->help_ok && se->sc->split_min &&
+		      n >= se->sc->split_min &&
+		      h->status == ZCR_SHM_HELP_NONE ?
+		      shared_pull(ep, ep->rx.dst, n) :
+		      __zcr_shm_pull(se->peer, ep->rx.dst, h->addr, n);
+	}
+	if (ret == -EINPROGRESS)
+		return 0;
+	if (!ret && h->type == ZCR_SHM_RTS)
+		ret = claim_cell(se);
+	if (ret == -ECONNRESET) {
+		/* Revoked: the sender closed, whether or not poll said so. */
+		drop_open(ep);
+		if (!se->gone)
+			peer_gone(ep, "shm: peer closed the connection");
+		return ep->state == ZCR_EP_OPEN;
+	}
+	if (ret) {
+		__zcr_ep_fail_locked(ep, ret, "shm: cannot read the message in "
+				     "the peer (%s)",
+				     ret == -ESRCH ? "peer exited" :
+				     ret == -EFAULT ? "bad address" :
+				     ret == -EPROTO ? "cell out of protocol" :
+				     "ptrace policy");
+		return 0;
+	}
+	se->cell_open = false;
+	__zcr_shm_ring_consume_n(&se->in, k);
+	/* An RTS's send completes now; a full ring has room again. */
+	kick_peer(se);
+	__zcr_match_payload_done_locked(ep->ctx, &ep->rx);
+	return 1;
+}
+
+/*
+ * Is one of our announced sends to the process behind ep still to be
+ * completed (pulled by the peer or not: the pass that completes it runs
+ * after the reads)? It may travel on another endpoint: a job dials each
+ * rank it sends to, so two ranks that both send hold two connections, one
+ * for each direction.
+ */
+static bool own_send_pending(struct zcr_ep *ep)
+{
+	struct zcr_list *e, *pos;
+
+	for (e = S(ep)->sc->eps.next; e != &S(ep)->sc->eps; e = e->next) {
+		struct shm_ep *se = zcr_container_of(e, struct shm_ep, link);
+
+		if (se->peer != S(ep)->peer || se->ep->state != ZCR_EP_OPEN)
+			continue;
+		for (pos = se->ep->sendq.next; pos != &se->ep->sendq;
+		     pos = pos->next) {
+			struct zcr_req *r = zcr_container_of(pos,
+							     struct zcr_req,
+							     link);
+
+			if (r->kind != ZCR_REQ_ACK && r->sent)
+				return true;
+		}
+		/* Synchronous sends wait here for their MATCHED. */
+		if (!zcr_list_empty(&se->ep->ackq))
+			return true;
+	}
+	return false;
+}
+
+/* Leave the announcement c unread for now (SHM_DEFER_NS)? */
+static bool defer_rts(struct zcr_ep *ep, const struct zcr_shm_cell *c)
+{
+	struct shm_ep *se = S(ep);
+	struct zcr_shm_cell h;
+	uint64_t now;
+
+	/*
+	 * Not on the progress thread: the application is away (it would
+	 * post the receive), and the thread would hold the lock meanwhile.
+	 */
+	if (__zcr_is_progress_thread(ep->ctx))
+		return false;
+	memcpy(&h, c, sizeof(h));	/* checked for real by open_cell */
+	if (h.type != ZCR_SHM_RTS || h.tag < 0 || !own_send_pending(ep) ||
+	    __zcr_match_has_posted_locked(ep->ctx, ep->comm_ok ?
+					  (uint32_t)h.pad[0] : 0,
+					  ep->rank, h.tag))
+		return false;
+	now = zcr_now_ns();
+	if (se->defer_head != se->in.head + 1) {
+		se->defer_head = se->in.head + 1;
+		se->defer_until = now + SHM_DEFER_NS;
+	}
+	return now < se->defer_until;
+}
+
+int __zcr_shm_rx_ep(struct zcr_ep *ep)
+{
+	struct shm_ep *se = S(ep);
+	struct zcr_shm_cell *c;
+	int n = 0, err;
+	bool again;
+
+	while (ep->state == ZCR_EP_OPEN) {
+		if (se->gone && se->cell_open && se->cur.type == ZCR_SHM_RTS) {
+			/* Exited: nothing to pull from; closed: revoked. */
+			drop_open(ep);
+			n++;
+			continue;
+		}
+		if (!se->cell_open) {
+			c = __zcr_shm_ring_peek(&se->in, &err);
+			if (err) {
+				__zcr_ep_fail_locked(ep, err,
+						     "shm: ring corrupted");
+				break;
+			}
+			if (se->gone && !c) {
+				/* All it sent is in. */
+				__zcr_ep_fail_locked(ep, -ECONNRESET, "%s",
+						     se->gone);
+				break;
+			}
+			if (!c || (!se->gone && defer_rts(ep, c)))
+				break;
+			if (!open_cell(ep, c, &again)) {
+				if (!again)
+					break;
+				n++;	/* an acknowledgement, taken */
+				continue;
+			}
+			if (se->gone && se->cur.type == ZCR_SHM_RTS) {
+				drop_open(ep);	/* as above; not matched */
+				n++;
+				continue;
+			}
+			/* An announcement may wait: its bytes are the
+			 * sender's until pulled. */
+			if (__zcr_match_arrive_defer_locked(ep->ctx, &ep->rx,
+					ep->comm_ok ?
+					(uint32_t)se->cur.pad[0] : 0,
+					se->cur.src, se->cur.tag,
+					se->cur.len,
+					(se->cur.flags & ZCR_SHM_F_SYNC) ?
+					se->cur.seq : 0,
+					se->cur.type == ZCR_SHM_RTS) < 0)
+				break;	/* stalled: stays in the ring */
+		}
+		/*
+		 * A deferred announcement (match.h) holds the ring's head:
+		 * once the sender wrote anything behind it, it is staged,
+		 * so that the sender's later messages never wait for our
+		 * receive (the announcement is one cell).
+		 */
+		if (ep->rx.state == ZCR_RX_STALLED && ep->rx.deferred &&
+		    __zcr_shm_ring_ready(&se->in) > 1)
+			__zcr_match_release_arrival_locked(ep->ctx, &ep->rx);
+		if (ep->rx.state != ZCR_RX_LANDING || !land(ep))
+			break;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Poll said the peer's pidfd (pid_ev) or control connection (ctl_ev) is
+ * readable: it exited, or closed (the connection's end), or wrote on the
+ * connection, which is out of protocol.
+ */
+void __zcr_shm_peer_end(struct shm_ep *se, short pid_ev, short ctl_ev)
+{
+	ssize_t got;
+	char b;
+
+	if (pid_ev) {
+		peer_gone(se->ep, "shm: peer process exited");
+		return;
+	}
+	if (!ctl_ev)
+		return;
+	got = recv(se->ctl_fd, &b, 1, MSG_DONTWAIT);
+	if (got == 0)
+		peer_gone(se->ep, "shm: peer closed the connection");
+	else if (got > 0)
+		__zcr_ep_fail_locked(se->ep, -EPROTO, "shm: peer wrote on the "
+				     "control connection");
+}

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * tcp_priv.h - what the files of the TCP transport share, and no one
+ * else: the per-context and per-endpoint state and the functions one file
+ * calls in another. tcp.c describes the transport; the wire format is in
+ * Documentation/design.md.
+ */
+#ifndef ZCR_TCP_PRIV_H
+#define ZCR_TCP_PRIV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/ctx.h"
+#include "transport/sock.h"
+#include "transport/transport.h"
+#include "transport/util.h"
+#include "transport/wire.h"
+
+struct io_uring;
+
+/* Per context. */
+struct tcp_ctx {
+	struct zcr_listener ls;
+	uint64_t paused_look;		/* last look at paused connections */
+	struct io_uring *ring;		/* batched receives, or NULL */
+	uint64_t spin_ns;		/* look before sleeping (ctx.h) */
+	/*
+	 * Endpoints of ours not freed yet. 0 once every connection moved
+	 * to another transport (shm): a pass then only looks at the
+	 * listener, instead of walking the endpoints three times for
+	 * nothing. Atomic: one is made by zcr_ep_connect() before it takes
+	 * the context's lock (it is on ctx->eps, where a pass looks, only
+	 * under it).
+	 */
+	unsigned int neps;
+};
+
+/*
+ * ZCRECV_TCP_SPIN_US (core/config.c, default 2000): how long an
+ * application thread with a connection open polls it without sleeping
+ * before it sleeps in poll(2) (0: sleep at once). Open MPI's TCP BTL
+ * never sleeps in a wait; waking from poll costs about 24 us here
+ * (between two network namespaces of a virtual machine: an 8-byte round
+ * trip took 77 us sleeping, 13 under Open MPI), 50-200 us on some virtual
+ * machines. A wait longer than the spin pays one wake-up: at 2 ms, at
+ * most a few percent of that wait.
+ */
+
+/* Per endpoint (ep->tp_priv): the socket and the receive state machine. */
+struct tcp_ep {
+	struct tcp_ctx *tc;		/* the transport's, counts us */
+	int fd;
+	uint8_t hdr[ZCR_WIRE_HDR_LEN];
+	size_t hdr_got;
+	bool have_hdr;			/* hdr complete, h parsed */
+	struct zcr_wire_hdr h;
+	uint64_t got;			/* payload bytes read */
+	/*
+	 * Wire version 2: another transport's negotiation to take the
+	 * connection over (transport/upgrade.h), run after the handshake.
+	 */
+	int ver;			/* wire version of this connection */
+	bool hold;			/* sends wait: negotiating */
+	bool ctl_rx;			/* reading a control body into body[] */
+	const struct zcr_transport_ops *up_tp;	/* offers the upgrade */
+	void *up;			/* its negotiation, while it runs */
+	uint8_t body[ZCR_WIRE_OFFER_LEN];
+	/* Old peers (Documentation/design.md, "Wire format"). */
+	char *redial;			/* where we dialled, to dial again */
+	bool legacy;			/* a 0.1 peer: HELLO fields all 0 */
+	bool peer_done;			/* paused, and the peer closed */
+	/*
+	 * Writing failed because the peer closed or reset the connection:
+	 * our sends fail with this, but what the peer sent before is still
+	 * read (the socket keeps it), as after any end of stream.
+	 */
+	int wdead;
+	/* job secret (lib/transport/auth.c) */
+	uint64_t nonce, peer_nonce;
+	bool got_hello;			/* the peer's HELLO; AUTH awaited */
+	int hello_src;			/* the rank it claimed */
+	struct zcr_rx_watch watch;	/* progress of a message in flight */
+};
+
+_Static_assert(ZCR_WIRE_HDR_LEN <= ZCR_TX_SCRATCH, "header in r->tx");
+
+static inline struct tcp_ep *T(struct zcr_ep *ep)
+{
+	return ep->tp_priv;
+}
+
+static inline bool is_tcp(const struct zcr_ep *ep)
+{
+	return ep->tp == &__zcr_transport_tcp;
+}
+
+/* tcp_conn.c: the handshake and the upgrade it may carry */
+void __zcr_tcp_start(struct zcr_ep *ep);
+bool __zcr_tcp_rx_control(struct zcr_ep *ep);
+bool __zcr_tcp_rx_body(struct zcr_ep *ep);
+void __zcr_tcp_up_end(struct tcp_ep *te);
+const struct zcr_transport_ops *__zcr_tcp_upgrade_of(struct zcr_ctx *ctx);
+
+/* tcp_rx.c: the receive state machine */
+int __zcr_tcp_read_ep(struct zcr_ep *ep);
+int __zcr_tcp_read_batch(struct zcr_ctx *ctx, struct io_uring *ring);
+
+/* tcp_send.c: the send queue */
+int __zcr_tcp_push(struct zcr_ep *ep);
+int __zcr_tcp_send(struct zcr_ep *ep, struct zcr_req *r);
+
+#endif /* ZCR_TCP_PRIV_H */
