@@ -17,13 +17,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* ZCRECV_VERSION_MAJOR, _MINOR, _PATCH: made from the VERSION file. */
+#include "zcrecv_version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define ZCRECV_VERSION_MAJOR	0
-#define ZCRECV_VERSION_MINOR	2
-#define ZCRECV_VERSION_PATCH	0
 
 /**
  * zcr_version() - the library's version string, "MAJOR.MINOR.PATCH".

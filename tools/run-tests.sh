@@ -53,6 +53,7 @@ if [ "$mode" != vm ]; then
 	host_check "make install + pkg-config build" tests/install/check.sh
 	host_check "uAPI layout for 64- and 32-bit callers" tests/abi/check-compat.sh
 	host_check "0.1 and 0.2 binaries run with this libzcrecv.so" tests/abi/check-lib-abi.sh
+	host_check "the version: VERSION, and every place made from it agrees" tests/abi/check-version.sh
 	host_check "lib/ layers include only downward" tools/check-layers.sh
 	host_check "MPI tracer under Open MPI and MPICH" tests/mpi/check-tracer.sh
 	host_check "manual pages: every call and tool, no man warning" tests/man/check.sh
