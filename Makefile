@@ -83,7 +83,8 @@ need-cc:
 # Explicit source lists, one per layer of lib/ (Documentation/design.md).
 LIB_CORE      := lib/core/config.c lib/core/context.c lib/core/endpoint.c \
 		 lib/core/mem.c \
-		 lib/core/request.c lib/core/version.c lib/core/job.c
+		 lib/core/request.c lib/core/version.c lib/core/job.c \
+		 lib/core/kmod_info.c
 # Each transport is one folder: every lib/transport/*/*.c is built.
 LIB_TRANSPORT := lib/transport/transport.c lib/transport/wire.c \
 		 lib/transport/auth.c $(sort $(wildcard lib/transport/*/*.c))
