@@ -27,7 +27,15 @@
 # Sub-makefiles tools/*.mk and tests/*.mk are included: each part of the
 # tree adds its own programs there.
 
-VERSION    := 0.2.0
+# The one place the version is written: VERSION. The header's macros
+# (build/include/zcrecv_version.h), zcr_version(), zcrecv.pc, the module's
+# MODULE_VERSION (kmod/Kbuild reads the file) and dkms.conf come from it;
+# tests/abi/check-version.sh checks every one, and the manual pages' .TH.
+VERSION    := $(shell cat VERSION)
+ifeq ($(shell echo '$(VERSION)' | grep -xE '[0-9]+\.[0-9]+\.[0-9]+'),)
+$(error VERSION must hold MAJOR.MINOR.PATCH, not '$(VERSION)')
+endif
+VERSION_PARTS := $(subst ., ,$(VERSION))
 SOVERSION  := 0
 PREFIX     ?= /usr/local
 LIBDIR     ?= $(PREFIX)/lib
@@ -42,7 +50,7 @@ B := build
 CC ?= cc
 CFLAGS ?= -O2 -g
 ZCR_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -pthread \
-	-Iinclude -Iinclude/uapi -Ilib $(CFLAGS)
+	-Iinclude -I$(B)/include -Iinclude/uapi -Ilib $(CFLAGS)
 # System libraries of the library itself; a plug-in folder adds its own in
 # its .mk (lib/transport/verbs/verbs.mk: -libverbs).
 LDLIBS := -lpthread -lm
@@ -83,8 +91,8 @@ need-cc:
 LIB_BASE      := lib/base/complete.c lib/base/config.c lib/base/mem.c \
 		 lib/base/ops.c
 LIB_CORE      := lib/core/context.c lib/core/endpoint.c lib/core/job.c \
-		 lib/core/mem.c lib/core/persist.c lib/core/request.c \
-		 lib/core/version.c
+		 lib/core/kmod_info.c lib/core/mem.c lib/core/persist.c \
+		 lib/core/request.c lib/core/version.c
 LIB_TRANSPORT := $(sort $(wildcard lib/transport/*.c lib/transport/*/*.c))
 LIB_MATCH     := lib/match/match.c
 LIB_STAGING   := lib/staging/staging.c
@@ -94,7 +102,8 @@ include $(sort $(wildcard lib/*/*/*.mk))
 LIB_SRCS := $(LIB_BASE) $(LIB_CORE) $(LIB_TRANSPORT) $(LIB_MATCH) $(LIB_STAGING) \
 	    $(LIB_REMAP) $(LIB_PREDICT)
 LIB_OBJS := $(patsubst lib/%.c,$(B)/lib/%.o,$(LIB_SRCS))
-LIB_HDRS := $(shell find lib -name '*.h') include/zcrecv.h \
+VERSION_H := $(B)/include/zcrecv_version.h
+LIB_HDRS := $(shell find lib -name '*.h') include/zcrecv.h $(VERSION_H) \
 	    include/uapi/linux/zcrecv.h
 SONAME   := libzcrecv.so.$(SOVERSION)
 LIB_SO   := $(B)/lib/libzcrecv.so.$(VERSION)
@@ -105,6 +114,18 @@ $(B)/lib/%.o: lib/%.c $(LIB_HDRS)
 	$(CC) $(ZCR_CFLAGS) -fPIC -c -o $@ $<
 
 $(LIB_OBJS): | need-cc
+
+# The header's version macros, from VERSION (rewritten only when it changes,
+# so that nothing rebuilds for nothing).
+$(VERSION_H): VERSION
+	@mkdir -p $(dir $@)
+	@printf '%s\n' '/* Generated from VERSION by the Makefile: do not edit. */' \
+		'#ifndef ZCRECV_VERSION_H' '#define ZCRECV_VERSION_H' \
+		'#define ZCRECV_VERSION_MAJOR	$(word 1,$(VERSION_PARTS))' \
+		'#define ZCRECV_VERSION_MINOR	$(word 2,$(VERSION_PARTS))' \
+		'#define ZCRECV_VERSION_PATCH	$(word 3,$(VERSION_PARTS))' \
+		'#endif' > $@.tmp
+	@cmp -s $@.tmp $@ && rm $@.tmp || mv $@.tmp $@
 
 # PMIx wire-up (lib/core/job.c): Debian's libpmix-dev keeps pmix.h in its
 # own tree; libpmix itself is opened at run time.
@@ -123,12 +144,16 @@ $(LIB_A): $(LIB_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
-$(B)/lib/zcrecv.pc: lib/zcrecv.pc.in Makefile
+$(B)/lib/zcrecv.pc: lib/zcrecv.pc.in Makefile VERSION
 	@mkdir -p $(dir $@)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
 
-LIBS_BUILT := $(LIB_SO) $(LIB_A) $(B)/lib/zcrecv.pc
+$(B)/dkms.conf: dkms.conf.in VERSION
+	@mkdir -p $(dir $@)
+	sed -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+LIBS_BUILT := $(LIB_SO) $(LIB_A) $(B)/lib/zcrecv.pc $(B)/dkms.conf
 
 # ---- tools library -------------------------------------------------------------
 # Code only the tools and tests use (trace reader, replay and scoring of
@@ -185,14 +210,15 @@ KBUILD_DIRS := $(KDIR)
 else
 KBUILD_DIRS := $(sort $(wildcard /lib/modules/*/build))
 endif
-KMOD_SRCS := Kbuild $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild include/uapi/linux/zcrecv.h
+KMOD_SRCS := Kbuild VERSION $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild \
+	include/uapi/linux/zcrecv.h
 kver_of = $(shell make -s -C $(1) kernelrelease 2>/dev/null || basename $$(dirname $(1)))
 MODULES :=
 
 define zcr_module
 $(B)/kmod/$(2)/kmod/zcrecv.ko: $$(KMOD_SRCS)
 	@rm -rf $(B)/kmod/$(2) && mkdir -p $(B)/kmod/$(2)/include/uapi/linux
-	@cp -r Kbuild kmod $(B)/kmod/$(2)/ && cp include/uapi/linux/zcrecv.h $(B)/kmod/$(2)/include/uapi/linux/
+	@cp -r Kbuild VERSION kmod $(B)/kmod/$(2)/ && cp include/uapi/linux/zcrecv.h $(B)/kmod/$(2)/include/uapi/linux/
 	@echo "  KMOD    $(2)"
 	@$$(MAKE) -s -C $(1) M=$$(abspath $(B)/kmod/$(2)) W=1 modules > $(B)/kmod/$(2).log 2>&1 || \
 		{ cat $(B)/kmod/$(2).log; exit 1; }
@@ -253,7 +279,7 @@ install: lib $(INSTALL_BINS)
 	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf libzcrecv.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libzcrecv.so
-	install -m 644 include/zcrecv.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 include/zcrecv.h $(VERSION_H) $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 include/uapi/linux/zcrecv.h $(DESTDIR)$(INCLUDEDIR)/linux/
 	install -m 644 $(B)/lib/zcrecv.pc $(DESTDIR)$(LIBDIR)/pkgconfig/
 	install -D -m 644 packaging/60-zcrecv.rules $(DESTDIR)/lib/udev/rules.d/60-zcrecv.rules
@@ -270,9 +296,9 @@ modules_install: modules
 		depmod -a $$(basename $$(dirname $$(dirname $$ko))); done
 
 DKMS_SRC := $(DESTDIR)/usr/src/zcrecv-$(VERSION)
-dkms_install:
+dkms_install: $(B)/dkms.conf
 	rm -rf $(DKMS_SRC) && mkdir -p $(DKMS_SRC)/include/uapi/linux
-	cp -r Kbuild dkms.conf kmod $(DKMS_SRC)/
+	cp -r Kbuild VERSION $(B)/dkms.conf kmod $(DKMS_SRC)/
 	cp include/uapi/linux/zcrecv.h $(DKMS_SRC)/include/uapi/linux/
 	dkms add -m zcrecv -v $(VERSION) 2>/dev/null || true
 	dkms build -m zcrecv -v $(VERSION) $(if $(KVER),-k $(KVER))

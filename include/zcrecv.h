@@ -9,7 +9,16 @@
  *
  * Structs that cross this interface can grow: new fields are only ever
  * appended, and the functions that take one come in a _sized form that
- * is told the caller's sizeof (Documentation/abi-library.md).
+ * is told the caller's sizeof (Documentation/abi-library.md). Calls that
+ * will gain behaviour take a flags argument (since 0.3; unknown bits are
+ * -EINVAL).
+ *
+ * Names: a call on an object is zcr_<object>_<verb>(object, ...)
+ * (zcr_ctx_listen, zcr_ep_connect, zcr_ctx_job_ep); a call on messages
+ * and requests keeps its MPI name (zcr_isend, zcr_issend, zcr_irecv,
+ * zcr_iprobe, zcr_improbe, zcr_imrecv, zcr_test, zcr_wait), with _comm
+ * when it takes a communicator id. Older names that broke the rule stay
+ * exported, kept for compatibility.
  */
 #ifndef ZCRECV_H
 #define ZCRECV_H
@@ -17,13 +26,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* ZCRECV_VERSION_MAJOR, _MINOR, _PATCH: made from the VERSION file. */
+#include "zcrecv_version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define ZCRECV_VERSION_MAJOR	0
-#define ZCRECV_VERSION_MINOR	2
-#define ZCRECV_VERSION_PATCH	0
 
 /**
  * zcr_version() - the library's version string, "MAJOR.MINOR.PATCH".
@@ -39,6 +47,12 @@ const char *zcr_version(void);
  * @features:		ZCRECV_FEATURE_* bits (<linux/zcrecv.h>)
  * @max_zone_pages:	largest zone, in pages
  * @max_process_pages:	most zone pages one process may hold
+ * @huge_unit_size:	since 0.3: bytes of one unit of a huge zone (2 MiB
+ *			on x86-64), 0 when the module has none
+ *			(ZCRECV_FEATURE_HUGE unset)
+ *
+ * Fields are only appended: zcr_kmod_probe_sized() is told the caller's
+ * sizeof, zcr_kmod_probe() fills the 0.1 fields only.
  */
 struct zcr_kmod_info {
 	uint32_t abi_version;
@@ -47,6 +61,8 @@ struct zcr_kmod_info {
 	uint64_t features;
 	uint64_t max_zone_pages;
 	uint64_t max_process_pages;
+	/* 0.3 */
+	uint64_t huge_unit_size;
 };
 
 /**
@@ -55,9 +71,23 @@ struct zcr_kmod_info {
  *
  * Return: 0 when the module is present and speaks this library's ABI;
  * -ENOENT when there is no device; -EOPNOTSUPP on an ABI mismatch; another
- * negative errno from open or ioctl otherwise. Since 0.1.
+ * negative errno from open or ioctl otherwise. Fills the fields of the 0.1
+ * struct only: new code calls zcr_kmod_probe_sized(). Since 0.1.
  */
 int zcr_kmod_probe(struct zcr_kmod_info *info);
+
+/**
+ * zcr_kmod_probe_sized() - zcr_kmod_probe() into a struct of @info_size bytes
+ * @info: filled on success (may be NULL)
+ * @info_size: sizeof(*@info) as the caller was compiled
+ *
+ * Fills at most @info_size bytes; bytes of a newer caller's struct past
+ * this library's are zeroed. Call it as zcr_kmod_probe_sized(&info,
+ * sizeof(info)).
+ * Return: as zcr_kmod_probe(); -EINVAL when @info_size is below the 0.1
+ * struct. Since 0.3.
+ */
+int zcr_kmod_probe_sized(struct zcr_kmod_info *info, size_t info_size);
 
 /*
  * ---- Receive path over TCP (since 0.1) -----------------------------------
@@ -245,6 +275,11 @@ struct zcr_stats {
  * A receive that failed after a message matched it (-ECONNRESET: the
  * sender went away mid-message) reports that message's source, tag and
  * announced length. For a send: our rank, its tag and length.
+ *
+ * Fields are only appended: each call that fills a status has a form told
+ * the caller's sizeof (zcr_test_sized(), zcr_wait_sized(),
+ * zcr_recv_sized(), zcr_iprobe_comm(), zcr_improbe_comm(), since 0.3);
+ * the others fill the 0.1 fields only.
  */
 struct zcr_status {
 	int source;
@@ -471,6 +506,20 @@ int zcr_irecv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
 int zcr_test(struct zcr_req *req, struct zcr_status *st);
 
 /**
+ * zcr_test_sized() - zcr_test() for a status of @st_size bytes
+ * @req: the request
+ * @st: filled on completion (may be NULL)
+ * @st_size: sizeof(*@st) as the caller was compiled
+ *
+ * Fills at most @st_size bytes; bytes of a newer caller's struct past
+ * this library's are zeroed.
+ * Return: as zcr_test(); -EINVAL when @st is not NULL and @st_size is
+ * below the 0.1 struct (the request is left as it was). Since 0.3.
+ */
+int zcr_test_sized(struct zcr_req *req, struct zcr_status *st,
+		   size_t st_size);
+
+/**
  * zcr_wait() - progress until @req completes, then free it.
  *
  * Unlike zcr_test(), a successful completion returns 0.
@@ -494,6 +543,22 @@ int zcr_wait(struct zcr_req *req, struct zcr_status *st);
  */
 int zcr_wait_timeout(struct zcr_req *req, struct zcr_status *st,
 		     int timeout_ms);
+
+/**
+ * zcr_wait_sized() - zcr_wait_timeout() for a status of @st_size bytes
+ * @req: a request from zcr_isend() or zcr_irecv()
+ * @st: filled on completion (may be NULL)
+ * @st_size: sizeof(*@st) as the caller was compiled
+ * @timeout_ms: most milliseconds to wait; 0 only checks, -1 waits as
+ *	zcr_wait()
+ *
+ * Fills at most @st_size bytes; bytes of a newer caller's struct past
+ * this library's are zeroed.
+ * Return: as zcr_wait_timeout(); -EINVAL also when @st is not NULL and
+ * @st_size is below the 0.1 struct. Since 0.3.
+ */
+int zcr_wait_sized(struct zcr_req *req, struct zcr_status *st,
+		   size_t st_size, int timeout_ms);
 
 /**
  * zcr_cancel() - cancel a receive that no message has matched yet
@@ -530,6 +595,14 @@ int zcr_isend_comm(struct zcr_ep *ep, uint32_t comm, const void *buf,
 		   size_t len, int tag, struct zcr_req **req);
 
 /**
+ * zcr_issend() - a synchronous zcr_isend() (MPI_Issend): zcr_issend_comm()
+ * of communicator 0.
+ * Return: as zcr_isend(). Since 0.3.
+ */
+int zcr_issend(struct zcr_ep *ep, const void *buf, size_t len, int tag,
+	       struct zcr_req **req);
+
+/**
  * zcr_issend_comm() - a synchronous zcr_isend_comm() (MPI_Issend)
  *
  * Completes only once a receive of the peer matched the message (posted,
@@ -549,15 +622,34 @@ int zcr_issend_comm(struct zcr_ep *ep, uint32_t comm, const void *buf,
 int zcr_irecv_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
 		   size_t size, int src, int tag, struct zcr_req **req);
 
+/* Flags of zcr_iprobe_comm() and zcr_improbe_comm(). */
+#define ZCRECV_PROBE_NO_PROGRESS (1U << 0) /* look at what arrived only */
+
 /**
- * zcr_iprobe() - is a message of @comm from @src (or ZCRECV_ANY_SOURCE)
- * with @tag (or ZCRECV_ANY_TAG) there for a receive to take?
+ * zcr_iprobe_comm() - is a message of @comm from @src (or
+ * ZCRECV_ANY_SOURCE) with @tag (or ZCRECV_ANY_TAG) there for a receive to
+ * take?
+ * @ctx: the context
+ * @comm: communicator id
+ * @src: source rank or ZCRECV_ANY_SOURCE
+ * @tag: tag or ZCRECV_ANY_TAG
+ * @flags: 0 or ZCRECV_PROBE_NO_PROGRESS: look at the messages that
+ *	arrived only, without a progress pass
  * @st: on 1, its source, tag and length (error 0); may be NULL
+ * @st_size: sizeof(*@st) as the caller was compiled
  *
- * Makes progress once (without waiting) when no progress thread runs.
- * The message found is the one a receive posted now with the same
- * arguments would take. Nothing is taken.
- * Return: 1 found, 0 not (yet), -EINVAL. Since 0.2.
+ * Unless told not to, makes progress once (without waiting) when nothing
+ * is there yet. The message found is the one a receive posted now with
+ * the same arguments would take. Nothing is taken.
+ * Return: 1 found, 0 not (yet), -EINVAL (also an unknown flag, or @st_size
+ * below the 0.1 struct). Since 0.3.
+ */
+int zcr_iprobe_comm(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
+		    unsigned int flags, struct zcr_status *st, size_t st_size);
+
+/**
+ * zcr_iprobe() - zcr_iprobe_comm() with no flags, filling the 0.1 fields
+ * of @st. Kept for compatibility (the name lacks _comm). Since 0.2.
  */
 int zcr_iprobe(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
 	       struct zcr_status *st);
@@ -566,14 +658,29 @@ int zcr_iprobe(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
 struct zcr_message;
 
 /**
- * zcr_improbe() - zcr_iprobe() that claims the message it finds
+ * zcr_improbe_comm() - zcr_iprobe_comm() that claims the message it finds
+ * @ctx: the context
+ * @comm: communicator id
+ * @src: source rank or ZCRECV_ANY_SOURCE
+ * @tag: tag or ZCRECV_ANY_TAG
+ * @flags: 0 or ZCRECV_PROBE_NO_PROGRESS, as for zcr_iprobe_comm()
  * @msg: on 1, the claimed message; hand it to zcr_imrecv() exactly once
  * @st: on 1, its source, tag and length (error 0); may be NULL
+ * @st_size: sizeof(*@st) as the caller was compiled
  *
  * The message found is the one a receive posted now with the same
  * arguments would take; it is taken off the queue, so no other receive
  * or probe sees it (MPI_Improbe).
- * Return: 1 found, 0 not (yet), -EINVAL, -ENOMEM. Since 0.2.
+ * Return: 1 found, 0 not (yet), -EINVAL (also an unknown flag, or
+ * @st_size below the 0.1 struct), -ENOMEM. Since 0.3.
+ */
+int zcr_improbe_comm(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
+		     unsigned int flags, struct zcr_message **msg,
+		     struct zcr_status *st, size_t st_size);
+
+/**
+ * zcr_improbe() - zcr_improbe_comm() with no flags, filling the 0.1
+ * fields of @st. Kept for compatibility (the name lacks _comm). Since 0.2.
  */
 int zcr_improbe(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
 		struct zcr_message **msg, struct zcr_status *st);
@@ -699,8 +806,8 @@ struct zcr_job_attr {
  * exchange. Each rank listens (ZCRECV_JOB_LISTEN, default 0.0.0.0:0) and
  * publishes HOST:PORT (HOST: ZCRECV_JOB_HOST, else the address of the
  * default route, else 127.0.0.1). Connections are dialled by
- * zcr_job_ep() on first use; a pair shares one where it can (both
- * directions on one TCP connection, see zcr_job_ep()). Messages carry
+ * zcr_ctx_job_ep() on first use; a pair shares one where it can (both
+ * directions on one TCP connection, see zcr_ctx_job_ep()). Messages carry
  * communicator ids (zcr_isend_comm()).
  * Return: 0; -ENOENT (no PMIx server and no environment fallback: said on
  * stderr); -ETIMEDOUT (ZCRECV_JOB_DIR: a rank did not show up within
@@ -719,14 +826,26 @@ int zcr_ctx_create_job(const struct zcr_ctx_attr *attr, size_t attr_size,
 int zcr_ctx_job(struct zcr_ctx *ctx, int *rank, int *size);
 
 /**
- * zcr_job_ep() - the endpoint to send to @rank of the job (our own rank
- * included): on the first call the open connection @rank dialled to us,
- * if any, else one dialled now. When both dialled at once, the higher
- * rank moves its sends to the lower rank's connection while its own has
- * carried no message (an endpoint handed out earlier follows). The
- * endpoint belongs to the context: do not close it.
- * Return: 0 with *@ep set; -EINVAL; an error of zcr_ep_connect().
- * Since 0.2.
+ * zcr_ctx_job_ep() - the endpoint to send to @rank of the job
+ * @ctx: a context from zcr_ctx_create_job()
+ * @rank: 0 <= @rank < size of the job, our own rank included
+ * @flags: 0 (none defined yet)
+ * @ep: set to the endpoint on success
+ *
+ * On the first call the open connection @rank dialled to us, if any, else
+ * one dialled now. When both dialled at once, the higher rank moves its
+ * sends to the lower rank's connection while its own has carried no
+ * message (an endpoint handed out earlier follows). The endpoint belongs
+ * to the context: do not close it.
+ * Return: 0 with *@ep set; -EINVAL (also any flag); an error of
+ * zcr_ep_connect(). Since 0.3.
+ */
+int zcr_ctx_job_ep(struct zcr_ctx *ctx, int rank, unsigned int flags,
+		   struct zcr_ep **ep);
+
+/**
+ * zcr_job_ep() - zcr_ctx_job_ep() with no flags. Kept for compatibility
+ * (the name lacks its object, ctx). Since 0.2.
  */
 int zcr_job_ep(struct zcr_ctx *ctx, int rank, struct zcr_ep **ep);
 
@@ -740,6 +859,15 @@ int zcr_send(struct zcr_ep *ep, const void *buf, size_t len, int tag);
  */
 int zcr_recv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
 	     struct zcr_status *st);
+
+/**
+ * zcr_recv_sized() - zcr_recv() for a status of @st_size bytes
+ * (sizeof(*@st) as the caller was compiled; see zcr_wait_sized()).
+ * Return: as zcr_recv(); -EINVAL also when @st is not NULL and @st_size
+ * is below the 0.1 struct. Since 0.3.
+ */
+int zcr_recv_sized(struct zcr_ctx *ctx, void *buf, size_t size, int src,
+		   int tag, struct zcr_status *st, size_t st_size);
 
 /**
  * zcr_mem_alloc() - allocate @size bytes of zero-copy-eligible memory

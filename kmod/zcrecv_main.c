@@ -19,7 +19,7 @@
 
 #include "zcrecv_internal.h"
 
-#define ZCRECV_MODULE_VERSION	"0.2.0"
+/* ZCRECV_MODULE_VERSION: from the VERSION file, by kmod/Kbuild. */
 
 /*
  * Page limits, checked when set (at load or through sysfs): a value out of

@@ -71,16 +71,16 @@ endif
 # the libzcrecv.so next to it in build/ (rpath), else the installed one.
 ZCMPI_SRCS := tools/mpi/zcmpi.c tools/mpi/zcmpi_request.c \
 	tools/mpi/zcmpi_fortran.c tools/mpi/zcmpi_coll.c lib/base/config.c
-ZCMPI_FLAGS = $(MPI_CFLAGS) -std=gnu11 -Iinclude -Ilib -fPIC -shared \
+ZCMPI_FLAGS = $(MPI_CFLAGS) -std=gnu11 -Iinclude -I$(B)/include -Ilib -fPIC -shared \
 	-Wl,-rpath,'$$ORIGIN/../../lib'
 ifneq ($(MPICC),)
-$(MPI_DIR)/libzcrecv-mpi.so: $(ZCMPI_SRCS) tools/mpi/zcmpi.h lib/base/config.h include/zcrecv.h $(LIB_SO)
+$(MPI_DIR)/libzcrecv-mpi.so: $(ZCMPI_SRCS) tools/mpi/zcmpi.h lib/base/config.h include/zcrecv.h $(VERSION_H) $(LIB_SO)
 	@mkdir -p $(dir $@)
 	$(MPICC) $(ZCMPI_FLAGS) -o $@ $(ZCMPI_SRCS) -L$(B)/lib -lzcrecv -ldl -lpthread
 PROGS += $(MPI_DIR)/libzcrecv-mpi.so
 endif
 ifneq ($(MPICC_MPICH),)
-$(MPI_DIR)/libzcrecv-mpi-mpich.so: $(ZCMPI_SRCS) tools/mpi/zcmpi.h lib/base/config.h include/zcrecv.h $(LIB_SO)
+$(MPI_DIR)/libzcrecv-mpi-mpich.so: $(ZCMPI_SRCS) tools/mpi/zcmpi.h lib/base/config.h include/zcrecv.h $(VERSION_H) $(LIB_SO)
 	@mkdir -p $(dir $@)
 	$(MPICC_MPICH) $(ZCMPI_FLAGS) -o $@ $(ZCMPI_SRCS) -L$(B)/lib -lzcrecv -ldl -lpthread
 PROGS += $(MPI_DIR)/libzcrecv-mpi-mpich.so

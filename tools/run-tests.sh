@@ -52,7 +52,8 @@ if [ "$mode" != vm ]; then
 	host_check "checkpatch --strict on kmod/" make -s --no-print-directory checkpatch
 	host_check "make install + pkg-config build" tests/install/check.sh
 	host_check "uAPI layout for 64- and 32-bit callers" tests/abi/check-compat.sh
-	host_check "0.1 binary runs with this libzcrecv.so" tests/abi/check-lib-abi.sh
+	host_check "0.1 and 0.2 binaries run with this libzcrecv.so" tests/abi/check-lib-abi.sh
+	host_check "the version: VERSION, and every place made from it agrees" tests/abi/check-version.sh
 	host_check "lib/ layers include and call only downward, a planted violation caught" tools/check-layers.sh --self-test
 	host_check "a dummy transport, backend and predictor: one folder and one line each" tests/extend/check-extend.sh
 	host_check "MPI tracer under Open MPI and MPICH" tests/mpi/check-tracer.sh

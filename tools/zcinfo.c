@@ -213,7 +213,7 @@ int main(int argc, char **argv)
 	if (env)
 		return env_text() ? 1 : 0;
 	printf("libzcrecv %s\n", zcr_version());
-	ret = zcr_kmod_probe(&info);
+	ret = zcr_kmod_probe_sized(&info, sizeof(info));
 	if (ret < 0) {
 		printf("/dev/zcrecv: %s%s\n", strerror(-ret),
 		       ret == -ENOENT ? " (module not loaded)" : "");
@@ -233,6 +233,8 @@ int main(int argc, char **argv)
 	       (unsigned long long)info.max_zone_pages);
 	printf("  max_process_pages  %llu\n",
 	       (unsigned long long)info.max_process_pages);
+	printf("  huge_unit_size     %llu\n",
+	       (unsigned long long)info.huge_unit_size);
 	print_counters();
 	return 0;
 }

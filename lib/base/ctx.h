@@ -204,7 +204,6 @@ struct zcr_ctx {
 	int wake_fd;			/* eventfd: wake a poller */
 	int kmod_fd;
 	struct zcr_kmod_info kmod;
-	uint64_t kmod_huge_unit;	/* ZCRECV_ZONE_HUGE unit, 0: none */
 	bool huge_zones;		/* ZCRECV_HUGE_ZONES (default 1) */
 	struct zcr_list eps;
 	struct zcr_list posted;		/* struct zcr_req, in posting order */

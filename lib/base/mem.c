@@ -39,7 +39,7 @@
 
 bool __zcr_zone_huge(struct zcr_ctx *ctx, size_t len)
 {
-	return ctx->huge_zones && ctx->kmod_huge_unit == ZCR_HUGE_SIZE &&
+	return ctx->huge_zones && ctx->kmod.huge_unit_size == ZCR_HUGE_SIZE &&
 	       len >= ZCR_HUGE_SIZE && !(len & (ZCR_HUGE_SIZE - 1));
 }
 

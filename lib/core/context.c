@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/sized.h"
 
 #define ZCR_DEFAULT_STAGING	(256ULL << 20)
 #define ZCR_DEFAULT_MAX_MSG	(1ULL << 30)
@@ -118,15 +119,6 @@ static void *progress_thread(void *arg)
 	return NULL;
 }
 
-/*
- * The structs as 0.1 shipped them end with these fields: what the 0.1
- * names zcr_ctx_create() and zcr_ctx_stats() read and write. Fields are
- * only ever appended (Documentation/abi-library.md).
- */
-#define ZCR_END(type, m)	(offsetof(type, m) + sizeof(((type *)0)->m))
-#define ZCR_ATTR_SIZE_0_1	ZCR_END(struct zcr_ctx_attr, handshake_timeout_ms)
-#define ZCR_STATS_SIZE_0_1	ZCR_END(struct zcr_stats, backend_name)
-
 /* Are the n bytes at p all zero? */
 static bool all_zero(const void *p, size_t n)
 {
@@ -228,7 +220,7 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 		ret = -errno;
 		goto err_free;
 	}
-	ctx->kmod_fd = __zcr_kmod_open(&ctx->kmod, &ctx->kmod_huge_unit);
+	ctx->kmod_fd = __zcr_kmod_open(&ctx->kmod);
 	if (ctx->kmod_fd < 0)
 		ctx->kmod_fd = -1;
 
@@ -388,9 +380,7 @@ int zcr_ctx_stats_sized(struct zcr_ctx *ctx, struct zcr_stats *out,
 	snprintf(st->backend_name, sizeof(st->backend_name), "%s",
 		 ctx->be[0].ops->name);
 	pthread_mutex_unlock(&ctx->lock);
-	memcpy(out, st, size < sizeof(full) ? size : sizeof(full));
-	if (size > sizeof(full))
-		memset((char *)out + sizeof(full), 0, size - sizeof(full));
+	zcr_sized_out(out, size, st, sizeof(full));
 	return 0;
 }
 

@@ -48,7 +48,7 @@ struct zcr_job {
 	struct zcr_ep **ep;		/* per rank: the endpoint we dialled */
 	pthread_mutex_t lock;		/* ep[] */
 	/*
-	 * Per rank: ep[rank] once zcr_job_ep() can never change it again,
+	 * Per rank: ep[rank] once zcr_ctx_job_ep() can never change it again,
 	 * read without a lock (NULL: take the locks and look).
 	 */
 	struct zcr_ep **settled;
@@ -606,7 +606,7 @@ static struct zcr_ep *take_accepted_locked(struct zcr_ctx *ctx, int rank)
 }
 
 /*
- * May the rule of zcr_job_ep() (below) still move our sends to rank from
+ * May the rule of zcr_ctx_job_ep() (below) still move our sends to rank from
  * cur to another connection? Only while cur is one we dialled to a lower
  * rank and it carried nothing yet. Under ctx->lock.
  */
@@ -636,14 +636,16 @@ static bool may_move_locked(struct zcr_job *j, int rank, struct zcr_ep *cur)
  * order. If the higher rank sent first, the pair keeps two connections,
  * as before. The connection no longer sent on stays open, idle.
  */
-int zcr_job_ep(struct zcr_ctx *ctx, int rank, struct zcr_ep **out)
+int zcr_ctx_job_ep(struct zcr_ctx *ctx, int rank, unsigned int flags,
+		   struct zcr_ep **out)
 {
 	struct zcr_ep *cur, *peer;
 	struct zcr_job *j;
 	bool settled = false;
 	int ret = 0;
 
-	if (!ctx || !ctx->job || !out || rank < 0 || rank >= ctx->job->size)
+	if (!ctx || !ctx->job || !out || rank < 0 || rank >= ctx->job->size ||
+	    flags)
 		return -EINVAL;
 	j = ctx->job;
 	/*
@@ -680,4 +682,9 @@ int zcr_job_ep(struct zcr_ctx *ctx, int rank, struct zcr_ep **out)
 	}
 	pthread_mutex_unlock(&j->lock);
 	return ret;
+}
+
+int zcr_job_ep(struct zcr_ctx *ctx, int rank, struct zcr_ep **out)
+{
+	return zcr_ctx_job_ep(ctx, rank, 0, out);
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core/core.h"
+#include "core/sized.h"
 
 /*
  * A spare request of ctx (ctx->spare_reqs), or NULL. Under
@@ -156,6 +157,12 @@ int zcr_issend_comm(struct zcr_ep *ep, uint32_t comm, const void *buf,
 	return __zcr_isend(ep, comm, buf, len, tag, out, true);
 }
 
+int zcr_issend(struct zcr_ep *ep, const void *buf, size_t len, int tag,
+	       struct zcr_req **out)
+{
+	return __zcr_isend(ep, 0, buf, len, tag, out, true);
+}
+
 /*
  * site: the caller's return address, what the predictor calls a site;
  * known: the persistent receive starting it (persist.c), or NULL.
@@ -246,33 +253,52 @@ static void app_progress_locked(struct zcr_ctx *ctx)
 		ctx->park_until = zcr_now_ns() + ZCR_PARK_GRACE_NS;
 }
 
-int zcr_iprobe(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
-	       struct zcr_status *st)
+/* The arguments every probe checks: flags and the caller's status size. */
+static bool probe_args_bad(struct zcr_ctx *ctx, int src, int tag,
+			   unsigned int flags, const struct zcr_status *st,
+			   size_t st_size)
+{
+	return !ctx || src < ZCRECV_ANY_SOURCE || tag < ZCRECV_ANY_TAG ||
+	       (flags & ~ZCRECV_PROBE_NO_PROGRESS) ||
+	       (st && st_size < ZCR_STATUS_SIZE_0_1);
+}
+
+int zcr_iprobe_comm(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
+		    unsigned int flags, struct zcr_status *st, size_t st_size)
 {
 	struct zcr_status tmp;
 	bool found;
 
-	if (!ctx || src < ZCRECV_ANY_SOURCE || tag < ZCRECV_ANY_TAG)
+	if (probe_args_bad(ctx, src, tag, flags, st, st_size))
 		return -EINVAL;
 	pthread_mutex_lock(&ctx->lock);
 	found = __zcr_match_probe_locked(ctx, comm, src, tag, &tmp);
-	if (!found) {
+	if (!found && !(flags & ZCRECV_PROBE_NO_PROGRESS)) {
 		app_progress_locked(ctx);
 		found = __zcr_match_probe_locked(ctx, comm, src, tag, &tmp);
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	if (found && st)
-		*st = tmp;
+		zcr_sized_out(st, st_size, &tmp, sizeof(tmp));
 	return found;
 }
 
-int zcr_improbe(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
-		struct zcr_message **msg, struct zcr_status *st)
+int zcr_iprobe(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
+	       struct zcr_status *st)
 {
+	return zcr_iprobe_comm(ctx, comm, src, tag, 0, st,
+			       ZCR_STATUS_SIZE_0_1);
+}
+
+int zcr_improbe_comm(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
+		     unsigned int flags, struct zcr_message **msg,
+		     struct zcr_status *st, size_t st_size)
+{
+	struct zcr_status tmp;
 	struct zcr_req *r;
 	int ret;
 
-	if (!ctx || !msg || src < ZCRECV_ANY_SOURCE || tag < ZCRECV_ANY_TAG)
+	if (!msg || probe_args_bad(ctx, src, tag, flags, st, st_size))
 		return -EINVAL;
 	r = req_new(ctx, ZCR_REQ_RECV, comm);
 	if (!r)
@@ -280,22 +306,31 @@ int zcr_improbe(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
 	r->claim = true;
 	pthread_mutex_lock(&ctx->lock);
 	ret = __zcr_match_claim_locked(ctx, r, src, tag);
-	if (!ret) {
+	if (!ret && !(flags & ZCRECV_PROBE_NO_PROGRESS)) {
 		app_progress_locked(ctx);
 		ret = __zcr_match_claim_locked(ctx, r, src, tag);
 	}
 	__zcr_ep_acks_flush_locked(ctx);
-	if (ret == 1 && st) {
-		*st = r->st;
-		st->error = 0;
+	if (ret == 1) {
+		tmp = r->st;
+		tmp.error = 0;
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret != 1) {
 		req_free(ctx, r);
 		return ret;
 	}
+	if (st)
+		zcr_sized_out(st, st_size, &tmp, sizeof(tmp));
 	*msg = (struct zcr_message *)r;
 	return 1;
+}
+
+int zcr_improbe(struct zcr_ctx *ctx, uint32_t comm, int src, int tag,
+		struct zcr_message **msg, struct zcr_status *st)
+{
+	return zcr_improbe_comm(ctx, comm, src, tag, 0, msg, st,
+				ZCR_STATUS_SIZE_0_1);
 }
 
 int zcr_imrecv(struct zcr_message *msg, void *buf, size_t size,
@@ -335,7 +370,7 @@ static void reaped_locked(struct zcr_req *r)
 	}
 }
 
-static int finish(struct zcr_req *r, struct zcr_status *st)
+static int finish(struct zcr_req *r, struct zcr_status *st, size_t st_size)
 {
 	int err;
 
@@ -352,18 +387,18 @@ static int finish(struct zcr_req *r, struct zcr_status *st)
 	err = r->st.error;
 
 	if (st)
-		*st = r->st;
+		zcr_sized_out(st, st_size, &r->st, sizeof(r->st));
 	req_free(r->ctx, r);
 	return err;
 }
 
-int zcr_test(struct zcr_req *r, struct zcr_status *st)
+int zcr_test_sized(struct zcr_req *r, struct zcr_status *st, size_t st_size)
 {
 	struct zcr_ctx *ctx;
 	bool done;
 	int err;
 
-	if (!r)
+	if (!r || (st && st_size < ZCR_STATUS_SIZE_0_1))
 		return -EINVAL;
 	ctx = r->ctx;
 	pthread_mutex_lock(&ctx->lock);
@@ -375,8 +410,13 @@ int zcr_test(struct zcr_req *r, struct zcr_status *st)
 	pthread_mutex_unlock(&ctx->lock);
 	if (!done)
 		return 0;
-	err = finish(r, st);
+	err = finish(r, st, st_size);
 	return err ? err : 1;
+}
+
+int zcr_test(struct zcr_req *r, struct zcr_status *st)
+{
+	return zcr_test_sized(r, st, ZCR_STATUS_SIZE_0_1);
 }
 
 /* Milliseconds left until the monotonic deadline end (0 when past). */
@@ -393,7 +433,7 @@ static int ms_left(uint64_t end)
  * the request is freed only when it completed.
  */
 static int wait_for(struct zcr_req *r, struct zcr_status *st,
-		    int timeout_ms)
+		    size_t st_size, int timeout_ms)
 {
 	struct zcr_ctx *ctx = r->ctx;
 	int ret = 0, left = 100;
@@ -412,7 +452,7 @@ static int wait_for(struct zcr_req *r, struct zcr_status *st,
 			ctx->park_until = zcr_now_ns() + ZCR_PARK_GRACE_NS;
 		reaped_locked(r);
 		pthread_mutex_unlock(&ctx->lock);
-		return finish(r, st);
+		return finish(r, st, st_size);
 	}
 	end = timeout_ms < 0 ? UINT64_MAX :
 	      zcr_now_ns() + (uint64_t)timeout_ms * 1000000;
@@ -471,22 +511,26 @@ static int wait_for(struct zcr_req *r, struct zcr_status *st,
 		__zcr_wake(ctx);
 	if (!done)
 		return ret;	/* the request stays pending */
-	return finish(r, st);
+	return finish(r, st, st_size);
+}
+
+int zcr_wait_sized(struct zcr_req *r, struct zcr_status *st, size_t st_size,
+		   int timeout_ms)
+{
+	if (!r || timeout_ms < -1 || (st && st_size < ZCR_STATUS_SIZE_0_1))
+		return -EINVAL;
+	return wait_for(r, st, st_size, timeout_ms);
 }
 
 int zcr_wait(struct zcr_req *r, struct zcr_status *st)
 {
-	if (!r)
-		return -EINVAL;
-	return wait_for(r, st, -1);
+	return zcr_wait_sized(r, st, ZCR_STATUS_SIZE_0_1, -1);
 }
 
 int zcr_wait_timeout(struct zcr_req *r, struct zcr_status *st,
 		     int timeout_ms)
 {
-	if (!r || timeout_ms < -1)
-		return -EINVAL;
-	return wait_for(r, st, timeout_ms);
+	return zcr_wait_sized(r, st, ZCR_STATUS_SIZE_0_1, timeout_ms);
 }
 
 int zcr_cancel(struct zcr_req *r)
@@ -514,14 +558,23 @@ int zcr_send(struct zcr_ep *ep, const void *buf, size_t len, int tag)
 	return zcr_wait(r, NULL);
 }
 
-int zcr_recv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
-	     struct zcr_status *st)
+int zcr_recv_sized(struct zcr_ctx *ctx, void *buf, size_t size, int src,
+		   int tag, struct zcr_status *st, size_t st_size)
 {
 	struct zcr_req *r;
 	int ret;
 
+	if (st && st_size < ZCR_STATUS_SIZE_0_1)
+		return -EINVAL;
 	ret = zcr_irecv(ctx, buf, size, src, tag, &r);
 	if (ret)
 		return ret;
-	return zcr_wait(r, st);
+	return zcr_wait_sized(r, st, st_size, -1);
+}
+
+int zcr_recv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
+	     struct zcr_status *st)
+{
+	return zcr_recv_sized(ctx, buf, size, src, tag, st,
+			      ZCR_STATUS_SIZE_0_1);
 }

@@ -13,7 +13,7 @@
 #include "zcrecv.h"
 #include "remap/remap.h"
 
-int __zcr_kmod_open(struct zcr_kmod_info *info, uint64_t *huge_unit)
+int __zcr_kmod_open(struct zcr_kmod_info *info)
 {
 	struct zcrecv_api api;
 	int fd;
@@ -37,19 +37,8 @@ int __zcr_kmod_open(struct zcr_kmod_info *info, uint64_t *huge_unit)
 		info->features = api.out_features;
 		info->max_zone_pages = api.out_max_zone_pages;
 		info->max_process_pages = api.out_max_process_pages;
+		info->huge_unit_size = api.out_features & ZCRECV_FEATURE_HUGE ?
+				       api.out_huge_unit_size : 0;
 	}
-	if (huge_unit)
-		*huge_unit = api.out_features & ZCRECV_FEATURE_HUGE ?
-			     api.out_huge_unit_size : 0;
 	return fd;
-}
-
-int zcr_kmod_probe(struct zcr_kmod_info *info)
-{
-	int fd = __zcr_kmod_open(info, NULL);
-
-	if (fd < 0)
-		return fd;
-	close(fd);
-	return 0;
 }

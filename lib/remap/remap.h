@@ -51,10 +51,10 @@ struct zcr_slot {
 };
 
 /*
- * Open /dev/zcrecv, run the handshake; returns the fd or -errno. huge_unit
- * (may be NULL): bytes of a ZCRECV_ZONE_HUGE unit, 0 without them.
+ * Open /dev/zcrecv, run the handshake; returns the fd or -errno. info (may
+ * be NULL): every field of this library's struct zcr_kmod_info.
  */
-int __zcr_kmod_open(struct zcr_kmod_info *info, uint64_t *huge_unit);
+int __zcr_kmod_open(struct zcr_kmod_info *info);
 
 /*
  * One backend. Staging slots come from the backend that will remap them,

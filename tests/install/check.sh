@@ -29,6 +29,6 @@ man=$tmp/usr/local/share/man
 for p in man1/zcinfo.1 man3/zcr_recv.3 man4/zcrecv.4 man7/zcrecv.7; do
 	[ -f "$man/$p" ] || { echo "check.sh: $p not installed"; exit 1; }
 done
-MANWIDTH=80 man -M "$man" zcr_recv 2>&1 | grep -q '^ *zcr_send, zcr_recv ' ||
+MANWIDTH=80 man -M "$man" zcr_recv 2>&1 | grep -q '^ *zcr_send, zcr_recv[, ]' ||
 	{ echo "check.sh: man zcr_recv does not show its page"; exit 1; }
 echo "install check: headers, pkg-config, soname $soname, exports, man pages ok"

@@ -5,7 +5,7 @@
 # tool (every tools/*.c) has no page, when a section 1 page names no tool
 # or a section 3 page a call the map does not export, when a .so link points nowhere or at a page
 # whose NAME does not list it, when a page lacks one of the sections every
-# page must have, carries another version than the Makefile's, when
+# page must have, carries another version than the VERSION file, when
 # zcrecv(4) misses a counter or module parameter of kmod/, or when
 # `man --warnings` prints anything on stderr while rendering it.
 #
@@ -23,7 +23,7 @@ command -v man >/dev/null || {
 	echo "man check: man missing: apt-get install man-db groff-base, or run tools/deps.sh"
 	exit 1
 }
-version=$(sed -n 's/^VERSION *:= *//p' "$root/Makefile")
+version=$(cat "$root/VERSION")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -95,7 +95,7 @@ for f in man[1-8]/*.[1-8]; do
 	section "$f" HISTORY | grep -q "$version\|[0-9]\.[0-9]*\.[0-9]" ||
 		bad "$f: HISTORY names no version"
 	grep -q "^\.TH .*\"zcrecv $version\"" "$f" ||
-		bad "$f: .TH does not say \"zcrecv $version\" (the Makefile's VERSION)"
+		bad "$f: .TH does not say \"zcrecv $version\" (the VERSION file)"
 	# Every other name in NAME has its own file (a page or a link).
 	for n in $(section "$f" NAME | tr '\n' ' ' | sed 's/\\-.*//' | tr ',' ' '); do
 		[ -f "man$sec/$n.$sec" ] || bad "$f: NAME lists $n but man$sec/$n.$sec is missing"

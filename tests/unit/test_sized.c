@@ -3,17 +3,41 @@
  * test_sized.c - the _sized entry points that let public structs grow
  * (Documentation/abi-library.md): an older caller's smaller struct, a newer
  * caller's larger one (zero tail accepted, a set unknown field refused
- * with -E2BIG), and stats that never write past the caller's size.
+ * with -E2BIG), and stats, statuses and the module's handshake info that
+ * never write past the caller's size; the 0.3 calls' flags (unknown ones
+ * are -EINVAL) and names beside the names they replace.
  * Run: build/tests/unit/test_sized [name]
  */
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <linux/zcrecv.h>
 
 #include "zcrecv.h"
+#include "zcr_pair.h"
 #include "zt.h"
 
 #define END(type, m)	(offsetof(type, m) + sizeof(((type *)0)->m))
+/* What a status of 0.1 and 0.2 ends with. */
+#define STATUS_0_1	END(struct zcr_status, error)
+
+/* A status with what its caller owns after it. */
+struct big_status {
+	struct zcr_status st;
+	unsigned char more[32];
+};
+
+static int all_is(const void *p, size_t n, unsigned char c)
+{
+	const unsigned char *b = p;
+
+	while (n--)
+		if (*b++ != c)
+			return 0;
+	return 1;
+}
 
 ZT_TEST(attr_sizes)
 {
@@ -72,5 +96,158 @@ ZT_TEST(stats_sizes)
 	for (i = 0; i < sizeof(big.more); i++)
 		ZT_EXPECT_EQ(big.more[i], 0);
 	ZT_EXPECT_EQ(zcr_ctx_stats_sized(c, &big.st, 8), -EINVAL);
+	zcr_ctx_destroy(c);
+}
+
+ZT_TEST(kmod_info_sizes)
+{
+	struct {
+		struct zcr_kmod_info info;
+		unsigned char more[32];
+	} big;
+	size_t old = END(struct zcr_kmod_info, max_process_pages);
+	int ret;
+
+	ZT_EXPECT_EQ(zcr_kmod_probe_sized(&big.info, 8), -EINVAL);
+	memset(&big, 0xff, sizeof(big));
+	ret = zcr_kmod_probe_sized(&big.info, sizeof(big));
+	if (access("/dev/zcrecv", F_OK)) {
+		ZT_EXPECT_EQ(ret, -ENOENT);
+		return;
+	}
+	ZT_ASSERT(ret == 0);
+	ZT_EXPECT_EQ(all_is(big.more, sizeof(big.more), 0), 1);
+	ZT_EXPECT_EQ(big.info.page_size, sysconf(_SC_PAGESIZE));
+	if (big.info.features & ZCRECV_FEATURE_HUGE)
+		ZT_EXPECT_EQ(big.info.huge_unit_size >= 2UL << 20, 1);
+	else
+		ZT_EXPECT_EQ(big.info.huge_unit_size, 0);
+	/* The 0.1 name fills the 0.1 struct only. */
+	memset(&big, 0xff, sizeof(big));
+	ZT_EXPECT_EQ(zcr_kmod_probe(&big.info), 0);
+	ZT_EXPECT_EQ(all_is((char *)&big + old, sizeof(big) - old, 0xff), 1);
+}
+
+/* Every call that fills a status: 0.1 size, a newer caller's, too small. */
+ZT_TEST(status_sizes)
+{
+	struct zcr_ctx_attr a = { .backend = ZCRECV_BACKEND_COPY };
+	char msg[] = "sized status", buf[32];
+	struct big_status bs;
+	struct zcr_message *m;
+	struct zcr_req *r, *s;
+	struct pair p;
+
+	pair_open(&p, 2, &a);
+
+	/* zcr_iprobe_comm() and zcr_test_sized(), a newer caller's status. */
+	ZT_ASSERT(zcr_issend(p.to0[1], msg, sizeof(msg), 5, &s) == 0);
+	memset(&bs, 0xff, sizeof(bs));
+	ZT_EXPECT_EQ(zcr_iprobe_comm(p.c[0], 0, 1, 5, 0, &bs.st, 8), -EINVAL);
+	PAIR_PUMP_UNTIL(&p, zcr_iprobe_comm(p.c[0], 0, 1, 5, 0, &bs.st,
+					    sizeof(bs)) == 1);
+	ZT_EXPECT_EQ(bs.st.len, sizeof(msg));
+	ZT_EXPECT_EQ(all_is(bs.more, sizeof(bs.more), 0), 1);
+	ZT_ASSERT(zcr_irecv(p.c[0], buf, sizeof(buf), 1, 5, &r) == 0);
+	ZT_EXPECT_EQ(zcr_test_sized(r, &bs.st, 8), -EINVAL);
+	memset(&bs, 0xff, sizeof(bs));
+	PAIR_PUMP_UNTIL(&p, zcr_test_sized(r, &bs.st, sizeof(bs)) != 0);
+	ZT_EXPECT_EQ(bs.st.error, 0);
+	ZT_EXPECT_EQ(bs.st.source, 1);
+	ZT_EXPECT_EQ(all_is(bs.more, sizeof(bs.more), 0), 1);
+	memset(&bs, 0xff, sizeof(bs));
+	ZT_EXPECT_EQ(zcr_wait_sized(s, &bs.st, STATUS_0_1, -1), 0);
+	ZT_EXPECT_EQ(all_is((char *)&bs + STATUS_0_1,
+			 sizeof(bs) - STATUS_0_1, 0xff), 1);
+
+	/* zcr_improbe_comm() and zcr_wait_sized() */
+	ZT_ASSERT(zcr_isend(p.to0[1], msg, sizeof(msg), 6, &s) == 0);
+	memset(&bs, 0xff, sizeof(bs));
+	PAIR_PUMP_UNTIL(&p, zcr_improbe_comm(p.c[0], 0, ZCRECV_ANY_SOURCE,
+					     6, 0, &m, &bs.st,
+					     sizeof(bs)) == 1);
+	ZT_EXPECT_EQ(bs.st.tag, 6);
+	ZT_EXPECT_EQ(all_is(bs.more, sizeof(bs.more), 0), 1);
+	ZT_ASSERT(zcr_imrecv(m, buf, sizeof(buf), &r) == 0);
+	ZT_EXPECT_EQ(zcr_wait_sized(r, &bs.st, 8, -1), -EINVAL);
+	ZT_EXPECT_EQ(zcr_wait_sized(r, &bs.st, sizeof(bs), -2), -EINVAL);
+	memset(&bs, 0xff, sizeof(bs));
+	ZT_EXPECT_EQ(zcr_wait_sized(r, &bs.st, sizeof(bs), 10000), 0);
+	ZT_EXPECT_EQ(bs.st.len, sizeof(msg));
+	ZT_EXPECT_EQ(all_is(bs.more, sizeof(bs.more), 0), 1);
+	ZT_EXPECT_EQ(zcr_wait(s, NULL), 0);
+
+	/* zcr_recv_sized(): the sender completes without our progress. */
+	ZT_ASSERT(zcr_isend(p.to0[1], msg, sizeof(msg), 7, &s) == 0);
+	PAIR_PUMP_UNTIL(&p, zcr_iprobe(p.c[0], 0, 1, 7, NULL) == 1);
+	ZT_EXPECT_EQ(zcr_recv_sized(p.c[0], buf, sizeof(buf), 1, 7, &bs.st,
+				    8), -EINVAL);
+	memset(&bs, 0xff, sizeof(bs));
+	ZT_EXPECT_EQ(zcr_recv_sized(p.c[0], buf, sizeof(buf), 1, 7, &bs.st,
+				    sizeof(bs)), 0);
+	ZT_EXPECT_EQ(bs.st.tag, 7);
+	ZT_EXPECT_EQ(all_is(bs.more, sizeof(bs.more), 0), 1);
+	ZT_EXPECT_EQ(zcr_wait(s, NULL), 0);
+	pair_close(&p);
+}
+
+/* Unknown flags are refused; ZCRECV_PROBE_NO_PROGRESS looks only. */
+ZT_TEST(probe_flags)
+{
+	struct zcr_ctx_attr a = { .backend = ZCRECV_BACKEND_COPY };
+	char msg[] = "flags";
+	struct zcr_status st;
+	struct zcr_message *m;
+	struct zcr_req *s;
+	struct pair p;
+
+	pair_open(&p, 2, &a);
+	ZT_EXPECT_EQ(zcr_iprobe_comm(p.c[0], 0, 1, 1, 1U << 31, &st,
+				     sizeof(st)), -EINVAL);
+	ZT_EXPECT_EQ(zcr_improbe_comm(p.c[0], 0, 1, 1, 2, &m, &st,
+				      sizeof(st)), -EINVAL);
+	ZT_ASSERT(zcr_isend(p.to0[1], msg, sizeof(msg), 1, &s) == 0);
+	ZT_EXPECT_EQ(zcr_wait(s, NULL), 0);
+	/*
+	 * The message is in rank 0's socket: a probe that makes no
+	 * progress cannot see it, one that does finds it.
+	 */
+	usleep(20000);
+	ZT_EXPECT_EQ(zcr_iprobe_comm(p.c[0], 0, 1, 1,
+				     ZCRECV_PROBE_NO_PROGRESS, &st,
+				     sizeof(st)), 0);
+	PAIR_PUMP_UNTIL(&p, zcr_iprobe_comm(p.c[0], 0, 1, 1, 0, &st,
+					    sizeof(st)) == 1);
+	ZT_EXPECT_EQ(zcr_improbe_comm(p.c[0], 0, 1, 1,
+				      ZCRECV_PROBE_NO_PROGRESS, &m, &st,
+				      sizeof(st)), 1);
+	ZT_EXPECT_EQ(zcr_imrecv(m, NULL, 0, &s), 0);
+	ZT_EXPECT_EQ(zcr_wait(s, NULL), -EMSGSIZE);
+	pair_close(&p);
+}
+
+/* zcr_ctx_job_ep() and the name it replaces, on a one-rank job. */
+static int allgather1(const void *mine, void *all, size_t len, void *arg)
+{
+	(void)arg;
+	memcpy(all, mine, len);
+	return 0;
+}
+
+ZT_TEST(job_ep_names)
+{
+	struct zcr_ctx_attr a = { .quiet = 1, .backend = ZCRECV_BACKEND_COPY,
+				  .job_secret = "test_sized job secret 0123456" };
+	struct zcr_job_attr ja = { .rank = 0, .size = 1,
+				   .allgather = allgather1 };
+	struct zcr_ep *e1 = NULL, *e2 = NULL;
+	struct zcr_ctx *c;
+
+	ZT_ASSERT(zcr_ctx_create_job(&a, sizeof(a), &ja, sizeof(ja), &c) == 0);
+	ZT_EXPECT_EQ(zcr_ctx_job_ep(c, 0, 1, &e1), -EINVAL);
+	ZT_EXPECT_EQ(zcr_ctx_job_ep(c, 1, 0, &e1), -EINVAL);
+	ZT_EXPECT_EQ(zcr_ctx_job_ep(c, 0, 0, &e1), 0);
+	ZT_EXPECT_EQ(zcr_job_ep(c, 0, &e2), 0);
+	ZT_ASSERT(e1 && e1 == e2);
 	zcr_ctx_destroy(c);
 }

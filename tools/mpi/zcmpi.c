@@ -338,7 +338,7 @@ static int send_into(struct zreq *z, const void *buf, int count,
 		ptr = z->tmp;
 		bytes = (size_t)pos;
 	}
-	ret = zcr_job_ep(__zcmpi_ctx, z->peer, &ep);
+	ret = zcr_ctx_job_ep(__zcmpi_ctx, z->peer, 0, &ep);
 	if (!ret && peer_used)
 		peer_used[z->peer] = 1;
 	if (!ret)
@@ -410,7 +410,7 @@ static int recv_into(struct zreq *z, void *buf, int count, MPI_Datatype t,
 	 * this receive instead of leaving it waiting for ever.
 	 */
 	if (wsrc >= 0)
-		zcr_job_ep(__zcmpi_ctx, wsrc, &ep);
+		zcr_ctx_job_ep(__zcmpi_ctx, wsrc, 0, &ep);
 	ret = zcr_irecv_comm(__zcmpi_ctx, zc->id, ptr, z->cap, wsrc,
 			     tag == MPI_ANY_TAG ? ZCRECV_ANY_TAG : tag, &z->r);
 	if (ret) {
@@ -526,7 +526,7 @@ int __zcmpi_zwait(MPI_Request *req, MPI_Status *st)
 
 	while (!z->done) {
 		struct zcr_status zs;
-		int ret = zcr_wait_timeout(z->r, &zs, 200);
+		int ret = zcr_wait_sized(z->r, &zs, sizeof(zs), 200);
 
 		if (ret != -ETIMEDOUT)
 			__zcmpi_zreq_finish(z, ret, &zs);
@@ -649,7 +649,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 
 /*
  * How many of the peers we sent to are carried by shared memory and how
- * many by TCP (zcr_job_ep() only hands out the endpoints the sends
+ * many by TCP (zcr_ctx_job_ep() only hands out the endpoints the sends
  * dialled; asking for one dials nothing new then).
  */
 static void peers_by_transport(unsigned int *shm, unsigned int *tcp)
@@ -661,7 +661,7 @@ static void peers_by_transport(unsigned int *shm, unsigned int *tcp)
 	*shm = *tcp = 0;
 	for (r = 0; r < __zcmpi_world_size; r++) {
 		if (r == world_rank || !peer_used[r] ||
-		    zcr_job_ep(__zcmpi_ctx, r, &ep))
+		    zcr_ctx_job_ep(__zcmpi_ctx, r, 0, &ep))
 			continue;
 		msg = "";
 		zcr_ep_error(ep, &msg);
@@ -938,9 +938,11 @@ static int probe(int src, int tag, MPI_Comm comm, struct zcomm *zc,
 	wsrc = src == MPI_ANY_SOURCE ? ZCRECV_ANY_SOURCE : zc->world[src];
 	wtag = tag == MPI_ANY_TAG ? ZCRECV_ANY_TAG : tag;
 	for (;;) {
-		ret = message ? zcr_improbe(__zcmpi_ctx, zc->id, wsrc, wtag,
-					    &m, &zs) :
-		      zcr_iprobe(__zcmpi_ctx, zc->id, wsrc, wtag, &zs);
+		ret = message ? zcr_improbe_comm(__zcmpi_ctx, zc->id, wsrc,
+						 wtag, 0, &m, &zs,
+						 sizeof(zs)) :
+		      zcr_iprobe_comm(__zcmpi_ctx, zc->id, wsrc, wtag, 0, &zs,
+				      sizeof(zs));
 		if (ret < 0)
 			return __zcmpi_comm_error(comm, ret == -ENOMEM ?
 						  MPI_ERR_NO_MEM : MPI_ERR_ARG);

@@ -133,7 +133,7 @@ static bool zreq_poll(struct zreq *z)
 
 	if (z->done)
 		return true;
-	ret = zcr_test(z->r, &st);
+	ret = zcr_test_sized(z->r, &st, sizeof(st));
 	if (!ret)
 		return false;
 	__zcmpi_zreq_finish(z, ret == 1 ? 0 : ret, &st);
