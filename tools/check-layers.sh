@@ -39,7 +39,7 @@ case ${1:-} in
 	# An include and a call of the progress engine (core) from the base.
 	printf '#include "core/core.h"\nint __zcr_planted(void);\nint __zcr_planted(void)\n{\n\treturn __zcr_progress_locked(0, 0);\n}\n' \
 		> "$tmp/lib/base/planted.c"
-	${CC:-cc} -std=gnu11 -D_GNU_SOURCE -I"$tmp/lib" -I"$src/include" -I"$src/include/uapi" \
+	${CC:-cc} -std=gnu11 -D_GNU_SOURCE -I"$tmp/lib" -I"$src/include" -I"$src/build/include" -I"$src/include/uapi" \
 		-c -o "$tmp/build/lib/base/planted.o" "$tmp/lib/base/planted.c" || exit 1
 	out=$("$self" "$tmp" 2>&1)
 	rc=$?

@@ -21,7 +21,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "extend check: $*"; exit 1; }
 
 mkdir -p "$tmp/tools" "$tmp/build"
-cp -a Makefile lib include "$tmp/" && cp -a tools/uring.mk "$tmp/tools/" || exit 1
+cp -a Makefile VERSION dkms.conf.in lib include "$tmp/" && cp -a tools/uring.mk "$tmp/tools/" || exit 1
 [ -d build/lib ] && cp -a build/lib "$tmp/build/"
 
 # The folders, and one line above each registry's closing comment.
@@ -47,7 +47,7 @@ d=$(diff -r lib "$tmp/lib")
 nice -n 19 make -s -C "$tmp" -j2 lib > "$tmp/build.log" 2>&1 ||
 	{ cat "$tmp/build.log"; fail "the library with the dummies did not build"; }
 tools/check-layers.sh "$tmp" || fail "the dummies break the layers"
-${CC:-cc} -std=gnu11 -Wall -Wextra -Werror -I"$tmp/include" \
+${CC:-cc} -std=gnu11 -Wall -Wextra -Werror -I"$tmp/include" -I"$tmp/build/include" \
 	-o "$tmp/smoke" tests/extend/smoke.c -L"$tmp/build/lib" -lzcrecv \
 	-Wl,-rpath,"$tmp/build/lib" || fail "smoke.c did not build"
 ZCRECV_BACKEND=dummy ZCRECV_PREDICTOR=dummy timeout 30 "$tmp/smoke" ||
