@@ -243,7 +243,7 @@ kv() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<< " $1"; }
 # Sum of a number over the layer's report lines: sumr FILE REGEX-BEFORE.
 sumr() { sed -n "s/.*$2 \([0-9][0-9]*\).*/\1/p" "$1" | awk '{s += $1} END {print s + 0}'; }
 
-header=config,app,comm,post,stack,trial,status,wall,comp,start,wait,bytes,msgs,check,digest,zc_recv,early,hits,remaps,pages,copied,coll_calls,coll_bytes,shm_peers,tcp_peers,layer_s,note
+header=config,app,comm,post,stack,trial,status,wall,comp,start,wait,bytes,msgs,check,digest,zc_recv,early,hits,remaps,pages,copied,coll_calls,coll_bytes,shm_peers,tcp_peers,layer_s,note,deferred,expected
 echo "$header" > "$runs"
 
 nstacks=${#STACKS[@]}
@@ -294,7 +294,7 @@ run_one() {	# config app comm post stack trial
 		tail -n 5 "$log.err" >&2
 	fi
 	local f=$log.err
-	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' \
+	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' \
 		"$cfg" "$app" "$cm" "$po" "$stack" "$t" "$status" \
 		"$(kv "$line" wall)" "$(kv "$line" comp)" "$(kv "$line" start)" \
 		"$(kv "$line" wait)" "$(kv "$line" bytes)" "$(kv "$line" msgs)" \
@@ -304,7 +304,7 @@ run_one() {	# config app comm post stack trial
 		"$(sumr "$f" 'copied')" "$(sumr "$f" 'collectives')" \
 		"$(sumr "$f" 'calls')" "$(sumr "$f" 'peers')" "$(sumr "$f" 'shm')" \
 		"$(sed -n 's/.*in layer \([0-9.]*\) s.*/\1/p' "$f" | awk '{s += $1} END {printf "%.3f", s}')" \
-		"$note" >> "$runs"
+		"$note" "$(sumr "$f" 'deferred')" "$(sumr "$f" 'expected')" >> "$runs"
 	printf '[%d/%d] %-7s %-5s %-4s %-5s %-8s trial %d: %s %ss\n' "$n" "$total" \
 		"$cfg" "$app" "$cm" "$po" "$stack" "$t" "$status" "$(kv "$line" wall)"
 }
