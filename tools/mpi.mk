@@ -87,13 +87,18 @@ PROGS += $(MPI_DIR)/libzcrecv-mpi-mpich.so
 endif
 
 # The MPI tests of libzcrecv-mpi (tests/mpi/check-zcmpi.sh): the semantics
-# suite, a mixed Fortran/C program, and the sample programs under MPICH.
+# suite, the collectives' suite, a mixed Fortran/C program, and the sample programs under MPICH.
 ZCMPI_TESTS :=
 ifneq ($(MPICC),)
 $(MPI_DIR)/zcmpi_sem: tests/mpi/zcmpi_sem.c
 	@mkdir -p $(dir $@)
 	$(MPICC) $(MPI_CFLAGS) -o $@ $<
 ZCMPI_TESTS += $(MPI_DIR)/zcmpi_sem
+# The carried collectives against the MPI's own (PMPI_*) results.
+$(MPI_DIR)/zcmpi_coll: tests/mpi/zcmpi_coll.c
+	@mkdir -p $(dir $@)
+	$(MPICC) $(MPI_CFLAGS) -o $@ $<
+ZCMPI_TESTS += $(MPI_DIR)/zcmpi_coll
 ifneq ($(MPIF90),)
 $(MPI_DIR)/mixed: tests/mpi/mixed.f90 tests/mpi/mixed_c.c
 	@mkdir -p $(dir $@)
@@ -112,11 +117,14 @@ ifneq ($(MPICC_MPICH),)
 $(MPI_DIR)/zcmpi_sem-mpich: tests/mpi/zcmpi_sem.c
 	@mkdir -p $(dir $@)
 	$(MPICC_MPICH) $(MPI_CFLAGS) -o $@ $<
+$(MPI_DIR)/zcmpi_coll-mpich: tests/mpi/zcmpi_coll.c
+	@mkdir -p $(dir $@)
+	$(MPICC_MPICH) $(MPI_CFLAGS) -o $@ $<
 # MPICH's MPI_STATUSES_IGNORE, (MPI_Status *)1, trips gcc's access checks.
 $(MPI_DIR)/%-mpich: tools/mpi/%.c
 	@mkdir -p $(dir $@)
 	$(MPICC_MPICH) $(MPI_CFLAGS) -Wno-stringop-overflow -o $@ $< -lm
-ZCMPI_TESTS += $(MPI_DIR)/zcmpi_sem-mpich \
+ZCMPI_TESTS += $(MPI_DIR)/zcmpi_sem-mpich $(MPI_DIR)/zcmpi_coll-mpich \
 	$(addprefix $(MPI_DIR)/,$(addsuffix -mpich,$(MPI_APPS)))
 PROGS += $(MPI_DIR)/pingpong-mpich
 ifneq ($(MPIF90_MPICH),)

@@ -6,6 +6,9 @@
 #     (ZCRECV_REPORT=1 lines from every rank), every peer a rank sent to
 #     over shared memory;
 #   - the semantics suite tests/mpi/zcmpi_sem.c passes with and without;
+#   - the collectives' suite tests/mpi/zcmpi_coll.c passes without the
+#     layer and over it with the default thresholds, with all of them 0
+#     and with ZCRECV_MPI_COLL=0, carrying calls (or none) as it should;
 #   - mixed Fortran/C (tests/mpi/mixed.f90) shares one path, also with
 #     the `use mpi` bindings under Open MPI (tests/mpi/usempi.f90);
 #   - MPICH with the environment wire-up (ZCRECV_JOB_DIR);
@@ -101,6 +104,49 @@ sem() {
 	fi
 }
 
+# coll MPI LIB PROG NAME: the collectives' suite (tests/mpi/zcmpi_coll.c)
+# with the real MPI, then over the layer with its default thresholds (some
+# calls carried, some left to the MPI), with every threshold 0 (all five
+# collectives carried) and with ZCRECV_MPI_COLL=0 (none carried).
+coll() {
+	local mpi=$1 lib=$2 prog=$3 name=$4 how carried left out
+	if $mpi "$prog" >"$tmp/$name.plain" 2>&1 &&
+	   grep -q 'checks passed' "$tmp/$name.plain"; then
+		ok "$name: collectives' suite with the real MPI"
+	else
+		bad "$name: collectives' suite with the real MPI"
+		tail -5 "$tmp/$name.plain"
+	fi
+	for how in default all none; do
+		local env=(ZCRECV_REPORT=1)
+		case $how in
+		all) env+=(ZCRECV_MPI_COLL_ALLTOALL_MIN=0
+			   ZCRECV_MPI_COLL_ALLGATHER_MIN=0
+			   ZCRECV_MPI_COLL_BCAST_MIN=0) ;;
+		none) env+=(ZCRECV_MPI_COLL=0) ;;
+		esac
+		out=$tmp/$name.$how
+		$mpi "${env[@]}" LD_PRELOAD="$root/$bin/$lib" "$prog" >"$out" 2>&1
+		carried=$(sumcount "$out" 'carried coll')
+		left=$(sumcount "$out" 'collectives')
+		if grep -q 'checks passed' "$out" &&
+		   case $how in
+		   default) [ "$carried" -gt 0 ] && [ "$left" -gt 4 ] ;;
+		   all) [ "$carried" -gt 0 ] && [ "$left" = 4 ] ;;
+		   none) [ "$carried" = 0 ] ;;
+		   esac; then
+			ok "$name: collectives' suite over zcrecv, thresholds $how: $(grep -o '[0-9]* checks' "$out"), $carried calls carried, $left left to the MPI"
+		else
+			bad "$name: collectives' suite over zcrecv, thresholds $how: $carried carried, $left left"
+			tail -5 "$out"
+		fi
+	done
+}
+# Sum over the report lines of the number after WORDS: sumcount FILE WORDS.
+sumcount() {
+	sed -n "s/.*$2 \([0-9][0-9]*\).*/\1/p" "$1" | awk '{s += $1} END {print s + 0}'
+}
+
 # die MPI LIB PROG NAME: a rank exits mid-job; the job must fail quickly.
 die() {
 	local mpi=$1 lib=$2 prog=$3 name=$4 rc
@@ -142,6 +188,7 @@ if [ -f $bin/libzcrecv-mpi.so ]; then
 		[ -x $bin/$app ] && same ompi libzcrecv-mpi.so "ompi-$app" $bin/$app
 	done
 	sem ompi libzcrecv-mpi.so $bin/zcmpi_sem ompi-sem
+	coll ompi libzcrecv-mpi.so $bin/zcmpi_coll ompi-coll
 	die ompi libzcrecv-mpi.so $bin/zcmpi_sem ompi
 	# The layer picked PMIx under Open MPI; the MPI_Allgather way too.
 	if ompi ZCRECV_MPI_WIREUP=mpi LD_PRELOAD="$root/$bin/libzcrecv-mpi.so" \
@@ -161,6 +208,7 @@ if [ -f $bin/libzcrecv-mpi-mpich.so ]; then
 		[ -x $bin/$app-mpich ] && same mpich libzcrecv-mpi-mpich.so "mpich-$app" $bin/$app-mpich
 	done
 	sem mpich libzcrecv-mpi-mpich.so $bin/zcmpi_sem-mpich mpich-sem
+	coll mpich libzcrecv-mpi-mpich.so $bin/zcmpi_coll-mpich mpich-coll
 	die mpich libzcrecv-mpi-mpich.so $bin/zcmpi_sem-mpich mpich
 	mkdir "$tmp/job"
 	if mpich ZCRECV_MPI_WIREUP=env ZCRECV_JOB_DIR="$tmp/job" \

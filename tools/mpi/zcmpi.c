@@ -249,6 +249,12 @@ static bool contig(const void *buf, int count, MPI_Datatype t, void **ptr,
 	return true;
 }
 
+bool __zcmpi_contig(const void *buf, int count, MPI_Datatype t, void **ptr,
+		    size_t *bytes)
+{
+	return contig(buf, count, t, ptr, bytes);
+}
+
 int __zcmpi_type_size(MPI_Datatype t)
 {
 	int s = 0;
@@ -517,12 +523,10 @@ static int start_op(int kind, const void *buf, int count, MPI_Datatype t,
 #define start_send(...)	start_op(ZR_SEND, __VA_ARGS__)
 #define start_recv(...)	start_op(ZR_RECV, __VA_ARGS__)
 
-/* Wait for our request *req and collect it; MPI error through comm. */
-int __zcmpi_zwait(MPI_Request *req, MPI_Status *st)
+/* Wait for our request *req and collect it; its MPI error code. */
+int __zcmpi_zwait_quiet(MPI_Request *req, MPI_Status *st)
 {
 	struct zreq *z = Z(*req);
-	MPI_Comm comm = z->comm;
-	int err;
 
 	while (!z->done) {
 		struct zcr_status zs;
@@ -531,7 +535,15 @@ int __zcmpi_zwait(MPI_Request *req, MPI_Status *st)
 		if (ret != -ETIMEDOUT)
 			__zcmpi_zreq_finish(z, ret, &zs);
 	}
-	err = __zcmpi_zreq_collect(z, st, req);
+	return __zcmpi_zreq_collect(z, st, req);
+}
+
+/* The same, an error through the communicator's handler. */
+int __zcmpi_zwait(MPI_Request *req, MPI_Status *st)
+{
+	MPI_Comm comm = Z(*req)->comm;
+	int err = __zcmpi_zwait_quiet(req, st);
+
 	if (err)
 		__zcmpi_comm_error(comm, err);
 	return err;
@@ -627,6 +639,7 @@ void __zcmpi_zc_init(void)
 			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (__zcmpi_pool == MAP_FAILED)
 		__zcmpi_die("cannot map the request table");
+	__zcmpi_coll_init(&env);
 }
 
 int MPI_Init(int *argc, char ***argv)
@@ -678,19 +691,19 @@ static void report(void)
 	struct zcr_stats s;
 	struct zcr_env_val v;
 	unsigned int shm, tcp;
-	uint64_t coll_calls, coll_bytes;
+	struct zcmpi_coll_stats c;
 
 	/* Checked at MPI_Init: a bad value stopped the job there. */
 	if (__zcr_env_get(ZCR_ENV_REPORT, false, &v) || !v.u ||
 	    zcr_ctx_stats_sized(__zcmpi_ctx, &s, sizeof(s)))
 		return;
 	peers_by_transport(&shm, &tcp);
-	__zcmpi_coll_stats(&coll_calls, &coll_bytes);
+	__zcmpi_coll_stats(&c);
 	fprintf(stderr, "zcrecv-mpi: rank %d: msgs %llu sent %llu received, "
 		"early %llu, hits %llu, remaps %llu, pages %llu, copied "
 		"%llu B, backend %s, peers %u shm %u tcp, shared %llu, "
 		"in layer %.3f s, collectives %llu calls %llu B, "
-		"deferred %llu, expected %llu\n",
+		"deferred %llu, expected %llu, carried coll %llu (%llu B)\n",
 		world_rank,
 		(unsigned long long)s.msgs_sent,
 		(unsigned long long)s.msgs_recv,
@@ -700,9 +713,12 @@ static void report(void)
 		(unsigned long long)s.bytes_copied, s.backend_name, shm, tcp,
 		(unsigned long long)s.shared_pulls,
 		(double)__zcmpi_layer_ns / 1e9,
-		(unsigned long long)coll_calls, (unsigned long long)coll_bytes,
+		(unsigned long long)c.mpi_calls,
+		(unsigned long long)c.mpi_bytes,
 		(unsigned long long)s.deferred,
-		(unsigned long long)s.expected);
+		(unsigned long long)s.expected,
+		(unsigned long long)c.zc_calls,
+		(unsigned long long)c.zc_bytes);
 }
 
 int MPI_Finalize(void)

@@ -22,8 +22,18 @@
 
 #define ZCMPI_HIDDEN __attribute__((visibility("hidden")))
 
-/* Collectives left to the MPI: calls, and bytes this rank received. */
-ZCMPI_HIDDEN void __zcmpi_coll_stats(uint64_t *calls, uint64_t *bytes);
+/*
+ * Collectives (zcmpi_coll.c): calls and bytes this rank received, of
+ * those left to the MPI and of those carried by zcrecv.
+ */
+struct zcmpi_coll_stats {
+	uint64_t mpi_calls, mpi_bytes;
+	uint64_t zc_calls, zc_bytes;
+};
+ZCMPI_HIDDEN void __zcmpi_coll_stats(struct zcmpi_coll_stats *s);
+struct zcr_env_set;
+/* At MPI_Init, collective over MPI_COMM_WORLD: rank 0's settings. */
+ZCMPI_HIDDEN void __zcmpi_coll_init(const struct zcr_env_set *env);
 
 /* ---- state (zcmpi.c) ---------------------------------------------------- */
 
@@ -32,6 +42,11 @@ struct zcomm {
 	int rank, size;
 	int *world;		/* comm rank -> world rank */
 	int *local;		/* world rank -> comm rank, or -1 */
+	/*
+	 * Carried collectives started on it: their tag. Every member calls
+	 * the collectives of a communicator in one order, so all agree.
+	 */
+	uint32_t coll_seq;
 };
 
 /* ZR_SSEND: only as what to start (a synchronous ZR_SEND). */
@@ -91,6 +106,8 @@ ZCMPI_HIDDEN void __zcmpi_die(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2), noreturn));
 ZCMPI_HIDDEN struct zcomm *__zcmpi_zcomm_of(MPI_Comm comm);
 ZCMPI_HIDDEN int __zcmpi_type_size(MPI_Datatype t);
+ZCMPI_HIDDEN bool __zcmpi_contig(const void *buf, int count, MPI_Datatype t,
+				 void **ptr, size_t *bytes);
 ZCMPI_HIDDEN int __zcmpi_comm_error(MPI_Comm comm, int code);
 ZCMPI_HIDDEN int __zcmpi_mpi_code(int err, int kind, int peer);
 ZCMPI_HIDDEN void __zcmpi_zreq_reset(struct zreq *z);
@@ -100,6 +117,7 @@ ZCMPI_HIDDEN int __zcmpi_zreq_start(struct zreq *z, int kind, const void *buf,
 				    int count, MPI_Datatype t, int rank,
 				    int tag);
 ZCMPI_HIDDEN int __zcmpi_zwait(MPI_Request *req, MPI_Status *st);
+ZCMPI_HIDDEN int __zcmpi_zwait_quiet(MPI_Request *req, MPI_Status *st);
 ZCMPI_HIDDEN void __zcmpi_zc_init(void);
 
 /* zcmpi_request.c */
