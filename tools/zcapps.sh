@@ -42,11 +42,12 @@
 #                   zcrecv stacks' ranks (e.g. ZCRECV_DEFER_MIN=0)
 #
 # Writes DIR/runs.csv (one row per run: times, the program's digest and the
-# zcrecv layer's counters summed over ranks), DIR/summary.csv and
-# DIR/summary.txt (per configuration, program and stack: median wall time,
-# spread, ratio to stock Open MPI with the range of the per-trial ratios,
-# and for every program zcrecv runs more than 2% slower, the timings and
-# counters that say why), DIR/apps.png and DIR/logs/. Exits 1 when a run
+# zcrecv layer's counters summed over ranks, the collectives it carried
+# last), DIR/summary.csv and DIR/summary.txt (per configuration, program
+# and stack: median wall time, spread, ratio to stock Open MPI with the
+# range of the per-trial ratios, and for every program zcrecv runs more
+# than 2% slower, the timings and counters that say why), DIR/apps.png
+# and DIR/logs/. Exits 1 when a run
 # fails, a program's check fails or the digests of one program disagree
 # anywhere. Documentation/apps.md says what each program does.
 set -uo pipefail
@@ -243,7 +244,7 @@ kv() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<< " $1"; }
 # Sum of a number over the layer's report lines: sumr FILE REGEX-BEFORE.
 sumr() { sed -n "s/.*$2 \([0-9][0-9]*\).*/\1/p" "$1" | awk '{s += $1} END {print s + 0}'; }
 
-header=config,app,comm,post,stack,trial,status,wall,comp,start,wait,bytes,msgs,check,digest,zc_recv,early,hits,remaps,pages,copied,coll_calls,coll_bytes,shm_peers,tcp_peers,layer_s,note,deferred,expected
+header=config,app,comm,post,stack,trial,status,wall,comp,start,wait,bytes,msgs,check,digest,zc_recv,early,hits,remaps,pages,copied,coll_calls,coll_bytes,shm_peers,tcp_peers,layer_s,note,deferred,expected,coll_zc_calls,coll_zc_bytes
 echo "$header" > "$runs"
 
 nstacks=${#STACKS[@]}
@@ -294,7 +295,7 @@ run_one() {	# config app comm post stack trial
 		tail -n 5 "$log.err" >&2
 	fi
 	local f=$log.err
-	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' \
+	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' \
 		"$cfg" "$app" "$cm" "$po" "$stack" "$t" "$status" \
 		"$(kv "$line" wall)" "$(kv "$line" comp)" "$(kv "$line" start)" \
 		"$(kv "$line" wait)" "$(kv "$line" bytes)" "$(kv "$line" msgs)" \
@@ -304,7 +305,9 @@ run_one() {	# config app comm post stack trial
 		"$(sumr "$f" 'copied')" "$(sumr "$f" 'collectives')" \
 		"$(sumr "$f" 'calls')" "$(sumr "$f" 'peers')" "$(sumr "$f" 'shm')" \
 		"$(sed -n 's/.*in layer \([0-9.]*\) s.*/\1/p' "$f" | awk '{s += $1} END {printf "%.3f", s}')" \
-		"$note" "$(sumr "$f" 'deferred')" "$(sumr "$f" 'expected')" >> "$runs"
+		"$note" "$(sumr "$f" 'deferred')" "$(sumr "$f" 'expected')" \
+		"$(sumr "$f" 'carried coll')" \
+		"$(sed -n 's/.*carried coll [0-9]* (\([0-9]*\) B).*/\1/p' "$f" | awk '{s += $1} END {print s + 0}')" >> "$runs"
 	printf '[%d/%d] %-7s %-5s %-4s %-5s %-8s trial %d: %s %ss\n' "$n" "$total" \
 		"$cfg" "$app" "$cm" "$po" "$stack" "$t" "$status" "$(kv "$line" wall)"
 }

@@ -8,14 +8,17 @@
  *
  * Every point-to-point call on MPI_COMM_WORLD and on the communicators
  * derived from it (dup, split, create, cart, graph) goes through one
- * zcrecv context per rank; collectives, one-sided, I/O and everything on
- * other communicators stay with the real MPI. Design, rules and limits:
- * Documentation/mpi.md. Built once per MPI (mpicc, mpicc.mpich).
+ * zcrecv context per rank, and so do their large Alltoall(v),
+ * Allgather(v) and Bcast calls (zcmpi_coll.c); the other collectives,
+ * one-sided, I/O and everything on other communicators stay with the
+ * real MPI. Design, rules and limits: Documentation/mpi.md. Built once
+ * per MPI (mpicc, mpicc.mpich).
  *
  * This file keeps the state, communicators, data types, starting
  * operations, MPI_Init and MPI_Finalize and the point-to-point calls;
  * zcmpi_request.c the requests and their completion, zcmpi_fortran.c
- * Open MPI's Fortran bindings, zcmpi_coll.c the collectives' count.
+ * Open MPI's Fortran bindings, zcmpi_coll.c the collectives (carried or
+ * counted).
  */
 #include <dlfcn.h>
 #include <errno.h>
