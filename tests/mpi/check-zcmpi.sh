@@ -85,16 +85,22 @@ same() {
 	fi
 }
 
+# plain MPI PROG NAME WHAT: a suite passes with the real MPI alone.
+plain() {
+	local mpi=$1 prog=$2 name=$3 what=$4
+	if $mpi "$prog" >"$tmp/$name.plain" 2>&1 &&
+	   grep -q 'checks passed' "$tmp/$name.plain"; then
+		ok "$name: $what with the real MPI"
+	else
+		bad "$name: $what with the real MPI"
+		tail -5 "$tmp/$name.plain"
+	fi
+}
+
 # sem MPI LIB PROG NAME
 sem() {
 	local mpi=$1 lib=$2 prog=$3 name=$4
-	if $mpi "$prog" >"$tmp/$name.plain" 2>&1 &&
-	   grep -q 'checks passed' "$tmp/$name.plain"; then
-		ok "$name: semantics suite with the real MPI"
-	else
-		bad "$name: semantics suite with the real MPI"
-		tail -5 "$tmp/$name.plain"
-	fi
+	plain "$mpi" "$prog" "$name" "semantics suite"
 	if $mpi LD_PRELOAD="$root/$bin/$lib" "$prog" >"$tmp/$name.out" 2>&1 &&
 	   grep -q 'checks passed' "$tmp/$name.out"; then
 		ok "$name: semantics suite over zcrecv: $(grep -o '[0-9]* checks' "$tmp/$name.out")"
@@ -110,13 +116,7 @@ sem() {
 # collectives carried) and with ZCRECV_MPI_COLL=0 (none carried).
 coll() {
 	local mpi=$1 lib=$2 prog=$3 name=$4 how carried left out
-	if $mpi "$prog" >"$tmp/$name.plain" 2>&1 &&
-	   grep -q 'checks passed' "$tmp/$name.plain"; then
-		ok "$name: collectives' suite with the real MPI"
-	else
-		bad "$name: collectives' suite with the real MPI"
-		tail -5 "$tmp/$name.plain"
-	fi
+	plain "$mpi" "$prog" "$name" "collectives' suite"
 	for how in default all none; do
 		local env=(ZCRECV_REPORT=1)
 		case $how in

@@ -468,12 +468,12 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm)
 	uint64_t part = bytes_of(count, t);
 	struct zcomm *zc = count >= 0 ? carry(comm, part, set.bcast_min) :
 			   NULL;
-	ENTER;
 
 	if (!zc || root < 0 || root >= zc->size) {
 		note(rooted(root, comm, 0, part));
-		LEAVE(PMPI_Bcast(buf, count, t, root, comm));
+		return PMPI_Bcast(buf, count, t, root, comm);
 	}
+	ENTER;
 	note_zc(zc->rank == root ? 0 : part);
 	LEAVE(bcast_zc(buf, count, t, root, comm, zc));
 }
@@ -525,12 +525,12 @@ int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 				 set.allgather_min) : NULL;
 	struct parts rp;
 	int ret;
-	ENTER;
 
 	if (!zc) {
 		note(from_others(rcount, rt, comm));
-		LEAVE(PMPI_Allgather(sbuf, scount, st, rbuf, rcount, rt, comm));
+		return PMPI_Allgather(sbuf, scount, st, rbuf, rcount, rt, comm);
 	}
+	ENTER;
 	note_zc((uint64_t)(zc->size - 1) * bytes_of(rcount, rt));
 	parts_of(&rp, zc->size, NULL, rcount, NULL, rt);
 	ret = allgatherv_zc(sbuf, scount, st, rbuf, &rp, rt, comm, zc);
@@ -555,7 +555,6 @@ int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 	uint64_t part = 0, b;
 	struct parts rp;
 	int i, ret;
-	ENTER;
 
 	/* Every rank has every count: all find the same largest part. */
 	for (i = 0; zc && i < zc->size; i++) {
@@ -566,9 +565,10 @@ int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 		zc = carry(comm, part, set.allgather_min);
 	if (!zc) {
 		note(from_others_v(rcounts, rt, comm));
-		LEAVE(PMPI_Allgatherv(sbuf, scount, st, rbuf, rcounts, displs,
-				      rt, comm));
+		return PMPI_Allgatherv(sbuf, scount, st, rbuf, rcounts, displs,
+				       rt, comm);
 	}
+	ENTER;
 	note_zc(from_others_v(rcounts, rt, comm));
 	parts_of(&rp, zc->size, rcounts, 0, displs, rt);
 	ret = allgatherv_zc(sbuf, scount, st, rbuf, &rp, rt, comm, zc);
@@ -584,12 +584,12 @@ int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 				 set.alltoall_min) : NULL;
 	struct parts sp = { 0 }, rp;
 	int ret;
-	ENTER;
 
 	if (!zc) {
 		note(from_others(rcount, rt, comm));
-		LEAVE(PMPI_Alltoall(sbuf, scount, st, rbuf, rcount, rt, comm));
+		return PMPI_Alltoall(sbuf, scount, st, rbuf, rcount, rt, comm);
 	}
+	ENTER;
 	note_zc((uint64_t)(zc->size - 1) * bytes_of(rcount, rt));
 	if (sbuf != MPI_IN_PLACE)
 		parts_of(&sp, zc->size, NULL, scount, NULL, st);
@@ -615,7 +615,6 @@ int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
 	uint64_t mine = 0, part = 0, b;
 	struct parts sp = { 0 }, rp;
 	int i, ret;
-	ENTER;
 
 	/*
 	 * Each rank knows its own counts only: the largest part over all
@@ -636,9 +635,10 @@ int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
 		zc = NULL;
 	if (!zc) {
 		note(from_others_v(rcounts, rt, comm));
-		LEAVE(PMPI_Alltoallv(sbuf, scounts, sdispls, st, rbuf, rcounts,
-				     rdispls, rt, comm));
+		return PMPI_Alltoallv(sbuf, scounts, sdispls, st, rbuf,
+				      rcounts, rdispls, rt, comm);
 	}
+	ENTER;
 	note_zc(from_others_v(rcounts, rt, comm));
 	if (sbuf != MPI_IN_PLACE)
 		parts_of(&sp, zc->size, scounts, 0, sdispls, st);
