@@ -249,7 +249,7 @@ static int op_end(struct cop *op)
 struct parts {
 	const int *count;
 	MPI_Aint *off;
-	int *own;		/* the counts, when the call gave one for all */
+	int *own;		/* counts, when the call gave one for all */
 };
 
 static MPI_Aint extent(MPI_Datatype t)
