@@ -113,7 +113,7 @@ run() {
 	timeout -k 5 60 "${cmd[@]}" >"$tmp/out" 2>"$tmp/err" </dev/null
 	rc=$?
 	line=$(grep -m1 '^zcapp: ' "$tmp/out")
-	dig=$(sed -n 's/.* digest=\([0-9a-f]\{16\}\)$/\1/p' <<< "$line")
+	dig=$(grep -o ' digest=[0-9a-f]\{16\}' <<< "$line" | cut -d= -f2)
 	lines=$(grep -c '^zcrecv-mpi: rank [0-9]*: msgs' "$tmp/err")
 	carried=$(grep -o 'msgs [0-9]* sent' "$tmp/err" |
 		awk '{s += $2} END {print s + 0}')
