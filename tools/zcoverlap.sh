@@ -14,8 +14,8 @@
 #                    (default ompi,zc-auto; as tools/zcapps.sh)
 #   --configs LIST   node (default), 2n, 2n-RATE (as tools/zcapps.sh)
 #   --scale LIST     the --scale of the runs with computation: S for
-#                    every program or APP=S,... (default ovft=0.17,
-#                    ovspmv=0.06: computation about equal to
+#                    every program or APP=S,... (default ovft=0.08,
+#                    ovspmv=0.02: computation about equal to
 #                    communication on a 2-core host)
 #   --post MODE      late or early (default late)
 #   --trials N       alternating trials of every stack (default 3)
@@ -149,7 +149,7 @@ report() {
 }
 
 apps=ovft,ovspmv versions=S,P,X:8,G stacks=ompi,zc-auto configs=node
-scales=ovft=0.17,ovspmv=0.06
+scales=ovft=0.08,ovspmv=0.02
 post=late trials=3 timeout=120 grace=20 out=$root/build/overlap dry=0 pin=1
 prog_args=()
 val() { [ $# -ge 2 ] || { echo "zcoverlap: $1 needs a value" >&2; usage >&2; exit 2; }; }

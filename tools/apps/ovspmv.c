@@ -7,7 +7,7 @@
  * and then computes; G asks the owners eta blocks ahead (a small request
  * message the owner answers between rows) and computes each block as it
  * comes; S has the owners push eta blocks ahead. --scale sets the
- * nonzeros per row, down to none.
+ * share of each block's rows multiplied, down to none.
  * Checks: before the finish the receive buffers are cleared and one more,
  * untimed product runs; the blocks of x received must equal the owners'
  * bit for bit, and every rank's rows of y must equal the product made
@@ -40,7 +40,7 @@ static const struct app_opt opts[] = {
 	  "                   blocks asked for or pushed ahead, 1..P-1 (default\n"
 	  "                   1; more than P-1 is taken as P-1)" },
 	{ "scale", "S",
-	  "                   0..1: the share of the K nonzeros per row kept\n"
+	  "                   0..1: the share of each block's rows multiplied\n"
 	  "                   (rounded; 0: no computation at all; default 1)" },
 	{ NULL, NULL, NULL }
 };
@@ -109,6 +109,7 @@ static const struct app_desc desc = {
 
 struct spmv {
 	long n, nb, k;		/* rows, rows per block, nonzeros per row */
+	long rows;		/* rows of each block multiplied (--scale) */
 	int eta;
 	enum version v;
 	long *ptr;		/* block b of row i: ptr[b * (nb + 1) + i] */
@@ -199,11 +200,9 @@ static void compute(struct app *a, struct spmv *s, int b, const double *xb)
 	long i, i0, j;
 	double t0, sum;
 
-	if (!s->k)
-		return;
-	for (i0 = 0; i0 < s->nb; i0 += SERVE_ROWS) {
+	for (i0 = 0; i0 < s->rows; i0 += SERVE_ROWS) {
 		t0 = app_now();
-		for (i = i0; i < s->nb && i < i0 + SERVE_ROWS; i++) {
+		for (i = i0; i < s->rows && i < i0 + SERVE_ROWS; i++) {
 			sum = s->y[i];
 			for (j = ptr[i]; j < ptr[i + 1]; j++)
 				sum += s->val[j] * xb[s->col[j]];
@@ -278,7 +277,7 @@ static void product(struct app *a, struct spmv *s, struct app_xchg *x)
 			post_recv(a, s, x, (me + t) % nr);
 	app_barrier(a);
 	t0 = app_now();
-	for (i = 0; i < s->nb; i++)
+	for (i = 0; i < s->rows; i++)
 		s->y[i] = 0;
 	app_comp(a, t0);
 	ahead = s->v == V_B ? nr - 1 : s->eta;
@@ -334,7 +333,8 @@ int main(int argc, char **argv)
 	if ((double)s.nb * (double)opt_nnz > (double)INT32_MAX * 8)
 		app_reject(&a, "--size %ld --nnz %ld: too many nonzeros", s.n,
 			   opt_nnz);
-	s.k = lround(opt_scale * (double)opt_nnz);
+	s.k = opt_nnz;
+	s.rows = lround(opt_scale * (double)s.nb);
 	s.v = opt_version;
 	s.eta = (int)(opt_eta < a.nranks - 1 ? opt_eta : a.nranks - 1);
 	if (s.eta < 1)
@@ -357,9 +357,9 @@ int main(int argc, char **argv)
 	memset(s.xr, 0, (size_t)s.n * sizeof(double));
 	app_xchg_init(&a, &x, 4 * a.nranks);
 	app_xchg_init(&a, &s.answers, a.nranks);
-	snprintf(a.tail, sizeof(a.tail), "version=%s eta=%d nnz=%ld scale=%g",
-		 s.v == V_B ? "B" : s.v == V_G ? "G" : "S", s.eta, s.k,
-		 opt_scale);
+	snprintf(a.tail, sizeof(a.tail), "version=%s eta=%d nnz=%ld scale=%g "
+		 "rows=%ld", s.v == V_B ? "B" : s.v == V_G ? "G" : "S", s.eta,
+		 s.k, opt_scale, s.rows);
 
 	app_begin(&a);
 	for (it = 0; it < a.iters; it++)
@@ -385,7 +385,7 @@ int main(int argc, char **argv)
 		int b = (a.rank + q) % a.nranks;
 		const long *ptr = s.ptr + b * (s.nb + 1);
 
-		for (i = 0; i < s.nb; i++) {
+		for (i = 0; i < s.rows; i++) {
 			sum = ref[i];
 			for (j = ptr[i]; j < ptr[i + 1]; j++)
 				sum += s.val[j] * x_of(b * s.nb + s.col[j]);
@@ -401,7 +401,7 @@ int main(int argc, char **argv)
 	}
 	app_sum_words(&a, w, 1);
 	w[1] = (uint64_t)s.n;
-	w[2] = (uint64_t)s.k;
+	w[2] = (uint64_t)(s.k * s.n + s.rows);
 	w[3] = (uint64_t)a.nranks;
 	if (a.verbose && a.rank == 0)
 		fprintf(stderr, "ovspmv: %ld rows, %ld nonzeros per row, "
