@@ -7,6 +7,9 @@
 # tests/apps/check-apps.sh checks them.
 APPS_DIR    := $(B)/tools/apps
 APPS_NAMES  := pes m3 nbody ft is ovft ovspmv
+# Those that refuse --comm coll (the overlap probes: when each
+# point-to-point send starts is what they measure); zcapps.sh skips it.
+APPS_P2P_ONLY := ovft ovspmv
 # The code every program links: apps.c (options, accounts, the result
 # line) and fft.c (the radix-2 FFT of ft and ovft).
 APPS_SHARED := apps fft

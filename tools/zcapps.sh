@@ -5,7 +5,8 @@
 #
 # Usage: tools/zcapps.sh [OPTIONS] [-- PROGRAM-OPTIONS]
 #   --apps LIST     programs of build/tools/apps (default: all that
-#                   tools/apps.mk builds: pes,m3,nbody,ft,is)
+#                   tools/apps.mk builds: pes,m3,nbody,ft,is,ovft,ovspmv;
+#                   the last two, the overlap probes, run p2p only)
 #   --stacks LIST   what carries the messages (default
 #                   ompi,ompi-again,mpich,zc-copy,zc-remap,zc-auto):
 #                     ompi      stock Open MPI (mpirun)
@@ -59,6 +60,7 @@ die() { echo "zcapps: $*" >&2; exit 2; }
 # The programs: those tools/apps.mk builds (APPS_NAMES), so a new program
 # is one source file and one name there.
 known_apps=$(sed -n 's/^APPS_NAMES *:= *//p' "$root/tools/apps.mk")
+p2p_only=$(sed -n 's/^APPS_P2P_ONLY *:= *//p' "$root/tools/apps.mk")
 apps=$(tr -s ' ' , <<< "$known_apps")
 stacks=ompi,ompi-again,mpich,zc-copy,zc-remap,zc-auto
 configs=node,2n-1g,2n-10g
@@ -180,7 +182,13 @@ nmode=0	# (comm, post) pairs: coll runs late only
 for cm in $comms; do
 	if [ "$cm" = coll ]; then nmode=$((nmode + 1)); else nmode=$((nmode + npost)); fi
 done
-total=$(( ${#CONFIGS[@]} * trials * ${#APPS[@]} * nstacks * nmode ))
+ncoll=0	# programs that take no coll runs
+if [[ " $comms " == *" coll "* ]]; then
+	for a in "${APPS[@]}"; do
+		[[ " $p2p_only " == *" $a "* ]] && ncoll=$((ncoll + 1))
+	done
+fi
+total=$(( ${#CONFIGS[@]} * trials * nstacks * (${#APPS[@]} * nmode - ncoll) ))
 echo "zcapps: $total runs: configurations ${configs}; programs ${apps}; stacks ${stacks}; $trials trials; comm $comm, post $post${prog_args[*]:+; program options ${prog_args[*]}}"
 [ "$has_ompi" = 1 ] || echo "zcapps: no ompi stack: no ratios to stock Open MPI"
 started=$(date +%s)
@@ -249,6 +257,7 @@ for cfg in "${CONFIGS[@]}"; do
 	for ((t = 1; t <= trials; t++)); do
 		for app in "${APPS[@]}"; do
 			for cm in $comms; do
+				[ "$cm" = coll ] && [[ " $p2p_only " == *" $app "* ]] && continue
 				pl=$posts
 				[ "$cm" = coll ] && pl=late
 				for po in $pl; do
