@@ -355,6 +355,8 @@ int main(int argc, char **argv)
 	for (i = 0; i < s.nb; i++)
 		s.x[i] = x_of(a.rank * s.nb + i);
 	memset(s.xr, 0, (size_t)s.n * sizeof(double));
+	/* The rows past --scale's share stay 0. */
+	memset(s.y, 0, (size_t)s.nb * sizeof(double));
 	app_xchg_init(&a, &x, 4 * a.nranks);
 	app_xchg_init(&a, &s.answers, a.nranks);
 	snprintf(a.tail, sizeof(a.tail), "version=%s eta=%d nnz=%ld scale=%g "
