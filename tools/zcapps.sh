@@ -54,7 +54,8 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; }
 die() { echo "zcapps: $*" >&2; exit 2; }
-# command_of, launch_and_wait, kv, sumr: shared with tools/zcoverlap.sh.
+# Stack commands, the checks, the cluster, running and reading a run:
+# shared with tools/zcoverlap.sh.
 . "$root/tools/apps/stacks.bash"
 
 # The programs: those tools/apps.mk builds (APPS_NAMES), so a new program
@@ -99,10 +100,6 @@ cluster=$root/tools/cluster/zccluster
 prefix=zca
 # The cluster commands find their nodes by this (zccluster(1)).
 export ZCCLUSTER_PREFIX=$prefix
-num='^[1-9][0-9]*$'
-[[ $trials =~ $num ]] || die "--trials $trials: a positive whole number"
-[[ $timeout =~ $num ]] || die "--timeout $timeout: a positive whole number of seconds"
-[[ $grace =~ $num ]] || die "--grace $grace: a positive whole number of seconds"
 case $comm in p2p|coll|persist) comms=$comm ;; both) comms="p2p coll" ;;
 all) comms="p2p coll persist" ;;
 *) die "--comm $comm: p2p, coll, persist, both or all" ;; esac
@@ -123,55 +120,14 @@ for s in "${STACKS[@]}"; do
 	*) die "--stacks: unknown stack '$s' (ompi, ompi-again, mpich, zc-copy, zc-remap, zc-auto, zc-mpich)" ;;
 	esac
 done
-for c in "${CONFIGS[@]}"; do
-	case $c in
-	node|2n) ;;
-	2n-*) [[ ${c#2n-} =~ ^[1-9][0-9]*[mg]$ ]] ||
-		die "--configs: '$c': a rate as 2n-1g, 2n-10g or 2n-500m" ;;
-	*) die "--configs: unknown configuration '$c' (node, 2n, 2n-RATE)" ;;
-	esac
-done
+check_options
 
 # What each stack needs, checked before anything runs.
-need() { [ -e "$1" ] || die "$1 is missing: $2"; }
-if [ "$dry" = 0 ]; then
-	for s in "${STACKS[@]}"; do
-		case $s in
-		mpich|zc-mpich) command -v mpiexec.mpich >/dev/null ||
-			die "mpiexec.mpich not found: tools/deps.sh installs MPICH" ;;
-		*) command -v mpirun >/dev/null ||
-			die "mpirun not found: tools/deps.sh installs Open MPI" ;;
-		esac
-		case $s in
-		zc-mpich) need "$mpi/libzcrecv-mpi-mpich.so" "run make" ;;
-		zc-*) need "$mpi/libzcrecv-mpi.so" "run make" ;;
-		esac
-		for a in "${APPS[@]}"; do
-			case $s in
-			mpich|zc-mpich) need "$bin/$a-mpich" "run make (needs MPICH's mpicc.mpich)" ;;
-			*) need "$bin/$a" "run make (needs Open MPI's mpicc)" ;;
-			esac
-		done
-	done
-	for c in "${CONFIGS[@]}"; do
-		[ "$c" = node ] && continue
-		[ "$(id -u)" = 0 ] || die "the $c configuration makes network namespaces: run as root"
-		need "$cluster" "the emulated cluster tool"
-	done
-fi
+[ "$dry" = 1 ] || check_needs
 
 mkdir -p "$out/logs"
 runs=$out/runs.csv
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-cluster_up=0
-cleanup() {
-	[ "$cluster_up" = 1 ] && "$cluster" down --prefix "$prefix" >/dev/null 2>&1
-	cluster_up=0
-}
-trap cleanup EXIT
-trap 'cleanup; exit 130' INT
-trap 'cleanup; exit 143' TERM
-trap 'cleanup; exit 129' HUP
 
 header=config,app,comm,post,stack,trial,status,wall,comp,start,wait,bytes,msgs,check,digest,zc_recv,early,hits,remaps,pages,copied,coll_calls,coll_bytes,shm_peers,tcp_peers,layer_s,note
 echo "$header" > "$runs"
@@ -208,21 +164,13 @@ run_one() {	# config app comm post stack trial
 	launch_and_wait "$log"
 	rc=$?
 	line=$(grep -m1 '^zcapp: ' "$log.out")
-	status=ok note=
-	if [ "$rc" = 125 ] && [ -n "$line" ] &&
-	   [ "$(kv "$line" check)" = ok ]; then
+	run_status "$rc" "$line"
+	status=$STATUS note=
+	if [ "$HUNG" = 1 ]; then
 		# Finished its work and printed it, then never exited.
 		note=hung-at-exit
 		hung=$((hung + 1))
 		echo "zcapps: $cfg $app $cm $po $stack trial $t: the result came, then the job hung at exit for ${grace}s and was stopped (${CMD[*]})" >&2
-	elif [ "$rc" = 124 ] || [ "$rc" = 125 ]; then
-		status=timeout
-	elif [ "$rc" != 0 ]; then
-		status=exit$rc
-	elif [ -z "$line" ]; then
-		status=noresult
-	elif [ "$(kv "$line" check)" != ok ]; then
-		status=badcheck
 	fi
 	if [ "$status" != ok ]; then
 		failed=$((failed + 1))
@@ -246,13 +194,9 @@ run_one() {	# config app comm post stack trial
 }
 
 for cfg in "${CONFIGS[@]}"; do
-	if [ "$cfg" != node ] && [ "$dry" = 0 ]; then
-		rate=()
-		[ "$cfg" = 2n ] || rate=(--rate "${cfg#2n-}bit")
-		"$cluster" down --prefix "$prefix" >/dev/null 2>&1
-		"$cluster" up --nodes 2 --prefix "$prefix" "${rate[@]}" ||
-			{ echo "zcapps: cannot bring up the emulated cluster for $cfg" >&2; exit 1; }
-		cluster_up=1
+	if [ "$dry" = 0 ] && ! config_up "$cfg"; then
+		echo "zcapps: cannot bring up the emulated cluster for $cfg" >&2
+		exit 1
 	fi
 	for ((t = 1; t <= trials; t++)); do
 		for app in "${APPS[@]}"; do

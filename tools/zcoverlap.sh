@@ -45,7 +45,8 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; }
 die() { echo "zcoverlap: $*" >&2; exit 2; }
-# command_of, launch_and_wait, kv, sumr: shared with tools/zcapps.sh.
+# Stack commands, the checks, the cluster, running and reading a run:
+# shared with tools/zcapps.sh.
 . "$root/tools/apps/stacks.bash"
 
 # The table from runs.csv: per configuration, program, stack and version.
@@ -188,10 +189,6 @@ mpi=$root/build/tools/mpi
 cluster=$root/tools/cluster/zccluster
 prefix=zco
 export ZCCLUSTER_PREFIX=$prefix
-num='^[1-9][0-9]*$'
-[[ $trials =~ $num ]] || die "--trials $trials: a positive whole number"
-[[ $timeout =~ $num ]] || die "--timeout $timeout: a positive whole number of seconds"
-[[ $grace =~ $num ]] || die "--grace $grace: a positive whole number of seconds"
 case $post in late|early) ;; *) die "--post $post: late or early" ;; esac
 IFS=, read -ra APPS <<< "$apps"
 IFS=, read -ra VERSIONS <<< "$versions"
@@ -206,14 +203,7 @@ for s in "${STACKS[@]}"; do
 	*) die "--stacks: unknown stack '$s' (ompi, mpich, zc-copy, zc-remap, zc-auto, zc-mpich)" ;;
 	esac
 done
-for c in "${CONFIGS[@]}"; do
-	case $c in
-	node|2n) ;;
-	2n-*) [[ ${c#2n-} =~ ^[1-9][0-9]*[mg]$ ]] ||
-		die "--configs: '$c': a rate as 2n-1g, 2n-10g or 2n-500m" ;;
-	*) die "--configs: unknown configuration '$c' (node, 2n, 2n-RATE)" ;;
-	esac
-done
+check_options
 fnum='^(0|1|0?\.[0-9]+|1\.0*)$'
 IFS=, read -ra SC <<< "$scales"
 for s in "${SC[@]}"; do
@@ -241,37 +231,14 @@ for a in "${APPS[@]}"; do
 	[ -n "$(versions_of "$a")" ] || die "--versions $versions: none of them is a version of $a"
 done
 if [ "$dry" = 0 ]; then
-	for s in "${STACKS[@]}"; do
-		case $s in
-		mpich|zc-mpich) command -v mpiexec.mpich >/dev/null ||
-			die "mpiexec.mpich not found: tools/deps.sh installs MPICH" ;;
-		*) command -v mpirun >/dev/null ||
-			die "mpirun not found: tools/deps.sh installs Open MPI" ;;
-		esac
-		for a in "${APPS[@]}"; do
-			case $s in mpich|zc-mpich) p=$bin/$a-mpich ;; *) p=$bin/$a ;; esac
-			[ -x "$p" ] || die "$p is missing: run make"
-		done
-	done
+	check_needs
 	[ "$pin" = 0 ] || command -v taskset >/dev/null ||
 		die "taskset not found (util-linux); or --bind none"
-	for c in "${CONFIGS[@]}"; do
-		[ "$c" = node ] && continue
-		[ "$(id -u)" = 0 ] || die "the $c configuration makes network namespaces: run as root"
-	done
 fi
 
 mkdir -p "$out/logs"
 runs=$out/runs.csv
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-cluster_up=0
-cleanup() {
-	[ "$cluster_up" = 1 ] && "$cluster" down --prefix "$prefix" >/dev/null 2>&1
-	cluster_up=0
-}
-trap cleanup EXIT
-trap 'cleanup; exit 130' INT
-trap 'cleanup; exit 143' TERM
 
 echo "config,app,stack,trial,kind,version,scale,status,wall,comp,start,wait,barrier,msgs,check,digest,early,hits,remaps,copied" > "$runs"
 nruns=0
@@ -295,14 +262,8 @@ run_one() {	# config app stack trial kind version scale
 	launch_and_wait "$log"
 	rc=$?
 	line=$(grep -m1 '^zcapp: ' "$log.out")
-	status=ok
-	if [ "$rc" = 125 ] && [ "$(kv "$line" check)" = ok ]; then
-		:	# its result is complete; hung in MPI_Finalize
-	elif [ "$rc" != 0 ]; then
-		status=exit$rc
-	elif [ "$(kv "$line" check)" != ok ]; then
-		status=badcheck
-	fi
+	run_status "$rc" "$line"
+	status=$STATUS
 	if [ "$status" != ok ]; then
 		failed=$((failed + 1))
 		echo "zcoverlap: $cfg $app $stack $v scale $sc trial $t: $status (${CMD[*]}); $log.err:" >&2
@@ -315,13 +276,9 @@ run_one() {	# config app stack trial kind version scale
 }
 
 for cfg in "${CONFIGS[@]}"; do
-	if [ "$cfg" != node ] && [ "$dry" = 0 ]; then
-		rate=()
-		[ "$cfg" = 2n ] || rate=(--rate "${cfg#2n-}bit")
-		"$cluster" down --prefix "$prefix" >/dev/null 2>&1
-		"$cluster" up --nodes 2 --prefix "$prefix" "${rate[@]}" ||
-			{ echo "zcoverlap: cannot bring up the emulated cluster for $cfg" >&2; exit 1; }
-		cluster_up=1
+	if [ "$dry" = 0 ] && ! config_up "$cfg"; then
+		echo "zcoverlap: cannot bring up the emulated cluster for $cfg" >&2
+		exit 1
 	fi
 	for ((t = 1; t <= trials; t++)); do
 		for a in "${APPS[@]}"; do

@@ -41,7 +41,7 @@ static const struct app_opt opts[] = {
 	{ NULL, NULL, NULL }
 };
 
-static long opt_len = 4096;
+static long opt_len;		/* 0: 4096, or 512 with --paper */
 static long opt_k = 1;		/* messages per destination */
 static int opt_e;		/* E: all FFTs first */
 static double opt_scale = 1;
@@ -96,8 +96,8 @@ static const struct app_desc desc = {
 	.iters_help = "exchanges, each between two barriers",
 	.def_size = 256, .def_iters = 100,
 	.paper_size = 8192, .paper_iters = 4,
-	.paper_help = "the many-small-messages shape, N = 8192 rows of\n"
-		"                   --len 512 (give it), 4 exchanges",
+	.paper_help = "the many-small-messages shape: N = 8192 rows of\n"
+		"                   R = 512 (unless --len), 4 exchanges",
 	.ranks_help = "any P that divides N",
 	.comm_help =
 		"                   p2p only: MPI_Isend/MPI_Irecv of the slabs",
@@ -285,7 +285,7 @@ int main(int argc, char **argv)
 		app_reject(&a, "--comm coll: the versions differ in when each "
 			   "point-to-point send starts; use p2p or persist");
 	o.n = a.size;
-	o.r = opt_len;
+	o.r = opt_len ? opt_len : a.paper ? 512 : 4096;
 	o.e = opt_e;
 	if (o.n % a.nranks)
 		app_reject(&a, "%d ranks: P must divide N (%ld)", a.nranks,
