@@ -17,6 +17,9 @@
 #                    every program or APP=S,... (default ovft=0.08,
 #                    ovspmv=0.02: computation about equal to
 #                    communication on a 2-core host)
+#   --iters LIST     --iters of every run: K for every program or
+#                    APP=K,... (default ovspmv=800: a second at its
+#                    default scale; ovft its own default)
 #   --post MODE      late or early (default late)
 #   --trials N       alternating trials of every stack (default 3)
 #   --bind MODE      cpu: on this host rank r runs on processor r
@@ -150,7 +153,7 @@ report() {
 }
 
 apps=ovft,ovspmv versions=S,P,X:8,G stacks=ompi,zc-auto configs=node
-scales=ovft=0.08,ovspmv=0.02
+scales=ovft=0.08,ovspmv=0.02 iters=ovspmv=800
 post=late trials=3 timeout=120 grace=20 out=$root/build/overlap dry=0 pin=1
 prog_args=()
 val() { [ $# -ge 2 ] || { echo "zcoverlap: $1 needs a value" >&2; usage >&2; exit 2; }; }
@@ -161,6 +164,7 @@ while [ $# -gt 0 ]; do
 	--stacks) val "$@"; stacks=$2; shift ;;
 	--configs) val "$@"; configs=$2; shift ;;
 	--scale) val "$@"; scales=$2; shift ;;
+	--iters) val "$@"; iters=$2; shift ;;
 	--post) val "$@"; post=$2; shift ;;
 	--trials) val "$@"; trials=$2; shift ;;
 	--bind) val "$@"
@@ -194,7 +198,7 @@ IFS=, read -ra APPS <<< "$apps"
 IFS=, read -ra VERSIONS <<< "$versions"
 IFS=, read -ra STACKS <<< "$stacks"
 IFS=, read -ra CONFIGS <<< "$configs"
-declare -A bulk_of=([ovft]=E [ovspmv]=B) scale_of=()
+declare -A bulk_of=([ovft]=E [ovspmv]=B) scale_of=() iters_of=()
 for a in "${APPS[@]}"; do
 	[ -n "${bulk_of[$a]:-}" ] || die "--apps: unknown program '$a' (ovft, ovspmv)"
 done
@@ -214,6 +218,17 @@ for s in "${SC[@]}"; do
 	else
 		[[ $s =~ $fnum ]] || die "--scale $s: a number from 0 to 1"
 		for a in ovft ovspmv; do scale_of[$a]=$s; done
+	fi
+done
+IFS=, read -ra IT <<< "$iters"
+for s in "${IT[@]}"; do
+	if [[ $s == *=* ]]; then
+		[ -n "${bulk_of[${s%%=*}]:-}" ] || die "--iters $s: unknown program"
+		[[ ${s#*=} =~ ^[1-9][0-9]*$ ]] || die "--iters $s: a positive whole number"
+		iters_of[${s%%=*}]=${s#*=}
+	else
+		[[ $s =~ ^[1-9][0-9]*$ ]] || die "--iters $s: a positive whole number"
+		for a in ovft ovspmv; do iters_of[$a]=$s; done
 	fi
 done
 # The versions each program has.
@@ -246,13 +261,15 @@ for a in "${APPS[@]}"; do
 	nruns=$((nruns + 2 + $(wc -w <<< "$(versions_of "$a")")))
 done
 total=$(( ${#CONFIGS[@]} * trials * ${#STACKS[@]} * nruns ))
-echo "zcoverlap: $total runs: configurations $configs; programs $apps; stacks $stacks; $trials trials; post $post; scales $scales${prog_args[*]:+; program options ${prog_args[*]}}"
+echo "zcoverlap: $total runs: configurations $configs; programs $apps; stacks $stacks; $trials trials; post $post; scales $scales; iters $iters${prog_args[*]:+; program options ${prog_args[*]}}"
 failed=0 n=0
 
 run_one() {	# config app stack trial kind version scale
 	local cfg=$1 app=$2 stack=$3 t=$4 kind=$5 v=$6 sc=$7 log line rc status
+	local it=()
+	[ -z "${iters_of[$app]:-}" ] || it=(--iters "${iters_of[$app]}")
 	command_of "$stack" "$cfg" "$app" --post "$post" --version "$v" \
-		--scale "$sc" "${prog_args[@]}"
+		--scale "$sc" "${it[@]}" "${prog_args[@]}"
 	n=$((n + 1))
 	if [ "$dry" = 1 ]; then
 		echo "[$n/$total] ${CMD[*]}"
