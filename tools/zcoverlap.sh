@@ -42,7 +42,9 @@
 # over the trials, and from each trial for the range. Writes
 # DIR/runs.csv, DIR/overlap.csv and DIR/overlap.txt (the table, with the
 # zcrecv counters of the X runs: early arrivals, hits, remaps, bytes
-# copied from staging) and DIR/logs/. Exits 1 when a run fails or the
+# copied from staging; runs.csv also has the messages deferred to their
+# receive, the shared copies and the seconds in the layer, summed over
+# the ranks) and DIR/logs/. Exits 1 when a run fails or the
 # digests of one program at one scale disagree.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -255,7 +257,7 @@ mkdir -p "$out/logs"
 runs=$out/runs.csv
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-echo "config,app,stack,trial,kind,version,scale,status,wall,comp,start,wait,barrier,msgs,check,digest,early,hits,remaps,copied" > "$runs"
+echo "config,app,stack,trial,kind,version,scale,status,wall,comp,start,wait,barrier,msgs,check,digest,early,hits,remaps,copied,deferred,shared,layer_s" > "$runs"
 nruns=0
 for a in "${APPS[@]}"; do
 	nruns=$((nruns + 2 + $(wc -w <<< "$(versions_of "$a")")))
@@ -287,7 +289,7 @@ run_one() {	# config app stack trial kind version scale
 		tail -n 5 "$log.err" >&2
 	fi
 	local f=$log.err
-	echo "$cfg,$app,$stack,$t,$kind,$v,$sc,$status,$(kv "$line" wall),$(kv "$line" comp),$(kv "$line" start),$(kv "$line" wait),$(kv "$line" barrier),$(kv "$line" msgs),$(kv "$line" check),$(kv "$line" digest),$(sumr "$f" early),$(sumr "$f" hits),$(sumr "$f" remaps),$(sumr "$f" copied)" >> "$runs"
+	echo "$cfg,$app,$stack,$t,$kind,$v,$sc,$status,$(kv "$line" wall),$(kv "$line" comp),$(kv "$line" start),$(kv "$line" wait),$(kv "$line" barrier),$(kv "$line" msgs),$(kv "$line" check),$(kv "$line" digest),$(sumr "$f" early),$(sumr "$f" hits),$(sumr "$f" remaps),$(sumr "$f" copied),$(sumr "$f" deferred),$(sumr "$f" shared),$(sed -n 's/.*in layer \([0-9.]*\) s.*/\1/p' "$f" | awk '{s += $1} END {printf "%.3f", s}')" >> "$runs"
 	printf '[%d/%d] %-5s %-7s %-8s %-5s scale %-5s trial %d: %s %ss\n' "$n" \
 		"$total" "$cfg" "$app" "$stack" "$v" "$sc" "$t" "$status" "$(kv "$line" wall)"
 }
