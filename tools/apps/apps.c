@@ -226,6 +226,19 @@ void app_init(struct app *a, const struct app_desc *d, int argc, char **argv)
 	MPI_Comm_size(MPI_COMM_WORLD, &a->nranks);
 }
 
+const char *app_parse_share(const char *val, double *out)
+{
+	char *end;
+	double d;
+
+	errno = 0;
+	d = strtod(val, &end);
+	if (errno || *end || end == val || !(d >= 0 && d <= 1))
+		return "expected a number from 0 to 1";
+	*out = d;
+	return NULL;
+}
+
 void app_reject(struct app *a, const char *fmt, ...)
 {
 	va_list ap;

@@ -92,6 +92,11 @@ struct app {
 
 /* Parse the options (before MPI_Init), then MPI_Init; exits on --help. */
 void app_init(struct app *a, const struct app_desc *d, int argc, char **argv);
+/*
+ * A program option's value from 0 to 1 (the probes' --scale) into *out:
+ * NULL, or why the value is not one (for app_desc.opt to return).
+ */
+const char *app_parse_share(const char *val, double *out);
 /* A rank count or size the program cannot take: message, exit 2. */
 void app_reject(struct app *a, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), noreturn));

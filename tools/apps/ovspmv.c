@@ -54,7 +54,6 @@ static double opt_scale = 1;
 static const char *parse(int i, const char *val)
 {
 	char *end;
-	double d;
 	long v;
 
 	switch (i) {
@@ -76,11 +75,7 @@ static const char *parse(int i, const char *val)
 			return "expected B, G or S";
 		return NULL;
 	default:
-		d = strtod(val, &end);
-		if (*end || end == val || !(d >= 0 && d <= 1))
-			return "expected a number from 0 to 1";
-		opt_scale = d;
-		return NULL;
+		return app_parse_share(val, &opt_scale);
 	}
 }
 
