@@ -125,12 +125,13 @@ check_options
 # What each stack needs, checked before anything runs.
 [ "$dry" = 1 ] || check_needs
 
-mkdir -p "$out/logs"
 runs=$out/runs.csv
+# A dry run leaves an earlier run's results alone.
+[ "$dry" = 1 ] || mkdir -p "$out/logs"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 header=config,app,comm,post,stack,trial,status,wall,comp,start,wait,bytes,msgs,check,digest,zc_recv,early,hits,remaps,pages,copied,coll_calls,coll_bytes,shm_peers,tcp_peers,layer_s,note
-echo "$header" > "$runs"
+[ "$dry" = 1 ] || echo "$header" > "$runs"
 
 nstacks=${#STACKS[@]}
 npost=$(wc -w <<< "$posts")

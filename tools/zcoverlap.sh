@@ -253,11 +253,13 @@ if [ "$dry" = 0 ]; then
 		die "taskset not found (util-linux); or --bind none"
 fi
 
-mkdir -p "$out/logs"
 runs=$out/runs.csv
+# A dry run leaves an earlier run's results alone.
+[ "$dry" = 1 ] || mkdir -p "$out/logs"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-echo "config,app,stack,trial,kind,version,scale,status,wall,comp,start,wait,barrier,msgs,check,digest,early,hits,remaps,copied,deferred,shared,layer_s" > "$runs"
+[ "$dry" = 1 ] ||
+	echo "config,app,stack,trial,kind,version,scale,status,wall,comp,start,wait,barrier,msgs,check,digest,early,hits,remaps,copied,deferred,shared,layer_s" > "$runs"
 nruns=0
 for a in "${APPS[@]}"; do
 	nruns=$((nruns + 2 + $(wc -w <<< "$(versions_of "$a")")))
