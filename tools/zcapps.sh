@@ -5,7 +5,8 @@
 #
 # Usage: tools/zcapps.sh [OPTIONS] [-- PROGRAM-OPTIONS]
 #   --apps LIST     programs of build/tools/apps (default: all that
-#                   tools/apps.mk builds: pes,m3,nbody,ft,is)
+#                   tools/apps.mk builds: pes,m3,nbody,ft,is,ovft,ovspmv;
+#                   the last two, the overlap probes, run p2p only)
 #   --stacks LIST   what carries the messages (default
 #                   ompi,ompi-again,mpich,zc-copy,zc-remap,zc-auto):
 #                     ompi      stock Open MPI (mpirun)
@@ -54,10 +55,14 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; }
 die() { echo "zcapps: $*" >&2; exit 2; }
+# Stack commands, the checks, the cluster, running and reading a run:
+# shared with tools/zcoverlap.sh.
+. "$root/tools/apps/stacks.bash"
 
 # The programs: those tools/apps.mk builds (APPS_NAMES), so a new program
 # is one source file and one name there.
 known_apps=$(sed -n 's/^APPS_NAMES *:= *//p' "$root/tools/apps.mk")
+p2p_only=$(sed -n 's/^APPS_P2P_ONLY *:= *//p' "$root/tools/apps.mk")
 apps=$(tr -s ' ' , <<< "$known_apps")
 stacks=ompi,ompi-again,mpich,zc-copy,zc-remap,zc-auto
 configs=node,2n-1g,2n-10g
@@ -96,10 +101,6 @@ cluster=$root/tools/cluster/zccluster
 prefix=zca
 # The cluster commands find their nodes by this (zccluster(1)).
 export ZCCLUSTER_PREFIX=$prefix
-num='^[1-9][0-9]*$'
-[[ $trials =~ $num ]] || die "--trials $trials: a positive whole number"
-[[ $timeout =~ $num ]] || die "--timeout $timeout: a positive whole number of seconds"
-[[ $grace =~ $num ]] || die "--grace $grace: a positive whole number of seconds"
 case $comm in p2p|coll|persist) comms=$comm ;; both) comms="p2p coll" ;;
 all) comms="p2p coll persist" ;;
 *) die "--comm $comm: p2p, coll, persist, both or all" ;; esac
@@ -120,132 +121,18 @@ for s in "${STACKS[@]}"; do
 	*) die "--stacks: unknown stack '$s' (ompi, ompi-again, mpich, zc-copy, zc-remap, zc-auto, zc-mpich)" ;;
 	esac
 done
-for c in "${CONFIGS[@]}"; do
-	case $c in
-	node|2n) ;;
-	2n-*) [[ ${c#2n-} =~ ^[1-9][0-9]*[mg]$ ]] ||
-		die "--configs: '$c': a rate as 2n-1g, 2n-10g or 2n-500m" ;;
-	*) die "--configs: unknown configuration '$c' (node, 2n, 2n-RATE)" ;;
-	esac
-done
+check_options
 
 # What each stack needs, checked before anything runs.
-need() { [ -e "$1" ] || die "$1 is missing: $2"; }
-if [ "$dry" = 0 ]; then
-	for s in "${STACKS[@]}"; do
-		case $s in
-		mpich|zc-mpich) command -v mpiexec.mpich >/dev/null ||
-			die "mpiexec.mpich not found: tools/deps.sh installs MPICH" ;;
-		*) command -v mpirun >/dev/null ||
-			die "mpirun not found: tools/deps.sh installs Open MPI" ;;
-		esac
-		case $s in
-		zc-mpich) need "$mpi/libzcrecv-mpi-mpich.so" "run make" ;;
-		zc-*) need "$mpi/libzcrecv-mpi.so" "run make" ;;
-		esac
-		for a in "${APPS[@]}"; do
-			case $s in
-			mpich|zc-mpich) need "$bin/$a-mpich" "run make (needs MPICH's mpicc.mpich)" ;;
-			*) need "$bin/$a" "run make (needs Open MPI's mpicc)" ;;
-			esac
-		done
-	done
-	for c in "${CONFIGS[@]}"; do
-		[ "$c" = node ] && continue
-		[ "$(id -u)" = 0 ] || die "the $c configuration makes network namespaces: run as root"
-		need "$cluster" "the emulated cluster tool"
-	done
-fi
+[ "$dry" = 1 ] || check_needs
 
-mkdir -p "$out/logs"
 runs=$out/runs.csv
+# A dry run leaves an earlier run's results alone.
+[ "$dry" = 1 ] || mkdir -p "$out/logs"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-cluster_up=0
-cleanup() {
-	[ "$cluster_up" = 1 ] && "$cluster" down --prefix "$prefix" >/dev/null 2>&1
-	cluster_up=0
-}
-trap cleanup EXIT
-trap 'cleanup; exit 130' INT
-trap 'cleanup; exit 143' TERM
-trap 'cleanup; exit 129' HUP
-
-# The command line of one run: stack $1, configuration $2, then the program.
-command_of() {
-	local stack=$1 cfg=$2 app=$3
-	shift 3
-	local prog=$bin/$app launch=() env=()
-	case $stack in
-	mpich|zc-mpich)
-		prog=$bin/$app-mpich
-		if [ "$cfg" = node ]; then
-			launch=(mpiexec.mpich -n 2)
-		else
-			launch=("$cluster" mpiexec -- -hosts "${prefix}1,${prefix}2" -n 2)
-		fi
-		if [ "$stack" = zc-mpich ]; then
-			env=(-genv LD_PRELOAD "$mpi/libzcrecv-mpi-mpich.so"
-			     -genv ZCRECV_REPORT 1 -genv ZCRECV_POLICY auto)
-			for kv in $zc_env; do env+=(-genv "${kv%%=*}" "${kv#*=}"); done
-		fi
-		;;
-	*)
-		if [ "$cfg" = node ]; then
-			launch=(mpirun --bind-to none -np 2)
-		else
-			launch=("$cluster" mpirun -- --host "${prefix}1:1,${prefix}2:1" -np 2)
-		fi
-		case $stack in zc-*)
-			env=(-x LD_PRELOAD="$mpi/libzcrecv-mpi.so" -x ZCRECV_REPORT=1
-			     -x ZCRECV_POLICY="${stack#zc-}")
-			for kv in $zc_env; do env+=(-x "$kv"); done ;;
-		esac
-		;;
-	esac
-	CMD=("${launch[@]}" "${env[@]}" "$prog" "$@")
-}
-
-# Runs CMD into $1.out and $1.err in a process group of its own; returns
-# its exit status, 124 when it outlived --timeout, 125 when it printed its
-# result line and then did not exit within $grace seconds (the MPIs can
-# hang in MPI_Finalize across nodes when the host is busy: the work and
-# its timings are done by then). A stopped job's group is killed.
-launch_and_wait() {
-	local log=$1 pid start now seen= first rc
-	setsid "${CMD[@]}" > "$log.out" 2> "$log.err" < /dev/null &
-	pid=$!
-	start=$SECONDS
-	while kill -0 "$pid" 2>/dev/null; do
-		now=$SECONDS
-		if [ -z "$seen" ] && [ -s "$log.out" ] &&
-		   IFS= read -r first < "$log.out" && [[ $first == zcapp:* ]]; then
-			seen=$now
-		fi
-		rc=
-		if [ -n "$seen" ] && [ $((now - seen)) -ge "$grace" ]; then
-			rc=125
-		elif [ $((now - start)) -ge "$timeout" ]; then
-			rc=124
-		fi
-		if [ -n "$rc" ]; then
-			kill -TERM -- "-$pid" 2>/dev/null
-			sleep 2
-			kill -KILL -- "-$pid" 2>/dev/null
-			wait "$pid" 2>/dev/null
-			return "$rc"
-		fi
-		sleep 0.5
-	done
-	wait "$pid"
-}
-
-# Key=value from the program's result line: kv LINE KEY.
-kv() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<< " $1"; }
-# Sum of a number over the layer's report lines: sumr FILE REGEX-BEFORE.
-sumr() { sed -n "s/.*$2 \([0-9][0-9]*\).*/\1/p" "$1" | awk '{s += $1} END {print s + 0}'; }
 
 header=config,app,comm,post,stack,trial,status,wall,comp,start,wait,bytes,msgs,check,digest,zc_recv,early,hits,remaps,pages,copied,coll_calls,coll_bytes,shm_peers,tcp_peers,layer_s,note,deferred,expected,coll_zc_calls,coll_zc_bytes
-echo "$header" > "$runs"
+[ "$dry" = 1 ] || echo "$header" > "$runs"
 
 nstacks=${#STACKS[@]}
 npost=$(wc -w <<< "$posts")
@@ -253,7 +140,13 @@ nmode=0	# (comm, post) pairs: coll runs late only
 for cm in $comms; do
 	if [ "$cm" = coll ]; then nmode=$((nmode + 1)); else nmode=$((nmode + npost)); fi
 done
-total=$(( ${#CONFIGS[@]} * trials * ${#APPS[@]} * nstacks * nmode ))
+ncoll=0	# programs that take no coll runs
+if [[ " $comms " == *" coll "* ]]; then
+	for a in "${APPS[@]}"; do
+		[[ " $p2p_only " == *" $a "* ]] && ncoll=$((ncoll + 1))
+	done
+fi
+total=$(( ${#CONFIGS[@]} * trials * nstacks * (${#APPS[@]} * nmode - ncoll) ))
 echo "zcapps: $total runs: configurations ${configs}; programs ${apps}; stacks ${stacks}; $trials trials; comm $comm, post $post${prog_args[*]:+; program options ${prog_args[*]}}"
 [ "$has_ompi" = 1 ] || echo "zcapps: no ompi stack: no ratios to stock Open MPI"
 started=$(date +%s)
@@ -273,21 +166,13 @@ run_one() {	# config app comm post stack trial
 	launch_and_wait "$log"
 	rc=$?
 	line=$(grep -m1 '^zcapp: ' "$log.out")
-	status=ok note=
-	if [ "$rc" = 125 ] && [ -n "$line" ] &&
-	   [ "$(kv "$line" check)" = ok ]; then
+	run_status "$rc" "$line"
+	status=$STATUS note=
+	if [ "$HUNG" = 1 ]; then
 		# Finished its work and printed it, then never exited.
 		note=hung-at-exit
 		hung=$((hung + 1))
 		echo "zcapps: $cfg $app $cm $po $stack trial $t: the result came, then the job hung at exit for ${grace}s and was stopped (${CMD[*]})" >&2
-	elif [ "$rc" = 124 ] || [ "$rc" = 125 ]; then
-		status=timeout
-	elif [ "$rc" != 0 ]; then
-		status=exit$rc
-	elif [ -z "$line" ]; then
-		status=noresult
-	elif [ "$(kv "$line" check)" != ok ]; then
-		status=badcheck
 	fi
 	if [ "$status" != ok ]; then
 		failed=$((failed + 1))
@@ -313,17 +198,14 @@ run_one() {	# config app comm post stack trial
 }
 
 for cfg in "${CONFIGS[@]}"; do
-	if [ "$cfg" != node ] && [ "$dry" = 0 ]; then
-		rate=()
-		[ "$cfg" = 2n ] || rate=(--rate "${cfg#2n-}bit")
-		"$cluster" down --prefix "$prefix" >/dev/null 2>&1
-		"$cluster" up --nodes 2 --prefix "$prefix" "${rate[@]}" ||
-			{ echo "zcapps: cannot bring up the emulated cluster for $cfg" >&2; exit 1; }
-		cluster_up=1
+	if [ "$dry" = 0 ] && ! config_up "$cfg"; then
+		echo "zcapps: cannot bring up the emulated cluster for $cfg" >&2
+		exit 1
 	fi
 	for ((t = 1; t <= trials; t++)); do
 		for app in "${APPS[@]}"; do
 			for cm in $comms; do
+				[ "$cm" = coll ] && [[ " $p2p_only " == *" $app "* ]] && continue
 				pl=$posts
 				[ "$cm" = coll ] && pl=late
 				for po in $pl; do

@@ -1,7 +1,7 @@
 #!/bin/bash
 # check-apps.sh - the application programs of tools/apps (pes, m3, nbody,
-# ft, is; Documentation/apps.md) at small sizes, each run a few tenths of
-# a second:
+# ft, is, and the overlap probes ovft and ovspmv; Documentation/apps.md)
+# at small sizes, each run a few tenths of a second:
 #   - with 2 ranks under stock Open MPI, stock MPICH, Open MPI over
 #     libzcrecv-mpi.so (ZCRECV_POLICY=auto) and MPICH over
 #     libzcrecv-mpi-mpich.so, in every --comm / --post combination the
@@ -16,9 +16,14 @@
 #   - every run exits 0 and prints check=ok; over zcrecv every rank
 #     prints its report line, and with --comm p2p and persist the layer carried
 #     messages;
+#   - the overlap probes in every version (ovft E, S, P, X:4; ovspmv B,
+#     G, S) under the same four stacks with both --post modes, at
+#     --scale 0 too, with persistent requests and --alloc malloc over
+#     zcrecv, and with 3 ranks (Open MPI, stock and over zcrecv);
 #   - all runs of one program print the same digest: the digest depends
 #     on neither the MPI, nor the comm and post modes, nor zcrecv, nor
-#     the number of ranks.
+#     the number of ranks (the probes: nor the version; their digest
+#     does depend on the rank count and the scale, each its own group).
 # Builds nothing (run make first). Prints "ok N - what" / "not ok N -
 # what" per check, "# ..." lines with the zcrecv counters, and ends with
 # "N passed, N failed"; exits 1 on any failure.
@@ -51,6 +56,8 @@ declare -A args=(
 	[nbody]="--size 1536 --iters 8"
 	[ft]="--size 64 --iters 20"
 	[is]="--size 2097152 --iters 10"
+	[ovft]="--size 96 --len 1024 --iters 4"
+	[ovspmv]="--size 196608 --nnz 8 --iters 4"
 )
 # Ranks beyond 2: ft needs a power of 2.
 declare -A more=([pes]=3 [m3]=3 [nbody]=3 [ft]=4 [is]=3)
@@ -74,7 +81,8 @@ fi
 [ $have_mpich = 1 ] || echo "# MPICH or its build of the programs missing: its runs skipped"
 
 # run STACK NP APP COMM POST [extra args]: one run, checked; the digest
-# goes to $tmp/APP.digests.
+# goes to $tmp/GROUP.digests (GROUP: the program's name unless set).
+group=
 run() {
 	local stack=$1 np=$2 app=$3 comm=$4 post=$5 cmd env=() rc line dig
 	local zc=0 what lines carried counters size
@@ -105,7 +113,7 @@ run() {
 	timeout -k 5 60 "${cmd[@]}" >"$tmp/out" 2>"$tmp/err" </dev/null
 	rc=$?
 	line=$(grep -m1 '^zcapp: ' "$tmp/out")
-	dig=$(sed -n 's/.* digest=\([0-9a-f]\{16\}\)$/\1/p' <<< "$line")
+	dig=$(grep -o ' digest=[0-9a-f]\{16\}' <<< "$line" | cut -d= -f2)
 	lines=$(grep -c '^zcrecv-mpi: rank [0-9]*: msgs' "$tmp/err")
 	carried=$(grep -o 'msgs [0-9]* sent' "$tmp/err" |
 		awk '{s += $2} END {print s + 0}')
@@ -119,7 +127,7 @@ run() {
 		bad "$what: $lines zcrecv report lines of $np, $carried messages carried"
 		return
 	fi
-	echo "$dig $what" >> "$tmp/$app.digests"
+	echo "$dig $what" >> "$tmp/${group:-$app}.digests"
 	ok "$what: check=ok digest=$dig"
 	if [ $zc = 1 ]; then
 		counters=$(sed -n 's/.*received, early \([0-9]*\), hits \([0-9]*\), remaps \([0-9]*\),.*/\1 \2 \3/p' \
@@ -129,9 +137,26 @@ run() {
 	fi
 }
 
+# All digests of each group of one program agree.
+agree() {	# agree APP
+	local f runs digests
+	for f in "$tmp/$1".digests "$tmp/$1".*.digests; do
+		[ -s "$f" ] || continue
+		runs=$(wc -l < "$f")
+		digests=$(cut -d' ' -f1 "$f" | sort -u)
+		if [ "$(wc -l <<< "$digests")" = 1 ]; then
+			ok "$(basename "$f" .digests): the $runs runs agree on digest $digests"
+		else
+			bad "$(basename "$f" .digests): the $runs runs disagree on the digest:"
+			sort "$f" | sed 's/^/#   /'
+		fi
+	done
+}
+
 start=$(date +%s)
 for app in pes m3 nbody ft is; do
-	rm -f "$tmp/$app.digests"
+	rm -f "$tmp/$app".*digests
+	group=
 	for m in $(modes_of $app); do
 		for stack in ompi mpich zc-auto zcmpich; do
 			run $stack 2 $app "${m%/*}" "${m#*/}"
@@ -152,16 +177,37 @@ for app in pes m3 nbody ft is; do
 	run ompi "${more[$app]}" $app p2p late
 	run ompi "${more[$app]}" $app coll late
 	run zc-auto "${more[$app]}" $app p2p late
-	if [ -s "$tmp/$app.digests" ]; then
-		runs=$(wc -l < "$tmp/$app.digests")
-		digests=$(cut -d' ' -f1 "$tmp/$app.digests" | sort -u)
-		if [ "$(wc -l <<< "$digests")" = 1 ]; then
-			ok "$app: the $runs runs agree on digest $digests"
-		else
-			bad "$app: the $runs runs disagree on the digest:"
-			sort "$tmp/$app.digests" | sed 's/^/#   /'
-		fi
-	fi
+	agree $app
+done
+# The overlap probes: every version, both disciplines, four stacks; the
+# digest is the same for every version at one scale and rank count.
+declare -A versions=([ovft]="E S P X:4" [ovspmv]="B G S")
+for app in ovft ovspmv; do
+	rm -f "$tmp/$app".*digests
+	group=$app
+	for v in ${versions[$app]}; do
+		for post in late early; do
+			for stack in ompi mpich zc-auto zcmpich; do
+				run $stack 2 $app p2p $post --version "$v"
+			done
+		done
+	done
+	v=${versions[$app]##* }
+	run zc-auto 2 $app persist late --version "$v"
+	run zc-auto 2 $app p2p late --version "$v" --alloc malloc
+	group=$app.scale0
+	for v in ${versions[$app]}; do
+		run ompi 2 $app p2p late --version "$v" --scale 0
+		run zc-auto 2 $app p2p late --version "$v" --scale 0
+	done
+	group=$app.P3
+	eta=()
+	[ $app = ovspmv ] && eta=(--eta 2)
+	for v in ${versions[$app]}; do
+		run ompi 3 $app p2p late --version "$v" "${eta[@]}"
+		run zc-auto 3 $app p2p early --version "$v" "${eta[@]}"
+	done
+	agree $app
 done
 echo "# $(( $(date +%s) - start )) s"
 echo "$pass passed, $fail failed"

@@ -4,7 +4,7 @@
  * parsing and --help, page-aligned buffers (MPI_Alloc_mem or the C
  * library), the timed exchange and collective helpers with their message
  * counts, the reductions in rank order and the one result line.
- * Not a program: linked into pes, m3, nbody, ft and is (tools/apps.mk).
+ * Not a program: linked into every program of tools/apps (tools/apps.mk).
  */
 #include "apps.h"
 
@@ -14,6 +14,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#define ARRAY_SIZE(x) (sizeof(x) / sizeof((x)[0]))
+#define APP_OPT_BASE 256	/* getopt values of the programs' options */
+#define APP_OPT_MAX 8
 
 /* Rank as the launcher tells it, before MPI_Init: who prints --help. */
 static int launcher_rank(void)
@@ -34,6 +38,8 @@ static int launcher_rank(void)
 
 static void usage(const struct app_desc *d, FILE *f)
 {
+	const struct app_opt *o;
+
 	fprintf(f,
 		"Usage: mpirun -np P %s [options]\n"
 		"%s\n"
@@ -59,7 +65,13 @@ static void usage(const struct app_desc *d, FILE *f)
 		"%s\n"
 		"  --alloc mpi|malloc  receive buffers from MPI_Alloc_mem (default)\n"
 		"                   or from posix_memalign; page-aligned either way\n"
-		"  --verbose        per-rank timings and counts on stderr\n"
+		"  --verbose        per-rank timings and counts on stderr\n",
+		d->name, d->what, d->size_help, d->def_size, d->paper_size,
+		d->iters_help, d->def_iters, d->paper_iters, d->paper_help,
+		d->comm_help, d->post_help);
+	for (o = d->opts; o && o->name; o++)
+		fprintf(f, "  --%s %s\n%s\n", o->name, o->arg, o->help);
+	fprintf(f,
 		"  -h, --help       this text\n"
 		"\n"
 		"Ranks: %s\n"
@@ -67,12 +79,12 @@ static void usage(const struct app_desc *d, FILE *f)
 		"Prints one line on rank 0:\n"
 		"  zcapp: app=%s ranks=P comm=C post=W size=N iters=K wall=S comp=S\n"
 		"  start=S wait=S bytes=B msgs=M check=ok|fail digest=16HEX\n"
-		"(comp/start/wait: means over the ranks; bytes/msgs: totals sent).\n"
+		"  barrier=S%s\n"
+		"(comp/start/wait/barrier: means over the ranks; bytes/msgs: totals\n"
+		"sent).\n"
 		"Exit status: 0 ok, 1 a self-check failed, 2 bad options or ranks.\n"
 		"Documentation/apps.md describes the program.\n",
-		d->name, d->what, d->size_help, d->def_size, d->paper_size,
-		d->iters_help, d->def_iters, d->paper_iters, d->paper_help,
-		d->comm_help, d->post_help, d->ranks_help, d->name);
+		d->ranks_help, d->name, d->opts ? " and the keys of the options above" : "");
 }
 
 static void __attribute__((noreturn, format(printf, 2, 3)))
@@ -107,7 +119,7 @@ static long positive(const struct app_desc *d, const char *opt,
 
 void app_init(struct app *a, const struct app_desc *d, int argc, char **argv)
 {
-	static const struct option opts[] = {
+	static const struct option common[] = {
 		{ "size", required_argument, NULL, 's' },
 		{ "iters", required_argument, NULL, 'i' },
 		{ "paper", no_argument, NULL, 'P' },
@@ -116,11 +128,23 @@ void app_init(struct app *a, const struct app_desc *d, int argc, char **argv)
 		{ "alloc", required_argument, NULL, 'a' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
 	};
+	/* The common options, the program's (values APP_OPT_BASE + i), end. */
+	struct option opts[ARRAY_SIZE(common) + APP_OPT_MAX + 1];
+	const char *why;
 	long size = 0, iters = 0;
-	int c, post_set = 0;
+	int c, n, post_set = 0;
 
+	memcpy(opts, common, sizeof(common));
+	for (n = 0; d->opts && d->opts[n].name; n++) {
+		if (n == APP_OPT_MAX)
+			bad_option(d, "more than %d options of its own",
+				   APP_OPT_MAX);
+		opts[ARRAY_SIZE(common) + n] = (struct option){
+			d->opts[n].name, required_argument, NULL,
+			APP_OPT_BASE + n };
+	}
+	memset(&opts[ARRAY_SIZE(common) + n], 0, sizeof(opts[0]));
 	memset(a, 0, sizeof(*a));
 	a->d = d;
 	a->ok = 1;
@@ -176,6 +200,14 @@ void app_init(struct app *a, const struct app_desc *d, int argc, char **argv)
 		case ':':
 			bad_option(d, "%s needs a value", argv[optind - 1]);
 		default:
+			if (c >= APP_OPT_BASE && c < APP_OPT_BASE + n) {
+				why = d->opt(c - APP_OPT_BASE, optarg);
+				if (why)
+					bad_option(d, "--%s %s: %s",
+						   d->opts[c - APP_OPT_BASE].name,
+						   optarg, why);
+				break;
+			}
 			bad_option(d, "unknown option '%s'", argv[optind - 1]);
 		}
 	}
@@ -192,6 +224,19 @@ void app_init(struct app *a, const struct app_desc *d, int argc, char **argv)
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &a->rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &a->nranks);
+}
+
+const char *app_parse_share(const char *val, double *out)
+{
+	char *end;
+	double d;
+
+	errno = 0;
+	d = strtod(val, &end);
+	if (errno || *end || end == val || !(d >= 0 && d <= 1))
+		return "expected a number from 0 to 1";
+	*out = d;
+	return NULL;
 }
 
 void app_reject(struct app *a, const char *fmt, ...)
@@ -464,6 +509,14 @@ void app_wait_req(struct app *a, MPI_Request *req)
 	a->st.wait += app_now() - t0;
 }
 
+void app_barrier(struct app *a)
+{
+	double t0 = app_now();
+
+	MPI_Barrier(MPI_COMM_WORLD);
+	a->st.barrier += app_now() - t0;
+}
+
 /* ---- collectives ----------------------------------------------------- */
 
 static int comm_size(MPI_Comm comm)
@@ -653,49 +706,57 @@ static uint64_t fnv1a(const uint64_t *w, int n)
 	return h;
 }
 
+#define NSTAT 6
 static const char *const comm_name[] = { "p2p", "coll" };
 static const char *const post_name[] = { "late", "early" };
 
 int app_finish(struct app *a, const uint64_t *w, int n)
 {
-	double mine[5] = { a->timed.comp, a->timed.start, a->timed.wait,
-			   (double)a->timed.bytes, (double)a->timed.msgs };
-	double *all = NULL, mean[3] = { 0, 0, 0 };
+	/* comp, start, wait, barrier, bytes, msgs */
+	double mine[NSTAT] = { a->timed.comp, a->timed.start, a->timed.wait,
+			       a->timed.barrier, (double)a->timed.bytes,
+			       (double)a->timed.msgs };
+	double *all = NULL, mean[4] = { 0, 0, 0, 0 }, *v;
 	uint64_t bytes = 0, msgs = 0;
 	int ok = app_all_ok(a), r, k;
 
 	if (a->rank == 0) {
-		all = malloc(5 * sizeof(*all) * (size_t)a->nranks);
+		all = malloc(NSTAT * sizeof(*all) * (size_t)a->nranks);
 		if (!all)
 			app_die(a, "out of memory");
 	}
-	MPI_Gather(mine, 5, MPI_DOUBLE, all, 5, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+	MPI_Gather(mine, NSTAT, MPI_DOUBLE, all, NSTAT, MPI_DOUBLE, 0,
+		   MPI_COMM_WORLD);
 	if (a->rank == 0) {
 		for (r = 0; r < a->nranks; r++) {
-			for (k = 0; k < 3; k++)
-				mean[k] += all[5 * r + k];
-			bytes += (uint64_t)all[5 * r + 3];
-			msgs += (uint64_t)all[5 * r + 4];
+			v = all + NSTAT * r;
+			for (k = 0; k < 4; k++)
+				mean[k] += v[k];
+			bytes += (uint64_t)v[4];
+			msgs += (uint64_t)v[5];
 			if (a->verbose)
 				fprintf(stderr, "zcapp: %s rank %d: comp=%.6f "
-					"start=%.6f wait=%.6f bytes=%llu "
-					"msgs=%llu\n", a->d->name, r,
-					all[5 * r], all[5 * r + 1],
-					all[5 * r + 2],
-					(unsigned long long)all[5 * r + 3],
-					(unsigned long long)all[5 * r + 4]);
+					"start=%.6f wait=%.6f barrier=%.6f "
+					"bytes=%llu msgs=%llu\n", a->d->name,
+					r, v[0], v[1], v[2], v[3],
+					(unsigned long long)v[4],
+					(unsigned long long)v[5]);
 		}
-		for (k = 0; k < 3; k++)
+		for (k = 0; k < 4; k++)
 			mean[k] /= a->nranks;
+		/* New keys go after the digest: readers of the older
+		 * line find every key where it was. */
 		printf("zcapp: app=%s ranks=%d comm=%s post=%s size=%ld "
 		       "iters=%ld wall=%.6f comp=%.6f start=%.6f wait=%.6f "
-		       "bytes=%llu msgs=%llu check=%s digest=%016llx\n",
+		       "bytes=%llu msgs=%llu check=%s digest=%016llx "
+		       "barrier=%.6f%s%s\n",
 		       a->d->name, a->nranks,
 		       a->persist ? "persist" : comm_name[a->comm],
 		       post_name[a->post], a->size, a->iters, a->wall,
 		       mean[0], mean[1], mean[2], (unsigned long long)bytes,
 		       (unsigned long long)msgs, ok ? "ok" : "fail",
-		       (unsigned long long)fnv1a(w, n));
+		       (unsigned long long)fnv1a(w, n), mean[3],
+		       a->tail[0] ? " " : "", a->tail);
 		fflush(stdout);
 		if (!ok)
 			fprintf(stderr, "%s: the result is wrong (see the "

@@ -21,6 +21,13 @@ enum app_comm { APP_P2P, APP_COLL };
 enum app_post { APP_LATE, APP_EARLY };
 enum app_alloc { APP_ALLOC_MPI, APP_ALLOC_MALLOC };
 
+/* An option of one program only: --NAME ARG, parsed by app_desc.opt. */
+struct app_opt {
+	const char *name;	/* "version" */
+	const char *arg;	/* "E|S|P|X:k", shown in --help */
+	const char *help;	/* its --help lines, indented as the others */
+};
+
 /* What a program says about itself; app_init() builds --help from it. */
 struct app_desc {
 	const char *name;	/* "pes" */
@@ -34,11 +41,15 @@ struct app_desc {
 	const char *comm_help;	/* what --comm p2p and coll send */
 	const char *post_help;	/* which receives --post early moves */
 	int coll_early;		/* coll + early supported (nonblocking) */
+	/* The program's own options (NULL-terminated) and their parser:
+	 * NULL when VAL is good for opts[i], else why it is not. */
+	const struct app_opt *opts;
+	const char *(*opt)(int i, const char *val);
 };
 
 /* Per-rank accounts of the timed part. */
 struct app_stats {
-	double comp, start, wait;
+	double comp, start, wait, barrier;
 	uint64_t bytes, msgs;
 };
 
@@ -74,12 +85,18 @@ struct app {
 	struct app_stats st;	/* running accounts */
 	struct app_stats timed;	/* as app_end found them */
 	double t0, wall;
+	char tail[160];		/* the program's own keys, end of the line */
 	int ok;			/* this rank's checks so far */
 	int nfail;		/* messages printed about failed checks */
 };
 
 /* Parse the options (before MPI_Init), then MPI_Init; exits on --help. */
 void app_init(struct app *a, const struct app_desc *d, int argc, char **argv);
+/*
+ * A program option's value from 0 to 1 (the probes' --scale) into *out:
+ * NULL, or why the value is not one (for app_desc.opt to return).
+ */
+const char *app_parse_share(const char *val, double *out);
 /* A rank count or size the program cannot take: message, exit 2. */
 void app_reject(struct app *a, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), noreturn));
@@ -160,6 +177,8 @@ void app_alltoallv(struct app *a, const void *sbuf, const int *scounts,
 		   const int *sdispls, void *rbuf, const int *rcounts,
 		   const int *rdispls, MPI_Datatype t, MPI_Comm comm);
 void app_wait_req(struct app *a, MPI_Request *req);
+/* MPI_Barrier on MPI_COMM_WORLD, timed as barrier. */
+void app_barrier(struct app *a);
 
 /* Counter-based random numbers: the same value for an index on any rank. */
 static inline uint64_t app_mix(uint64_t x)

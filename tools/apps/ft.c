@@ -7,7 +7,7 @@
  * dimensions each rank holds whole), a global transpose (every rank sends
  * every other its block of y) and 1-D FFTs along z, and takes NAS FT's
  * checksum (the sum of 1024 fixed elements). The FFTs are radix-2,
- * iterative, written here.
+ * iterative (fft.c).
  * Checks: on small arrays rank 0 repeats everything serially and must get
  * the same checksums and the same result in every iteration; after the
  * run the last result is transformed forward again and must give back
@@ -16,6 +16,7 @@
  *                   [--post late|early] [--alloc mpi|malloc] [--paper]
  */
 #include "apps.h"
+#include "fft.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -27,10 +28,6 @@
 #define NSUM 1024	/* elements in a checksum */
 #define CHUNK 8		/* lines gathered at once along a strided axis */
 #define REF_LIMIT (1L << 18)	/* serial reference up to this many points */
-
-struct cplx {
-	double re, im;
-};
 
 static const struct app_desc desc = {
 	.name = "ft",
@@ -53,77 +50,11 @@ static const struct app_desc desc = {
 	.coll_early = 0,
 };
 
-/* ---- 1-D FFT ----------------------------------------------------------- */
-
-struct plan {
-	long n;
-	long *rev;
-	struct cplx *w;	/* exp(-2 pi i k / n), k < n/2 */
-};
-
-static void plan_make(struct app *a, struct plan *p, long n)
-{
-	long i, j, b, bits = 0;
-
-	while ((1L << bits) < n)
-		bits++;
-	p->n = n;
-	p->rev = malloc((size_t)n * sizeof(*p->rev));
-	p->w = malloc((size_t)(n / 2 + 1) * sizeof(*p->w));
-	if (!p->rev || !p->w)
-		app_die(a, "out of memory");
-	for (i = 0; i < n; i++) {
-		for (j = 0, b = 0; b < bits; b++)
-			j |= ((i >> b) & 1) << (bits - 1 - b);
-		p->rev[i] = j;
-	}
-	for (i = 0; i < n / 2; i++) {
-		p->w[i].re = cos(2 * M_PI * (double)i / (double)n);
-		p->w[i].im = -sin(2 * M_PI * (double)i / (double)n);
-	}
-}
-
-static void plan_free(struct plan *p)
-{
-	free(p->rev);
-	free(p->w);
-}
-
-/* In place; dir -1 forward (exp(-i)), +1 inverse (exp(+i), no scaling). */
-static void fft1(struct cplx *x, const struct plan *p, int dir)
-{
-	long n = p->n, i, j, k, len, half, step;
-	struct cplx t;
-
-	for (i = 0; i < n; i++) {
-		j = p->rev[i];
-		if (j > i) {
-			t = x[i];
-			x[i] = x[j];
-			x[j] = t;
-		}
-	}
-	for (len = 2; len <= n; len <<= 1) {
-		half = len / 2;
-		step = n / len;
-		for (i = 0; i < n; i += len)
-			for (k = 0; k < half; k++) {
-				struct cplx w = p->w[k * step], *u = x + i + k,
-					    *v = u + half;
-				double wi = dir < 0 ? w.im : -w.im;
-				double vr = v->re * w.re - v->im * wi;
-				double vi = v->re * wi + v->im * w.re;
-
-				v->re = u->re - vr;
-				v->im = u->im - vi;
-				u->re += vr;
-				u->im += vi;
-			}
-	}
-}
+/* ---- 1-D FFTs of many lines ----------------------------------------- */
 
 /* FFT of every contiguous line of n in rows x n elements. */
-static void fft_rows(struct cplx *d, long rows, const struct plan *p, int dir)
+static void fft_rows(struct cplx *d, long rows, const struct fft_plan *p,
+		     int dir)
 {
 	long r;
 
@@ -137,7 +68,7 @@ static void fft_rows(struct cplx *d, long rows, const struct plan *p, int dir)
  * scattered back.
  */
 static void fft_gathered(struct cplx *base, const long *off, long nx,
-			 const struct plan *p, int dir, struct cplx *tmp)
+			 const struct fft_plan *p, int dir, struct cplx *tmp)
 {
 	long n = p->n, x0, c, nc, m;
 
@@ -167,7 +98,7 @@ static void fft_gathered(struct cplx *base, const long *off, long nx,
 struct ft {
 	long nx, ny, nz, nyl, nzl, blk;	/* blk: complex numbers per block */
 	long ntot;
-	struct plan px, py, pz;
+	struct fft_plan px, py, pz;
 	long *offy, *offz;		/* line offsets, y in A, z in B */
 	struct cplx *tmp;
 };
@@ -397,9 +328,9 @@ int main(int argc, char **argv)
 			   n, a.nranks);
 	ylo = a.rank * f.nyl;
 	zlo = a.rank * f.nzl;
-	plan_make(&a, &f.px, f.nx);
-	plan_make(&a, &f.py, f.ny);
-	plan_make(&a, &f.pz, f.nz);
+	fft_plan_make(&a, &f.px, f.nx);
+	fft_plan_make(&a, &f.py, f.ny);
+	fft_plan_make(&a, &f.pz, f.nz);
 	f.offy = malloc((size_t)f.ny * sizeof(long));
 	f.offz = malloc((size_t)f.nz * sizeof(long));
 	f.tmp = malloc((size_t)(CHUNK * n) * sizeof(struct cplx));
@@ -574,9 +505,9 @@ int main(int argc, char **argv)
 	app_free(&a, u1);
 	app_free(&a, u2);
 	free(tw);
-	plan_free(&f.px);
-	plan_free(&f.py);
-	plan_free(&f.pz);
+	fft_plan_free(&f.px);
+	fft_plan_free(&f.py);
+	fft_plan_free(&f.pz);
 	free(f.offy);
 	free(f.offz);
 	free(f.tmp);

@@ -1,0 +1,323 @@
+#!/bin/bash
+# zcoverlap.sh - how much communication each stack hides behind
+# computation: the overlap probes ovft and ovspmv (Documentation/apps.md)
+# under stock Open MPI, stock MPICH and over libzcrecv-mpi, and the
+# overlap achieved, H = (T_E - T_X) / min(T_comp, T_comm), per version.
+#
+# Usage: tools/zcoverlap.sh [OPTIONS] [-- PROGRAM-OPTIONS]
+#        tools/zcoverlap.sh --report RUNS.CSV OUTDIR
+#   --apps LIST      ovft, ovspmv (default both)
+#   --versions LIST  overlapped versions X, each against the bulk one
+#                    (ovft E, ovspmv B); a version a program lacks is
+#                    skipped (default S,P,X:8,G)
+#   --stacks LIST    ompi, mpich, zc-copy, zc-remap, zc-auto, zc-mpich
+#                    (default ompi,zc-auto; as tools/zcapps.sh)
+#   --configs LIST   node (default), 2n, 2n-RATE (as tools/zcapps.sh)
+#   --scale LIST     the --scale of the runs with computation: S for
+#                    every program or APP=S,... (default ovft=0.08,
+#                    ovspmv=0.02: computation about equal to
+#                    communication on a 2-core host)
+#   --iters LIST     --iters of every run: K for every program or
+#                    APP=K,... (default ovspmv=800: a second at its
+#                    default scale; ovft its own default)
+#   --post MODE      late or early (default late)
+#   --trials N       alternating trials of every stack (default 3)
+#   --bind MODE      cpu: on this host rank r runs on processor r
+#                    (taskset, the launcher's binding off); none: unbound
+#                    (default cpu)
+#   --timeout S      seconds one run may take (default 120)
+#   --grace S        a job hung after its result is stopped (default 20)
+#   --out DIR        results directory (default build/overlap)
+#   --dry-run        print the runs, run nothing
+#   --report RUNS.CSV OUTDIR  the tables again from an earlier run
+#   -h, --help       this text
+#   PROGRAM-OPTIONS go to every program (e.g. -- --iters 20)
+#   ZCAPPS_BIN, ZCAPPS_ZC_ENV as for tools/zcapps.sh
+#
+# Per trial, program and stack it runs the bulk version at the scale
+# (T_E; its computation time is T_comp), each version X at the scale
+# (T_X) and the bulk version at scale 0 (T_comm, no computation); each
+# trial starts one stack further on. T is the program's wall time (from
+# a barrier to a barrier, all exchanges); H is computed from the medians
+# over the trials, and from each trial for the range. Writes
+# DIR/runs.csv, DIR/overlap.csv and DIR/overlap.txt (the table, with the
+# zcrecv counters of the X runs: early arrivals, hits, remaps, bytes
+# copied from staging; runs.csv also has the messages deferred to their
+# receive, the shared copies and the seconds in the layer, summed over
+# the ranks) and DIR/logs/. Exits 1 when a run fails or the
+# digests of one program at one scale disagree.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; }
+die() { echo "zcoverlap: $*" >&2; exit 2; }
+# Stack commands, the checks, the cluster, running and reading a run:
+# shared with tools/zcapps.sh.
+. "$root/tools/apps/stacks.bash"
+
+# The table from runs.csv: per configuration, program, stack and version.
+report() {
+	local runs=$1 dir=$2
+	mkdir -p "$dir"
+	awk -F, -v csv="$dir/overlap.csv" '
+	function median(key,   n, i, j, t, v) {
+		n = split(vals[key], v, " ")
+		if (!n) return ""
+		for (i = 2; i <= n; i++)
+			for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) {
+				t = v[j]; v[j] = v[j - 1]; v[j - 1] = t
+			}
+		return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+	}
+	function add(key, x) { vals[key] = vals[key] " " x }
+	function h(te, tx, tc, tp,   m) {
+		m = tc < tp ? tc : tp
+		return m > 0 ? (te - tx) / m : ""
+	}
+	NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+	{
+		cfg = $col["config"]; app = $col["app"]; st = $col["stack"]
+		t = $col["trial"]; v = $col["version"]; kind = $col["kind"]
+		if ($col["status"] != "ok") { failed[cfg, app, st]++; next }
+		g = cfg SUBSEP app SUBSEP st
+		if (!(g in seen)) { seen[g] = 1; groups[++ng] = g }
+		if (kind == "bulk") {
+			add(g SUBSEP "E", $col["wall"]); add(g SUBSEP "comp", $col["comp"])
+			te[g, t] = $col["wall"]; tp[g, t] = $col["comp"]
+			bulk[app] = v
+		} else if (kind == "comm") {
+			add(g SUBSEP "comm", $col["wall"]); tc[g, t] = $col["wall"]
+		} else {
+			if (!((g, v) in vseen)) { vseen[g, v] = 1; vers[g] = vers[g] " " v }
+			add(g SUBSEP v, $col["wall"]); tx[g, v, t] = $col["wall"]
+			add(g SUBSEP v SUBSEP "trials", t)
+			for (k = 1; k <= 4; k++) {
+				c = ctr[k]
+				add(g SUBSEP v SUBSEP c, $col[c])
+			}
+		}
+	}
+	BEGIN { ctr[1] = "early"; ctr[2] = "hits"; ctr[3] = "remaps"; ctr[4] = "copied" }
+	END {
+		printf "%-6s %-7s %-9s %-7s %8s %8s %8s %8s %7s %-15s %6s %6s %6s %10s\n",
+			"config", "app", "stack", "version", "T_E", "T_X", "T_comm",
+			"T_comp", "H", "(trials)", "early", "hits", "remaps", "copied"
+		print "config,app,stack,version,bulk,T_E,T_X,T_comm,T_comp,H,H_min,H_max,early,hits,remaps,copied" > csv
+		for (i = 1; i <= ng; i++) {
+			g = groups[i]; split(g, p, SUBSEP)
+			e = median(g SUBSEP "E"); cm = median(g SUBSEP "comm")
+			cp = median(g SUBSEP "comp")
+			nv = split(vers[g], vl, " ")
+			for (j = 1; j <= nv; j++) {
+				v = vl[j]; x = median(g SUBSEP v)
+				hh = (e != "" && cm != "" && cp != "") ? h(e, x, cm, cp) : ""
+				# Per trial: the same formula on that trial alone.
+				lo = ""; hi = ""
+				nt = split(vals[g SUBSEP v SUBSEP "trials"], tl, " ")
+				for (k = 1; k <= nt; k++) {
+					t = tl[k]
+					if (!((g, t) in te) || !((g, t) in tc)) continue
+					ht = h(te[g, t], tx[g, v, t], tc[g, t], tp[g, t])
+					if (ht == "") continue
+					if (lo == "" || ht < lo) lo = ht
+					if (hi == "" || ht > hi) hi = ht
+				}
+				for (k = 1; k <= 4; k++) cv[k] = median(g SUBSEP v SUBSEP ctr[k])
+				printf "%-6s %-7s %-9s %-7s %8.4f %8.4f %8.4f %8.4f %7s %-15s %6s %6s %6s %10s\n",
+					p[1], p[2], p[3], v, e, x, cm, cp,
+					hh == "" ? "?" : sprintf("%.3f", hh),
+					lo == "" ? "" : sprintf("(%.2f..%.2f)", lo, hi),
+					cv[1], cv[2], cv[3], cv[4]
+				printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n",
+					p[1], p[2], p[3], v, bulk[p[2]], e, x, cm, cp,
+					hh == "" ? "" : sprintf("%.4f", hh),
+					lo == "" ? "" : sprintf("%.4f", lo),
+					hi == "" ? "" : sprintf("%.4f", hi),
+					cv[1], cv[2], cv[3], cv[4] > csv
+			}
+		}
+		for (k in failed) {
+			split(k, p, SUBSEP)
+			printf "zcoverlap: %s %s %s: %d runs failed\n", p[1], p[2], p[3], failed[k]
+		}
+	}' "$runs" | tee "$dir/overlap.txt"
+	# One digest per program and scale, whatever the stack and version.
+	awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+	$col["status"] == "ok" {
+		k = $col["app"] " scale " $col["scale"]
+		if (!(k in d)) { d[k] = $col["digest"]; w[k] = $col["stack"] " " $col["version"] }
+		else if (d[k] != $col["digest"]) {
+			printf "zcoverlap: digest mismatch: %s: %s (%s) against %s (%s %s trial %s)\n",
+				k, d[k], w[k], $col["digest"], $col["stack"], $col["version"], $col["trial"] > "/dev/stderr"
+			bad = 1
+		}
+	}
+	END { exit bad }' "$runs"
+}
+
+apps=ovft,ovspmv versions=S,P,X:8,G stacks=ompi,zc-auto configs=node
+scales=ovft=0.08,ovspmv=0.02 iters=ovspmv=800
+post=late trials=3 timeout=120 grace=20 out=$root/build/overlap dry=0 pin=1
+prog_args=()
+val() { [ $# -ge 2 ] || { echo "zcoverlap: $1 needs a value" >&2; usage >&2; exit 2; }; }
+while [ $# -gt 0 ]; do
+	case $1 in
+	--apps) val "$@"; apps=$2; shift ;;
+	--versions) val "$@"; versions=$2; shift ;;
+	--stacks) val "$@"; stacks=$2; shift ;;
+	--configs) val "$@"; configs=$2; shift ;;
+	--scale) val "$@"; scales=$2; shift ;;
+	--iters) val "$@"; iters=$2; shift ;;
+	--post) val "$@"; post=$2; shift ;;
+	--trials) val "$@"; trials=$2; shift ;;
+	--bind) val "$@"
+		case $2 in cpu) pin=1 ;; none) pin=0 ;;
+		*) die "--bind $2: cpu or none" ;; esac
+		shift ;;
+	--timeout) val "$@"; timeout=$2; shift ;;
+	--grace) val "$@"; grace=$2; shift ;;
+	--out) val "$@"; out=$2; shift ;;
+	--dry-run) dry=1 ;;
+	--report)
+		[ $# = 3 ] || { usage >&2; exit 2; }
+		[ -s "$2" ] || die "$2: no such runs.csv"
+		report "$2" "$3"
+		exit $? ;;
+	-h|--help) usage; exit 0 ;;
+	--) shift; prog_args=("$@"); break ;;
+	*) usage >&2; exit 2 ;;
+	esac
+	shift
+done
+
+bin=${ZCAPPS_BIN:-$root/build/tools/apps}
+zc_env=${ZCAPPS_ZC_ENV:-}
+mpi=$root/build/tools/mpi
+cluster=$root/tools/cluster/zccluster
+prefix=zco
+export ZCCLUSTER_PREFIX=$prefix
+case $post in late|early) ;; *) die "--post $post: late or early" ;; esac
+IFS=, read -ra APPS <<< "$apps"
+IFS=, read -ra VERSIONS <<< "$versions"
+IFS=, read -ra STACKS <<< "$stacks"
+IFS=, read -ra CONFIGS <<< "$configs"
+declare -A bulk_of=([ovft]=E [ovspmv]=B) scale_of=() iters_of=()
+for a in "${APPS[@]}"; do
+	[ -n "${bulk_of[$a]:-}" ] || die "--apps: unknown program '$a' (ovft, ovspmv)"
+done
+for s in "${STACKS[@]}"; do
+	case $s in ompi|mpich|zc-copy|zc-remap|zc-auto|zc-mpich) ;;
+	*) die "--stacks: unknown stack '$s' (ompi, mpich, zc-copy, zc-remap, zc-auto, zc-mpich)" ;;
+	esac
+done
+check_options
+fnum='^(0|1|0?\.[0-9]+|1\.0*)$'
+IFS=, read -ra SC <<< "$scales"
+for s in "${SC[@]}"; do
+	if [[ $s == *=* ]]; then
+		[ -n "${bulk_of[${s%%=*}]:-}" ] || die "--scale $s: unknown program"
+		[[ ${s#*=} =~ $fnum ]] || die "--scale $s: a number from 0 to 1"
+		scale_of[${s%%=*}]=${s#*=}
+	else
+		[[ $s =~ $fnum ]] || die "--scale $s: a number from 0 to 1"
+		for a in ovft ovspmv; do scale_of[$a]=$s; done
+	fi
+done
+IFS=, read -ra IT <<< "$iters"
+for s in "${IT[@]}"; do
+	if [[ $s == *=* ]]; then
+		[ -n "${bulk_of[${s%%=*}]:-}" ] || die "--iters $s: unknown program"
+		[[ ${s#*=} =~ ^[1-9][0-9]*$ ]] || die "--iters $s: a positive whole number"
+		iters_of[${s%%=*}]=${s#*=}
+	else
+		[[ $s =~ ^[1-9][0-9]*$ ]] || die "--iters $s: a positive whole number"
+		for a in ovft ovspmv; do iters_of[$a]=$s; done
+	fi
+done
+# The versions each program has.
+versions_of() {
+	local v out=()
+	for v in "${VERSIONS[@]}"; do
+		case $1:$v in
+		ovft:S|ovft:P|ovft:X:[1-9]*|ovspmv:G|ovspmv:S) out+=("$v") ;;
+		esac
+	done
+	echo "${out[*]}"
+}
+for a in "${APPS[@]}"; do
+	[ -n "${scale_of[$a]:-}" ] || die "--scale: none given for $a"
+	[ -n "$(versions_of "$a")" ] || die "--versions $versions: none of them is a version of $a"
+done
+if [ "$dry" = 0 ]; then
+	check_needs
+	[ "$pin" = 0 ] || command -v taskset >/dev/null ||
+		die "taskset not found (util-linux); or --bind none"
+fi
+
+runs=$out/runs.csv
+# A dry run leaves an earlier run's results alone.
+[ "$dry" = 1 ] || mkdir -p "$out/logs"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+[ "$dry" = 1 ] ||
+	echo "config,app,stack,trial,kind,version,scale,status,wall,comp,start,wait,barrier,msgs,check,digest,early,hits,remaps,copied,deferred,shared,layer_s" > "$runs"
+nruns=0
+for a in "${APPS[@]}"; do
+	nruns=$((nruns + 2 + $(wc -w <<< "$(versions_of "$a")")))
+done
+total=$(( ${#CONFIGS[@]} * trials * ${#STACKS[@]} * nruns ))
+echo "zcoverlap: $total runs: configurations $configs; programs $apps; stacks $stacks; $trials trials; post $post; scales $scales; iters $iters${prog_args[*]:+; program options ${prog_args[*]}}"
+failed=0 n=0
+
+run_one() {	# config app stack trial kind version scale
+	local cfg=$1 app=$2 stack=$3 t=$4 kind=$5 v=$6 sc=$7 log line rc status
+	local it=()
+	[ -z "${iters_of[$app]:-}" ] || it=(--iters "${iters_of[$app]}")
+	command_of "$stack" "$cfg" "$app" --post "$post" --version "$v" \
+		--scale "$sc" "${it[@]}" "${prog_args[@]}"
+	n=$((n + 1))
+	if [ "$dry" = 1 ]; then
+		echo "[$n/$total] ${CMD[*]}"
+		return
+	fi
+	log=$out/logs/$cfg-$app-$stack-$kind-${v/:/}-$t
+	launch_and_wait "$log"
+	rc=$?
+	line=$(grep -m1 '^zcapp: ' "$log.out")
+	run_status "$rc" "$line"
+	status=$STATUS
+	if [ "$status" != ok ]; then
+		failed=$((failed + 1))
+		echo "zcoverlap: $cfg $app $stack $v scale $sc trial $t: $status (${CMD[*]}); $log.err:" >&2
+		tail -n 5 "$log.err" >&2
+	fi
+	local f=$log.err
+	echo "$cfg,$app,$stack,$t,$kind,$v,$sc,$status,$(kv "$line" wall),$(kv "$line" comp),$(kv "$line" start),$(kv "$line" wait),$(kv "$line" barrier),$(kv "$line" msgs),$(kv "$line" check),$(kv "$line" digest),$(sumr "$f" early),$(sumr "$f" hits),$(sumr "$f" remaps),$(sumr "$f" copied),$(sumr "$f" deferred),$(sumr "$f" shared),$(sed -n 's/.*in layer \([0-9.]*\) s.*/\1/p' "$f" | awk '{s += $1} END {printf "%.3f", s}')" >> "$runs"
+	printf '[%d/%d] %-5s %-7s %-8s %-5s scale %-5s trial %d: %s %ss\n' "$n" \
+		"$total" "$cfg" "$app" "$stack" "$v" "$sc" "$t" "$status" "$(kv "$line" wall)"
+}
+
+for cfg in "${CONFIGS[@]}"; do
+	if [ "$dry" = 0 ] && ! config_up "$cfg"; then
+		echo "zcoverlap: cannot bring up the emulated cluster for $cfg" >&2
+		exit 1
+	fi
+	for ((t = 1; t <= trials; t++)); do
+		for a in "${APPS[@]}"; do
+			b=${bulk_of[$a]} sc=${scale_of[$a]}
+			kinds=("bulk $b $sc" "comm $b 0")
+			for v in $(versions_of "$a"); do kinds+=("x $v $sc"); done
+			for k in "${kinds[@]}"; do
+				read -r kind v s <<< "$k"
+				# Alternate: each trial starts one stack further on.
+				for ((i = 0; i < ${#STACKS[@]}; i++)); do
+					st=${STACKS[$(( (i + t - 1) % ${#STACKS[@]} ))]}
+					run_one "$cfg" "$a" "$st" "$t" "$kind" "$v" "$s"
+				done
+			done
+		done
+	done
+	cleanup
+done
+[ "$dry" = 1 ] && exit 0
+report "$runs" "$out" || failed=$((failed + 1))
+[ "$failed" = 0 ] || { echo "zcoverlap: $failed failures" >&2; exit 1; }
