@@ -179,7 +179,7 @@ struct zcr_ep {
 	struct zcr_arrival rx;
 	/*
 	 * A job's connection that never carried our DATA: the one the peer
-	 * dialled carries our sends to it instead (job.c, zcr_job_ep()).
+	 * dialled carries our sends to it instead (job.c, zcr_ctx_job_ep()).
 	 */
 	struct zcr_ep *send_via;
 };

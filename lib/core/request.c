@@ -113,7 +113,7 @@ int __zcr_isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
 	r->st.source = ctx->rank;
 	pthread_mutex_lock(&ctx->lock);
 	/*
-	 * Followed under the lock that zcr_job_ep() switches under: no DATA
+	 * Followed under the lock that zcr_ctx_job_ep() switches under: no DATA
 	 * goes on an endpoint once its sends moved, so none can overtake.
 	 */
 	if (ep->send_via)

@@ -277,8 +277,9 @@ unsigned int __zcr_ep_live_locked(struct zcr_ctx *ctx)
 
 /*
  * Is rank taken by an open endpoint? In a job (zcr_ctx_create_job()) a
- * pair may have two connections, one dialled by each (zcr_job_ep()): only
- * one of the same direction as like (if not NULL) counts.
+ * pair may have two connections, one dialled by each
+ * (zcr_ctx_job_ep()): only one of the same direction as like (if not
+ * NULL) counts.
  */
 static bool rank_has_open_ep(struct zcr_ctx *ctx, int rank,
 			     const struct zcr_ep *like)
