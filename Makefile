@@ -98,9 +98,11 @@ LIB_MATCH     := lib/match/match.c
 LIB_STAGING   := lib/staging/staging.c
 LIB_REMAP     := $(sort $(wildcard lib/remap/*.c lib/remap/*/*.c))
 LIB_PREDICT   := $(sort $(wildcard lib/predict/*.c lib/predict/*/*.c))
+LIB_PREFETCH  := $(sort $(wildcard lib/prefetch/*.c))
+LIB_PAGEVER   := $(sort $(wildcard lib/pagever/*.c))
 include $(sort $(wildcard lib/*/*/*.mk))
 LIB_SRCS := $(LIB_BASE) $(LIB_CORE) $(LIB_TRANSPORT) $(LIB_MATCH) $(LIB_STAGING) \
-	    $(LIB_REMAP) $(LIB_PREDICT)
+	    $(LIB_REMAP) $(LIB_PREDICT) $(LIB_PREFETCH) $(LIB_PAGEVER)
 LIB_OBJS := $(patsubst lib/%.c,$(B)/lib/%.o,$(LIB_SRCS))
 VERSION_H := $(B)/include/zcrecv_version.h
 LIB_HDRS := $(shell find lib -name '*.h') include/zcrecv.h $(VERSION_H) \

@@ -4,6 +4,8 @@
 #
 #   core -> transport -> match -> staging -> remap -> base
 #                              -> predict ------------> base
+#        -> prefetch -> pagever ----------------------> base
+#   (core and transport use prefetch)
 #
 # base (lists, clock, the objects, request completion, memory, the
 # configuration, the registry convention) is the bottom layer and uses
@@ -60,8 +62,10 @@ root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root" || exit 1
 
 declare -A allow=(
-	[core]="core transport match staging remap predict base"
-	[transport]="transport match staging remap predict base"
+	[core]="core transport match staging remap predict prefetch pagever base"
+	[transport]="transport match staging remap predict prefetch pagever base"
+	[prefetch]="prefetch pagever base"
+	[pagever]="pagever base"
 	[match]="match staging remap predict base"
 	[staging]="staging remap base"
 	[remap]="remap base"
