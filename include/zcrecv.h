@@ -229,6 +229,18 @@ struct zcr_ctx_attr {
  * @expected:		since 0.3: early messages staged at the offset of a
  *			persistent receive that could take them
  *			(zcr_recv_init_comm()), not a predicted one
+ * @pf_requests:	since 0.3, message prefetching (ZCRECV_PREFETCH=1,
+ *			Documentation/prefetch.md): prefetch requests this
+ *			context sent as a receiver
+ * @pf_presend_bytes:	bytes it pre-sent as a sender
+ * @pf_saved_bytes:	bytes it left out of its sends (pre-sent unchanged)
+ * @pf_wasted_bytes:	pre-sent bytes it sent again or never used
+ * @pf_late:		requests it answered with nothing because the send
+ *			was under way or the buffer had not changed since
+ *			the last send
+ * @pf_dropped:		requests it answered with nothing for another
+ *			reason (buffer not tracked yet, backing off,
+ *			untrackable memory)
  */
 struct zcr_stats {
 	uint64_t msgs_sent;
@@ -260,6 +272,12 @@ struct zcr_stats {
 	uint64_t bytes_pushed;
 	uint64_t deferred;
 	uint64_t expected;
+	uint64_t pf_requests;
+	uint64_t pf_presend_bytes;
+	uint64_t pf_saved_bytes;
+	uint64_t pf_wasted_bytes;
+	uint64_t pf_late;
+	uint64_t pf_dropped;
 };
 
 /**

@@ -5,7 +5,7 @@
 #   core -> transport -> match -> staging -> remap -> base
 #                              -> predict ------------> base
 #        -> prefetch -> pagever ----------------------> base
-#   (core and transport use prefetch)
+#   (core and transport use prefetch; match bumps page versions)
 #
 # base (lists, clock, the objects, request completion, memory, the
 # configuration, the registry convention) is the bottom layer and uses
@@ -66,7 +66,7 @@ declare -A allow=(
 	[transport]="transport match staging remap predict prefetch pagever base"
 	[prefetch]="prefetch pagever base"
 	[pagever]="pagever base"
-	[match]="match staging remap predict base"
+	[match]="match staging remap predict pagever base"
 	[staging]="staging remap base"
 	[remap]="remap base"
 	[predict]="predict base"

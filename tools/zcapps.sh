@@ -17,6 +17,8 @@
 #                     zc-POLICY Open MPI with libzcrecv-mpi.so, ZCRECV_POLICY
 #                               copy, remap or auto
 #                     zc-mpich  MPICH with libzcrecv-mpi-mpich.so (auto)
+#                     zc-pf     zc-auto with message prefetching
+#                               (ZCRECV_PREFETCH=1)
 #   --configs LIST  where the two ranks run (default node,2n-1g,2n-10g):
 #                     node      both on this host (shm between them)
 #                     2n        one on each of two emulated nodes, unshaped
@@ -117,8 +119,8 @@ has_ompi=0
 for s in "${STACKS[@]}"; do
 	case $s in
 	ompi) has_ompi=1 ;;
-	ompi-again|mpich|zc-copy|zc-remap|zc-auto|zc-mpich) ;;
-	*) die "--stacks: unknown stack '$s' (ompi, ompi-again, mpich, zc-copy, zc-remap, zc-auto, zc-mpich)" ;;
+	ompi-again|mpich|zc-copy|zc-remap|zc-auto|zc-mpich|zc-pf) ;;
+	*) die "--stacks: unknown stack '$s' (ompi, ompi-again, mpich, zc-copy, zc-remap, zc-auto, zc-mpich, zc-pf)" ;;
 	esac
 done
 check_options
@@ -131,7 +133,7 @@ runs=$out/runs.csv
 [ "$dry" = 1 ] || mkdir -p "$out/logs"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-header=config,app,comm,post,stack,trial,status,wall,comp,start,wait,bytes,msgs,check,digest,zc_recv,early,hits,remaps,pages,copied,coll_calls,coll_bytes,shm_peers,tcp_peers,layer_s,note,deferred,expected,coll_zc_calls,coll_zc_bytes
+header=config,app,comm,post,stack,trial,status,wall,comp,start,wait,bytes,msgs,check,digest,zc_recv,early,hits,remaps,pages,copied,coll_calls,coll_bytes,shm_peers,tcp_peers,layer_s,note,deferred,expected,coll_zc_calls,coll_zc_bytes,pf_asked,pf_presend,pf_saved,pf_wasted
 [ "$dry" = 1 ] || echo "$header" > "$runs"
 
 nstacks=${#STACKS[@]}
@@ -180,7 +182,7 @@ run_one() {	# config app comm post stack trial
 		tail -n 5 "$log.err" >&2
 	fi
 	local f=$log.err
-	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' \
+	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' \
 		"$cfg" "$app" "$cm" "$po" "$stack" "$t" "$status" \
 		"$(kv "$line" wall)" "$(kv "$line" comp)" "$(kv "$line" start)" \
 		"$(kv "$line" wait)" "$(kv "$line" bytes)" "$(kv "$line" msgs)" \
@@ -192,7 +194,9 @@ run_one() {	# config app comm post stack trial
 		"$(sed -n 's/.*in layer \([0-9.]*\) s.*/\1/p' "$f" | awk '{s += $1} END {printf "%.3f", s}')" \
 		"$note" "$(sumr "$f" 'deferred')" "$(sumr "$f" 'expected')" \
 		"$(sumr "$f" 'carried coll')" \
-		"$(sed -n 's/.*carried coll [0-9]* (\([0-9]*\) B).*/\1/p' "$f" | awk '{s += $1} END {print s + 0}')" >> "$runs"
+		"$(sed -n 's/.*carried coll [0-9]* (\([0-9]*\) B).*/\1/p' "$f" | awk '{s += $1} END {print s + 0}')" \
+		"$(sumr "$f" 'prefetch asked')" "$(sumr "$f" 'pre-sent')" \
+		"$(sumr "$f" 'saved')" "$(sumr "$f" 'wasted')" >> "$runs"
 	printf '[%d/%d] %-7s %-5s %-4s %-5s %-8s trial %d: %s %ss\n' "$n" "$total" \
 		"$cfg" "$app" "$cm" "$po" "$stack" "$t" "$status" "$(kv "$line" wall)"
 }

@@ -149,6 +149,14 @@ const struct zcr_env_var __zcr_env_vars[ZCR_ENV_COUNT] = {
 	    "long before it sleeps; 0: at once."),
 	BOOL(VERBS_STATS, ZCR_ENV_CTX, 0,
 	     "1: print the verbs transport's counters at zcr_ctx_destroy()."),
+	BOOL(PREFETCH, ZCR_ENV_CTX, 0,
+	     "1: message prefetching over TCP: a receive waiting on nothing "
+	     "asks its sender for the pages of the predicted send buffer "
+	     "that are final, and offers the same to peers."),
+	NUM(PREFETCH_MIN, ZCR_ENV_BYTES, ZCR_ENV_CTX, 4096, 1ULL << 62,
+	    65536,
+	    "Prefetching: the smallest message a receiver asks for and a "
+	    "sender tracks."),
 	CHOICE(PREFETCH_PAGEVER, ZCR_ENV_CTX, pagevers, 0,
 	       "How message prefetching tells the pages of a send buffer "
 	       "changed since it pre-sent them: the cheapest mechanism that "

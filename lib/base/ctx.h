@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "zcrecv.h"
 #include "base/config.h"
@@ -49,6 +50,10 @@ enum zcr_req_kind { ZCR_REQ_SEND = 1, ZCR_REQ_RECV = 2, ZCR_REQ_ACK = 3 };
 struct zcr_backend_state;
 struct zcr_ep;
 struct zcr_job;
+struct zcr_pf;
+struct zcr_pf_ep;
+struct zcr_pf_tx;
+struct zcr_pv;
 struct zcr_msg;
 struct zcr_pollset;
 struct zcr_predictor;
@@ -148,7 +153,24 @@ struct zcr_req {
 	bool sync;			/* completes on the peer's ACK */
 	uint64_t sent;			/* transport's progress (bytes) */
 	uint8_t tx[ZCR_TX_SCRATCH];	/* transport's scratch */
+	/*
+	 * Message prefetching (lib/prefetch): a large send's PF_INFO and
+	 * the pages it leaves out; for a ZCR_REQ_ACK with ctl set, a
+	 * prefetch frame whose header the transport built in tx and whose
+	 * payload is own (both freed once sent: __zcr_req_free_ctl()).
+	 */
+	struct zcr_pf_tx *pf;
+	bool ctl;
+	bool pf_asked;			/* a receive's wait asked already */
 };
+
+/* A request of the library's own (ZCR_REQ_ACK), and what it owns. */
+static inline void __zcr_req_free_ctl(struct zcr_req *r)
+{
+	free(r->pf);
+	free(r->own);
+	free(r);
+}
 
 enum zcr_ep_state { ZCR_EP_HANDSHAKE, ZCR_EP_OPEN, ZCR_EP_CLOSED };
 
@@ -177,6 +199,7 @@ struct zcr_ep {
 	struct zcr_list sendq;		/* send requests, in order */
 	struct zcr_list ackq;		/* sync sends sent, ACK awaited */
 	struct zcr_arrival rx;
+	struct zcr_pf_ep *pf;		/* prefetching negotiated, or NULL */
 	/*
 	 * A job's connection that never carried our DATA: the one the peer
 	 * dialled carries our sends to it instead (job.c, zcr_ctx_job_ep()).
@@ -261,6 +284,12 @@ struct zcr_ctx {
 	 * atomic exchanges, outside ctx->lock; freed with the context.
 	 */
 	struct zcr_req *spare_reqs[ZCR_SPARE_REQS];
+	struct zcr_pf *pf;		/* ZCRECV_PREFETCH=1, or NULL */
+	/*
+	 * Page versions of send buffers (lib/pagever), opened by prefetch
+	 * at its first tracked buffer: a remap into our memory bumps them.
+	 */
+	struct zcr_pv *pv;
 	/* prediction */
 	struct zcr_predictor *pred;
 	char pred_name[32];

@@ -231,6 +231,10 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	if (ret)
 		goto err_remap;
 
+	ret = __zcr_pf_ctx_init(ctx);
+	if (ret)
+		goto err_remap;
+
 	ctx->pred = __zcr_pred_create(pred, 0);
 	if (!ctx->pred) {
 		ret = -EINVAL;
@@ -253,6 +257,7 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 err_pred:
 	__zcr_pred_destroy(ctx->pred);
 err_remap:
+	__zcr_pf_ctx_fini(ctx);
 	__zcr_transports_fini(ctx);
 	__zcr_remap_teardown(ctx);
 	if (ctx->kmod_fd >= 0)
@@ -333,6 +338,7 @@ void zcr_ctx_destroy(struct zcr_ctx *ctx)
 		free(ctx->spare_reqs[i]);
 	zcr_list_for_each_safe(pos, tmp, &ctx->eps)
 		__zcr_ep_free(zcr_container_of(pos, struct zcr_ep, link));
+	__zcr_pf_ctx_fini(ctx);
 	__zcr_job_free(ctx->job);
 	while (ctx->pollsets) {
 		struct zcr_pollset *ps = ctx->pollsets;

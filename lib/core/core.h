@@ -9,6 +9,7 @@
 #include "base/ctx.h"
 #include "match/match.h"
 #include "predict/predict.h"
+#include "prefetch/prefetch.h"
 #include "remap/remap.h"
 #include "staging/staging.h"
 #include "transport/auth.h"

@@ -464,6 +464,14 @@ static int wait_for(struct zcr_req *r, struct zcr_status *st,
 	 * second spinner).
 	 */
 	ctx->waiters++;
+	/*
+	 * A receive that waits on nothing: its sender may pre-send what it
+	 * has of the message already (lib/prefetch), once per receive.
+	 */
+	if (ctx->pf && r->kind == ZCR_REQ_RECV && r->posted && !r->pf_asked) {
+		r->pf_asked = true;
+		__zcr_ep_pf_ask_locked(ctx, r);
+	}
 	if (!r->done) {
 		r->waited = true;
 		r->waiter = pthread_self();

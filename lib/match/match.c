@@ -22,6 +22,7 @@
 #include "remap/remap.h"
 #include "staging/staging.h"
 #include "match/match.h"
+#include "pagever/pagever.h"
 
 #define PREDICT_SCAN	8
 /*
@@ -575,6 +576,9 @@ static void msg_deliver(struct zcr_ctx *ctx, struct zcr_msg *m,
 	/* A truncated message is copied: its last page is not the sender's. */
 	__zcr_remap_deliver_locked(ctx, m->slot, m->off, r->buf, n,
 				   same && m->len <= r->size, m->by);
+	/* Pages moved in behind the page versions' back (pagever.h). */
+	if (ctx->pv && n)
+		__zcr_pv_bump(ctx->pv, r->buf, n);
 	r->st.source = m->src;
 	r->st.tag = m->tag;
 	r->st.len = m->len;

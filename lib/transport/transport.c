@@ -17,6 +17,7 @@
 #include "base/ctx.h"
 #include "base/ops.h"
 #include "match/match.h"
+#include "prefetch/prefetch.h"
 #include "transport/transport.h"
 
 /*
@@ -129,6 +130,13 @@ static int no_adopt(struct zcr_ep *ep, const struct zcr_transport_ops *prev,
 	return -EOPNOTSUPP;
 }
 
+static int no_pf_ask(struct zcr_ep *ep, const struct zcr_pf_ask *a)
+{
+	(void)ep;
+	(void)a;
+	return -EOPNOTSUPP;
+}
+
 static const struct zcr_transport_ops defaults = {
 	.size = sizeof(struct zcr_transport_ops),
 	.init = no_init,
@@ -141,6 +149,7 @@ static const struct zcr_transport_ops defaults = {
 	.poll_done = no_poll_done,
 	.progress = no_progress,
 	.adopt = no_adopt,
+	.pf_ask = no_pf_ask,
 };
 
 #define OP(m, req)	ZCR_OP(struct zcr_transport_ops, m, req)
@@ -149,7 +158,7 @@ static const struct zcr_op members[] = {
 	OP(listen, false), OP(connect, false), OP(start, false),
 	OP(poll_max, false), OP(poll_fill, false), OP(poll_done, false),
 	OP(progress, false), OP(send, true), OP(ep_close, true),
-	OP(ep_free, true), OP(adopt, false),
+	OP(ep_free, true), OP(adopt, false), OP(pf_ask, false),
 };
 
 static const struct zcr_kind kind = {
@@ -453,7 +462,7 @@ void __zcr_ep_fail_sends_locked(struct zcr_ep *ep, int err)
 
 		zcr_list_del(&r->link);
 		if (r->kind == ZCR_REQ_ACK)
-			free(r);
+			__zcr_req_free_ctl(r);
 		else
 			__zcr_req_complete_locked(r, err);
 	}
@@ -482,7 +491,7 @@ static void reqs_free(struct zcr_list *q)
 
 	zcr_list_for_each_safe(pos, tmp, q) {
 		zcr_list_del(pos);
-		free(zcr_container_of(pos, struct zcr_req, link));
+		__zcr_req_free_ctl(zcr_container_of(pos, struct zcr_req, link));
 	}
 }
 
@@ -496,6 +505,7 @@ void __zcr_ep_free(struct zcr_ep *ep)
 		ep->tp->ep_close(ep, ep->tp_priv);
 	ep->tp->ep_free(ep, ep->tp_priv);
 	ep->tp_priv = NULL;
+	__zcr_pf_ep_fini(ep);
 	zcr_list_del(&ep->link);
 	ep->ctx->nep--;
 	if (ep->state == ZCR_EP_HANDSHAKE)
@@ -632,5 +642,23 @@ void __zcr_ep_reap_locked(struct zcr_ctx *ctx)
 
 		if (ep->state == ZCR_EP_CLOSED && ep->accepted && !ep->returned)
 			__zcr_ep_free(ep);
+	}
+}
+
+void __zcr_ep_pf_ask_locked(struct zcr_ctx *ctx, struct zcr_req *r)
+{
+	struct zcr_list *pos;
+	struct zcr_pf_ask a;
+
+	if (r->src < 0)
+		return;		/* a wildcard: whose buffer to ask for? */
+	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
+		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
+
+		if (ep->rank != r->src || ep->state != ZCR_EP_OPEN || !ep->pf)
+			continue;
+		if (__zcr_pf_ask_locked(ep, r, &a) && ep->tp->pf_ask(ep, &a))
+			__zcr_pf_asked_failed_locked(ep);
+		return;
 	}
 }

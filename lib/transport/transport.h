@@ -26,6 +26,7 @@
 
 struct zcr_ctx;
 struct zcr_ep;
+struct zcr_pf_ask;
 struct zcr_req;
 struct zcr_upgrade_ops;
 
@@ -99,6 +100,9 @@ struct zcr_upgrade_ops;
  * @upgrade:	optional. This transport can take over a connection of a
  *		stream transport once its handshake is through; the stream
  *		transport carries the negotiation (transport/upgrade.h)
+ * @pf_ask:	send the prefetch request @a on @ep, which negotiated
+ *		prefetching (ep->pf set; lib/prefetch). Returns 0 or -errno.
+ *		Default: -EOPNOTSUPP (a transport that never sets ep->pf)
  *
  * Receive side: for every incoming message a transport calls
  * __zcr_match_arrive_locked() with the header before it moves payload
@@ -132,6 +136,7 @@ struct zcr_transport_ops {
 	int (*adopt)(struct zcr_ep *ep, const struct zcr_transport_ops *prev,
 		     void *prev_priv, void *arg);
 	const struct zcr_upgrade_ops *upgrade;
+	int (*pf_ask)(struct zcr_ep *ep, const struct zcr_pf_ask *a);
 };
 
 /*
@@ -219,6 +224,11 @@ void __zcr_ep_acks_flush_locked(struct zcr_ctx *ctx);
  */
 void __zcr_ep_acked_locked(struct zcr_ep *ep, uint64_t seq);
 void __zcr_ep_free(struct zcr_ep *ep);
+/*
+ * Receive r waits and nothing matched it: if its sender's connection
+ * prefetches and a buffer is predicted, ask for it (lib/prefetch).
+ */
+void __zcr_ep_pf_ask_locked(struct zcr_ctx *ctx, struct zcr_req *r);
 /*
  * Move ep's data path to transport to (to->adopt gets arg). Only between
  * messages: no arrival under way and no send started on ep, else -EBUSY;

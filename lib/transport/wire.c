@@ -74,9 +74,9 @@ int __zcr_wire_parse(const uint8_t in[ZCR_WIRE_HDR_LEN], uint64_t max_len,
 		*why = "bad header length";
 		return -EBADMSG;
 	}
-	if (h->type < ZCR_WIRE_HELLO || h->type > ZCR_WIRE_ACK ||
-	    (h->version < 2 && h->type > ZCR_WIRE_DATA &&
-	     h->type != ZCR_WIRE_AUTH && h->type != ZCR_WIRE_ACK)) {
+	if (h->type < ZCR_WIRE_HELLO || h->type > ZCR_WIRE_TYPE_MAX ||
+	    (h->version < 2 && h->type >= ZCR_WIRE_UP_OFFER &&
+	     h->type <= ZCR_WIRE_UP_SWITCH)) {
 		*why = "unknown message type";
 		return -EBADMSG;
 	}
@@ -98,6 +98,21 @@ int __zcr_wire_parse(const uint8_t in[ZCR_WIRE_HDR_LEN], uint64_t max_len,
 	}
 	if (h->type == ZCR_WIRE_ACK && h->len) {
 		*why = "acknowledgement with a payload";
+		return -EMSGSIZE;
+	}
+	if ((h->type == ZCR_WIRE_PF_REQ && (!h->tag || !h->len)) ||
+	    (h->type == ZCR_WIRE_PF_DATA && !h->tag)) {
+		*why = "prefetch message without a request number or size";
+		return -EBADMSG;
+	}
+	if ((h->type == ZCR_WIRE_PF_REQ || h->type == ZCR_WIRE_PF_DATA) &&
+	    h->len > max_len) {
+		*why = "prefetch larger than the message limit";
+		return -EMSGSIZE;
+	}
+	if (h->type == ZCR_WIRE_PF_INFO &&
+	    h->len > ZCR_PF_BITMAP_MAX(max_len)) {
+		*why = "prefetch bitmap larger than the largest message";
 		return -EMSGSIZE;
 	}
 	if (h->type != ZCR_WIRE_DATA) {

@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+#include "prefetch/prefetch.h"	/* ZCR_PF_PAGE, ZCR_PF_BITMAP_MAX */
+
 #define ZCR_WIRE_MAGIC		0x3152435aU	/* "ZCR1" in little endian */
 #define ZCR_WIRE_VERSION	1	/* what a plain connection speaks */
 #define ZCR_WIRE_VERSION_MAX	2	/* 2: the upgrade negotiation types */
@@ -28,7 +30,20 @@ enum zcr_wire_type {
 	ZCR_WIRE_AUTH = 6,	/* src; len, seq: the handshake MAC */
 	/* With ZCR_HELLO_SYNC on both HELLOs: */
 	ZCR_WIRE_ACK = 7,	/* src; seq: number of the DATA now matched */
+	/*
+	 * With ZCR_HELLO_PREFETCH on both HELLOs (message prefetching,
+	 * lib/prefetch, Documentation/prefetch.md):
+	 */
+	ZCR_WIRE_PF_INFO = 8,	/* before a DATA: tag the pre-send it uses
+				 * (0: none), seq the sender's buffer
+				 * address, len the bytes of the bitmap of
+				 * pages left out that follows (0: none) */
+	ZCR_WIRE_PF_REQ = 9,	/* tag a request number (> 0), seq the
+				 * predicted buffer address, len its size */
+	ZCR_WIRE_PF_DATA = 10,	/* the answer to request tag: len bytes,
+				 * the first of the buffer at seq (0: none) */
 };
+#define ZCR_WIRE_TYPE_MAX	ZCR_WIRE_PF_DATA
 
 /* HELLO: tag holds flags, len the sender's max_msg, seq its nonce. */
 #define ZCR_HELLO_AUTH		1	/* the sender will send AUTH */
@@ -47,8 +62,14 @@ enum zcr_wire_type {
  * version 1 only: Documentation/design.md).
  */
 #define ZCR_HELLO_SYNC		4
+/*
+ * The sender takes part in message prefetching: it answers PF_REQ and
+ * sends PF_INFO before its large DATA. Offered and answered as
+ * ZCR_HELLO_COMM, by contexts with ZCRECV_PREFETCH=1 only.
+ */
+#define ZCR_HELLO_PREFETCH	8
 #define ZCR_HELLO_FLAGS		(ZCR_HELLO_AUTH | ZCR_HELLO_COMM | \
-				 ZCR_HELLO_SYNC)
+				 ZCR_HELLO_SYNC | ZCR_HELLO_PREFETCH)
 #define ZCR_SEQ_MASK		0xffffffffULL
 #define ZCR_SEQ_SYNC		0x80000000ULL
 #define ZCR_SEQ_MASK_SYNC	0x7fffffffULL

@@ -58,7 +58,7 @@ static int parse_mod(void (*mod)(struct zcr_wire_hdr *h), uint64_t max)
 static void m_magic(struct zcr_wire_hdr *h) { h->magic ^= 1; }
 static void m_version(struct zcr_wire_hdr *h) { h->version = 3; }
 static void m_hlen(struct zcr_wire_hdr *h) { h->hdr_len = 33; }
-static void m_type(struct zcr_wire_hdr *h) { h->type = 9; }
+static void m_type(struct zcr_wire_hdr *h) { h->type = 11; }
 static void m_src(struct zcr_wire_hdr *h) { h->src = -1; }
 static void m_tag(struct zcr_wire_hdr *h) { h->tag = -5; }
 static void m_hello(struct zcr_wire_hdr *h) { h->type = ZCR_WIRE_HELLO; }
@@ -89,6 +89,33 @@ static void m_ack(struct zcr_wire_hdr *h)
 	h->seq = ~0ULL;		/* a message number, any */
 }
 static void m_none(struct zcr_wire_hdr *h) { (void)h; }
+/* Prefetching's frames (lib/prefetch): a request needs its number, size */
+static void m_pfreq(struct zcr_wire_hdr *h)
+{
+	h->type = ZCR_WIRE_PF_REQ;
+	h->tag = 3;
+}
+static void m_pfreq_notok(struct zcr_wire_hdr *h)
+{
+	h->type = ZCR_WIRE_PF_REQ;
+	h->tag = 0;
+}
+static void m_pfdata_big(struct zcr_wire_hdr *h)
+{
+	h->type = ZCR_WIRE_PF_DATA;
+	h->tag = 3;
+	h->len = MAXLEN + 1;
+}
+static void m_pfinfo_big(struct zcr_wire_hdr *h)
+{
+	h->type = ZCR_WIRE_PF_INFO;
+	h->len = ZCR_PF_BITMAP_MAX(MAXLEN) + 1;
+}
+static void m_pfinfo(struct zcr_wire_hdr *h)
+{
+	h->type = ZCR_WIRE_PF_INFO;
+	h->len = ZCR_PF_BITMAP_MAX(MAXLEN);
+}
 
 ZT_TEST(invalid_fields)
 {
@@ -105,6 +132,11 @@ ZT_TEST(invalid_fields)
 	ZT_EXPECT_EQ(parse_mod(m_ack_tag, MAXLEN), -EBADMSG);
 	ZT_EXPECT_EQ(parse_mod(m_ack_len, MAXLEN), -EMSGSIZE);
 	ZT_EXPECT_EQ(parse_mod(m_ack, MAXLEN), 0);
+	ZT_EXPECT_EQ(parse_mod(m_pfreq, MAXLEN), 0);
+	ZT_EXPECT_EQ(parse_mod(m_pfreq_notok, MAXLEN), -EBADMSG);
+	ZT_EXPECT_EQ(parse_mod(m_pfdata_big, MAXLEN), -EMSGSIZE);
+	ZT_EXPECT_EQ(parse_mod(m_pfinfo_big, MAXLEN), -EMSGSIZE);
+	ZT_EXPECT_EQ(parse_mod(m_pfinfo, MAXLEN), 0);
 	ZT_EXPECT_EQ(parse_mod(m_none, 1000), -EMSGSIZE);
 	ZT_EXPECT_EQ(parse_mod(m_none, 123456), 0);
 }
@@ -115,10 +147,16 @@ static void check_accepted(const struct zcr_wire_hdr *g)
 	ZT_ASSERT(g->version >= ZCR_WIRE_VERSION &&
 		  g->version <= ZCR_WIRE_VERSION_MAX);
 	ZT_EXPECT_EQ(g->hdr_len, ZCR_WIRE_HDR_LEN);
-	ZT_ASSERT(g->type >= ZCR_WIRE_HELLO && g->type <= ZCR_WIRE_ACK);
+	ZT_ASSERT(g->type >= ZCR_WIRE_HELLO && g->type <= ZCR_WIRE_TYPE_MAX);
 	/* The shm negotiation exists in version 2 only. */
-	ZT_ASSERT(g->type <= ZCR_WIRE_DATA || g->type == ZCR_WIRE_AUTH ||
-		  g->type == ZCR_WIRE_ACK || g->version == 2);
+	ZT_ASSERT(g->type < ZCR_WIRE_UP_OFFER || g->type > ZCR_WIRE_UP_SWITCH ||
+		  g->version == 2);
+	if (g->type == ZCR_WIRE_PF_REQ)
+		ZT_ASSERT(g->tag && g->len && g->len <= MAXLEN);
+	if (g->type == ZCR_WIRE_PF_DATA)
+		ZT_ASSERT(g->tag && g->len <= MAXLEN);
+	if (g->type == ZCR_WIRE_PF_INFO)
+		ZT_ASSERT(g->len <= ZCR_PF_BITMAP_MAX(MAXLEN));
 	ZT_ASSERT(g->src >= 0 && g->tag >= 0);
 	if (g->type == ZCR_WIRE_DATA)
 		ZT_ASSERT(g->len <= MAXLEN);

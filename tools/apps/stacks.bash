@@ -34,7 +34,12 @@ command_of() {
 		else
 			launch=("$cluster" mpirun -- --host "${prefix}1:1,${prefix}2:1" -np 2)
 		fi
-		case $stack in zc-*)
+		case $stack in
+		zc-pf)	# auto, with message prefetching
+			env=(-x LD_PRELOAD="$mpi/libzcrecv-mpi.so" -x ZCRECV_REPORT=1
+			     -x ZCRECV_POLICY=auto -x ZCRECV_PREFETCH=1)
+			for kv in $zc_env; do env+=(-x "$kv"); done ;;
+		zc-*)
 			env=(-x LD_PRELOAD="$mpi/libzcrecv-mpi.so" -x ZCRECV_REPORT=1
 			     -x ZCRECV_POLICY="${stack#zc-}")
 			for kv in $zc_env; do env+=(-x "$kv"); done ;;

@@ -706,7 +706,9 @@ static void report(void)
 		"early %llu, hits %llu, remaps %llu, pages %llu, copied "
 		"%llu B, backend %s, peers %u shm %u tcp, shared %llu, "
 		"in layer %.3f s, collectives %llu calls %llu B, "
-		"deferred %llu, expected %llu, carried coll %llu (%llu B)\n",
+		"deferred %llu, expected %llu, carried coll %llu (%llu B), "
+		"prefetch asked %llu pre-sent %llu B saved %llu B wasted "
+		"%llu B late %llu dropped %llu\n",
 		world_rank,
 		(unsigned long long)s.msgs_sent,
 		(unsigned long long)s.msgs_recv,
@@ -721,7 +723,13 @@ static void report(void)
 		(unsigned long long)s.deferred,
 		(unsigned long long)s.expected,
 		(unsigned long long)c.zc_calls,
-		(unsigned long long)c.zc_bytes);
+		(unsigned long long)c.zc_bytes,
+		(unsigned long long)s.pf_requests,
+		(unsigned long long)s.pf_presend_bytes,
+		(unsigned long long)s.pf_saved_bytes,
+		(unsigned long long)s.pf_wasted_bytes,
+		(unsigned long long)s.pf_late,
+		(unsigned long long)s.pf_dropped);
 }
 
 int MPI_Finalize(void)

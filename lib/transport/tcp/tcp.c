@@ -415,4 +415,5 @@ ZCR_TRANSPORT(tcp) = {
 	.send = __zcr_tcp_send,
 	.ep_close = tcp_ep_close,
 	.ep_free = tcp_ep_free,
+	.pf_ask = __zcr_tcp_pf_ask,
 };

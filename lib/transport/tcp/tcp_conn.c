@@ -19,6 +19,7 @@
 #include "base/ctx.h"
 #include "transport/auth.h"
 #include "transport/sock.h"
+#include "prefetch/prefetch.h"
 #include "transport/tcp/tcp_priv.h"
 #include "transport/transport.h"
 #include "transport/upgrade.h"
@@ -106,6 +107,9 @@ static int send_hello(struct zcr_ep *ep)
 		    ctx->comm_ids;
 	bool sync = comm &&
 		    (!ep->accepted || (T(ep)->h.tag & ZCR_HELLO_SYNC));
+	/* Prefetching: offered by the dialler, answered as it is. */
+	bool pf = ctx->pf &&
+		  (!ep->accepted || (T(ep)->h.tag & ZCR_HELLO_PREFETCH));
 	struct zcr_wire_hdr h = {
 		.magic = ZCR_WIRE_MAGIC,
 		.version = (uint8_t)T(ep)->ver,
@@ -114,7 +118,8 @@ static int send_hello(struct zcr_ep *ep)
 		.src = ctx->rank,
 		.tag = (ctx->secret_len ? ZCR_HELLO_AUTH : 0) |
 		       (comm ? ZCR_HELLO_COMM : 0) |
-		       (sync ? ZCR_HELLO_SYNC : 0),
+		       (sync ? ZCR_HELLO_SYNC : 0) |
+		       (pf ? ZCR_HELLO_PREFETCH : 0),
 		.len = ctx->max_msg,
 		.seq = T(ep)->nonce,
 	};
@@ -278,6 +283,11 @@ static bool hello_auth(struct zcr_ep *ep)
 	ep->comm_ok = (te->h.tag & ZCR_HELLO_COMM) &&
 		      (ep->accepted || ctx->comm_ids);
 	ep->sync_ok = ep->comm_ok && (te->h.tag & ZCR_HELLO_SYNC);
+	if ((te->h.tag & ZCR_HELLO_PREFETCH) && ctx->pf &&
+	    __zcr_pf_ep_init(ep)) {
+		__zcr_ep_fail_locked(ep, -ENOMEM, "out of memory");
+		return false;
+	}
 	te->peer_nonce = te->h.seq;
 	te->hello_src = te->h.src;
 	if (__zcr_auth_hello_check(ep, te->h.tag & ZCR_HELLO_AUTH, te->h.src))

@@ -82,6 +82,18 @@ struct tcp_ep {
 	bool got_hello;			/* the peer's HELLO; AUTH awaited */
 	int hello_src;			/* the rank it claimed */
 	struct zcr_rx_watch watch;	/* progress of a message in flight */
+	/*
+	 * Message prefetching (lib/prefetch): a PF_INFO bitmap or PF_DATA
+	 * being read into pf_body; and for a DATA, the payload bytes on
+	 * the wire (want, normally h.len) and, when pre-sent pages stay
+	 * out, the runs of the message they fill (run: the current one,
+	 * run_got of its bytes in).
+	 */
+	char *pf_body;
+	uint64_t want;
+	const struct zcr_pf_run *runs;
+	size_t nruns, run;
+	uint64_t run_got;
 };
 
 _Static_assert(ZCR_WIRE_HDR_LEN <= ZCR_TX_SCRATCH, "header in r->tx");
@@ -110,5 +122,8 @@ int __zcr_tcp_read_batch(struct zcr_ctx *ctx, struct io_uring *ring);
 /* tcp_send.c: the send queue */
 int __zcr_tcp_push(struct zcr_ep *ep);
 int __zcr_tcp_send(struct zcr_ep *ep, struct zcr_req *r);
+int __zcr_tcp_ctl(struct zcr_ep *ep, int type, uint32_t tag, uint64_t seq,
+		  uint64_t hlen, char *body, uint64_t blen);
+int __zcr_tcp_pf_ask(struct zcr_ep *ep, const struct zcr_pf_ask *a);
 
 #endif /* ZCR_TCP_PRIV_H */

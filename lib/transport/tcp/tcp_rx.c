@@ -15,6 +15,7 @@
 
 #include "base/ctx.h"
 #include "match/match.h"
+#include "prefetch/prefetch.h"
 #include "transport/tcp/tcp_priv.h"
 #include "transport/transport.h"
 #include "transport/util.h"
@@ -25,9 +26,86 @@ static void finish_payload(struct zcr_ep *ep)
 {
 	struct tcp_ep *te = T(ep);
 
+	/* Pre-sent pages left out of it are copied in first. */
+	if (ep->pf)
+		__zcr_pf_data_done_locked(ep, ep->rx.dst, ep->rx.room);
+	te->runs = NULL;
 	__zcr_match_payload_done_locked(ep->ctx, &ep->rx);
 	te->have_hdr = false;
 	te->hdr_got = 0;
+}
+
+/* A PF_INFO bitmap or a PF_DATA is in. */
+static bool pf_body_done(struct zcr_ep *ep)
+{
+	struct tcp_ep *te = T(ep);
+
+	if (te->h.type == ZCR_WIRE_PF_DATA)
+		__zcr_pf_presend_done_locked(ep);
+	te->pf_body = NULL;
+	te->have_hdr = false;
+	te->hdr_got = 0;
+	return true;
+}
+
+/*
+ * A prefetch frame's header (lib/prefetch; wire.h says what its fields
+ * hold): only on a connection that negotiated it, from its peer, never
+ * between a PF_INFO and its DATA.
+ */
+static bool rx_prefetch(struct zcr_ep *ep)
+{
+	struct tcp_ep *te = T(ep);
+	uint32_t token = (uint32_t)te->h.tag;
+	uint8_t *bm = NULL;
+	char *dst = NULL;
+	uint64_t len;
+	int ret;
+
+	te->hdr_got = 0;
+	if (!ep->pf || ep->state != ZCR_EP_OPEN || te->h.src != ep->rank ||
+	    __zcr_pf_info_pending(ep)) {
+		ret = -EPROTO;
+		goto bad;
+	}
+	switch (te->h.type) {
+	case ZCR_WIRE_PF_INFO:
+		ret = __zcr_pf_info_locked(ep, token, te->h.seq, te->h.len,
+					   &bm);
+		dst = (char *)bm;
+		break;
+	case ZCR_WIRE_PF_REQ:
+		ret = __zcr_pf_request_locked(ep, token, te->h.seq, te->h.len,
+					      &dst, &len);
+		/* Answered always, if only with nothing. */
+		if (!ret)
+			ret = __zcr_tcp_ctl(ep, ZCR_WIRE_PF_DATA, token,
+					    te->h.seq, len, dst, len);
+		if (ret && ret != -ENOMEM)
+			return true;	/* cannot write: the reads go on */
+		break;
+	default:
+		ret = __zcr_pf_presend_in_locked(ep, token, te->h.seq,
+						 te->h.len, &dst);
+		break;
+	}
+	if (ret)
+		goto bad;
+	if (te->h.len && te->h.type != ZCR_WIRE_PF_REQ) {
+		te->pf_body = dst;
+		te->have_hdr = true;
+		te->got = 0;
+	}
+	return true;
+bad:
+	if (ret == -ENOMEM) {
+		__zcr_ep_fail_locked(ep, ret, "out of memory");
+		return false;
+	}
+	ep->ctx->st.bad_headers++;
+	__zcr_ep_fail_locked(ep, -EPROTO, "prefetch message out of protocol "
+			     "(type %d)", te->h.type);
+	return false;
 }
 
 /*
@@ -41,7 +119,7 @@ static char rx_discard[65536];
 static size_t rx_target(struct zcr_ep *ep, char **p)
 {
 	struct tcp_ep *te = T(ep);
-	uint64_t left;
+	uint64_t left, off;
 
 	if (ep->state == ZCR_EP_CLOSED || !is_tcp(ep))
 		return 0;
@@ -49,21 +127,32 @@ static size_t rx_target(struct zcr_ep *ep, char **p)
 		*p = (char *)te->body + te->got;
 		return te->h.len - te->got;
 	}
+	if (te->pf_body) {
+		*p = te->pf_body + te->got;
+		return te->h.len - te->got;
+	}
 	if (te->have_hdr && ep->rx.state != ZCR_RX_LANDING)
 		return 0;	/* stalled: match finds room first */
 	/* Complete: a message with no payload, or one just unstalled. */
-	if (te->have_hdr && te->got == te->h.len)
+	if (te->have_hdr && te->got == te->want)
 		finish_payload(ep);
 	if (!te->have_hdr) {
 		*p = (char *)te->hdr + te->hdr_got;
 		return ZCR_WIRE_HDR_LEN - te->hdr_got;
 	}
-	if (te->got < ep->rx.room) {
-		*p = ep->rx.dst + te->got;
-		return ep->rx.room - te->got;
+	/* Where the next wire bytes belong in the message. */
+	if (te->runs) {
+		off = te->runs[te->run].off + te->run_got;
+		left = te->runs[te->run].len - te->run_got;
+	} else {
+		off = te->got;
+		left = te->want - te->got;
+	}
+	if (off < ep->rx.room) {
+		*p = ep->rx.dst + off;
+		return left < ep->rx.room - off ? left : ep->rx.room - off;
 	}
 	/* The part of a truncated message that does not fit the buffer. */
-	left = te->h.len - te->got;
 	*p = rx_discard;
 	return left < sizeof(rx_discard) ? left : sizeof(rx_discard);
 }
@@ -90,6 +179,8 @@ static bool rx_header(struct zcr_ep *ep)
 		__zcr_ep_acked_locked(ep, te->h.seq);
 		return ep->state == ZCR_EP_OPEN;
 	}
+	if (te->h.type >= ZCR_WIRE_PF_INFO && te->h.type <= ZCR_WIRE_PF_DATA)
+		return rx_prefetch(ep);
 	if (te->h.type != ZCR_WIRE_DATA)
 		return __zcr_tcp_rx_control(ep);
 	mask = ep->sync_ok ? ZCR_SEQ_MASK_SYNC : ep->comm_ok ? ZCR_SEQ_MASK :
@@ -105,6 +196,22 @@ static bool rx_header(struct zcr_ep *ep)
 	ep->recv_seq++;
 	te->have_hdr = true;
 	te->got = 0;
+	te->want = te->h.len;
+	te->runs = NULL;
+	if (ep->pf) {
+		ret = __zcr_pf_data_locked(ep, ep->comm_ok ?
+					   (uint32_t)(te->h.seq >> 32) : 0,
+					   te->h.tag, te->h.len, &te->runs,
+					   &te->nruns, &te->want);
+		if (ret) {
+			ep->ctx->st.bad_headers++;
+			__zcr_ep_fail_locked(ep, ret, "a message's pages left "
+					     "out do not fit its pre-send");
+			return false;
+		}
+		te->run = 0;
+		te->run_got = 0;
+	}
 	sync = ep->sync_ok && (te->h.seq & ZCR_SEQ_SYNC);
 	/*
 	 * -EAGAIN: stalled; rx_target() reads nothing until it lands. Never
@@ -150,7 +257,17 @@ static bool rx_done(struct zcr_ep *ep, long r)
 	te->got += (uint64_t)r;
 	if (te->ctl_rx)
 		return te->got < te->h.len || __zcr_tcp_rx_body(ep);
-	if (te->got == te->h.len)
+	if (te->pf_body)
+		return te->got < te->h.len || pf_body_done(ep);
+	if (te->runs) {
+		te->run_got += (uint64_t)r;
+		if (te->run_got == te->runs[te->run].len &&
+		    te->run + 1 < te->nruns) {
+			te->run++;
+			te->run_got = 0;
+		}
+	}
+	if (te->got == te->want)
 		finish_payload(ep);
 	return true;
 }

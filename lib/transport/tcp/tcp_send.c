@@ -11,6 +11,7 @@
 #include <sys/uio.h>
 
 #include "base/ctx.h"
+#include "prefetch/prefetch.h"
 #include "transport/tcp/tcp_priv.h"
 #include "transport/transport.h"
 #include "transport/util.h"
@@ -31,6 +32,69 @@ static void write_dead(struct zcr_ep *ep, int err)
 
 static void encode_data(struct zcr_ep *ep, struct zcr_req *r);
 
+#define SEGS_MAX	64	/* iovecs per sendmsg */
+
+/*
+ * The bytes request r puts on the wire, as segments, from byte skip on:
+ * a plain DATA is its header and payload; a prefetching one (r->pf) its
+ * PF_INFO and bitmap, then the DATA header and the runs of the payload
+ * that were not pre-sent; a frame of the library's own (r->ctl) its
+ * header and body. Returns the segments filled; *total the bytes of r.
+ */
+static int segments(struct zcr_req *r, uint64_t skip, struct iovec *iov,
+		    uint64_t *total)
+{
+	struct zcr_pf_tx *pf = r->pf;
+	struct iovec all[4];
+	int n = 0, na = 0, i;
+	size_t k;
+
+	*total = 0;
+	if (pf) {
+		all[na].iov_base = pf->hdr;
+		all[na++].iov_len = ZCR_WIRE_HDR_LEN;
+		if (pf->bmlen) {
+			all[na].iov_base = pf->bm;
+			all[na++].iov_len = pf->bmlen;
+		}
+	}
+	all[na].iov_base = r->tx;
+	all[na++].iov_len = ZCR_WIRE_HDR_LEN;
+	for (i = 0; i < na; i++) {
+		*total += all[i].iov_len;
+		if (skip >= all[i].iov_len) {
+			skip -= all[i].iov_len;
+			continue;
+		}
+		iov[n].iov_base = (char *)all[i].iov_base + skip;
+		iov[n++].iov_len = all[i].iov_len - skip;
+		skip = 0;
+	}
+	if (!pf || pf->wire_len == r->len) {
+		*total += r->len;
+		if (skip < r->len) {
+			iov[n].iov_base = (void *)(r->sbuf + skip);
+			iov[n++].iov_len = r->len - skip;
+		}
+		return n;
+	}
+	for (k = 0; k < pf->nruns; k++) {
+		const struct zcr_pf_run *run = &pf->runs[k];
+
+		*total += run->len;
+		if (skip >= run->len) {
+			skip -= run->len;
+			continue;
+		}
+		if (n < SEGS_MAX) {
+			iov[n].iov_base = (void *)(r->sbuf + run->off + skip);
+			iov[n++].iov_len = run->len - skip;
+		}
+		skip = 0;
+	}
+	return n;
+}
+
 /* Write what the socket takes of ep's queue; returns messages completed. */
 int __zcr_tcp_push(struct zcr_ep *ep)
 {
@@ -42,27 +106,16 @@ int __zcr_tcp_push(struct zcr_ep *ep)
 	while (ep->state == ZCR_EP_OPEN && !zcr_list_empty(&ep->sendq)) {
 		struct zcr_req *r = zcr_container_of(ep->sendq.next,
 						     struct zcr_req, link);
-		struct iovec iov[2];
+		struct iovec iov[SEGS_MAX + 4];
 		struct msghdr mh;
-		int niov = 0;
+		uint64_t total;
 		ssize_t w;
 
-		if (!r->sent)
+		if (!r->sent && !r->ctl)
 			encode_data(ep, r);
-		if (r->sent < ZCR_WIRE_HDR_LEN) {
-			iov[niov].iov_base = r->tx + r->sent;
-			iov[niov++].iov_len = ZCR_WIRE_HDR_LEN - r->sent;
-			iov[niov].iov_base = (void *)r->sbuf;
-			iov[niov++].iov_len = r->len;
-		} else {
-			iov[niov].iov_base = (void *)(r->sbuf + r->sent -
-						      ZCR_WIRE_HDR_LEN);
-			iov[niov++].iov_len = r->len + ZCR_WIRE_HDR_LEN -
-					      r->sent;
-		}
 		memset(&mh, 0, sizeof(mh));
 		mh.msg_iov = iov;
-		mh.msg_iovlen = (size_t)niov;
+		mh.msg_iovlen = (size_t)segments(r, r->sent, iov, &total);
 		w = sendmsg(T(ep)->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK ||
@@ -75,10 +128,10 @@ int __zcr_tcp_push(struct zcr_ep *ep)
 			break;
 		}
 		r->sent += (uint64_t)w;
-		if (r->sent == r->len + ZCR_WIRE_HDR_LEN) {
+		if (r->sent == total) {
 			zcr_list_del(&r->link);
 			if (r->kind == ZCR_REQ_ACK) {
-				free(r);
+				__zcr_req_free_ctl(r);
 				continue;
 			}
 			__zcr_ep_send_done_locked(ep, r);
@@ -113,12 +166,77 @@ static void encode_data(struct zcr_ep *ep, struct zcr_req *r)
 	}
 
 	__zcr_wire_encode(&h, r->tx);
+	if (r->pf) {
+		struct zcr_wire_hdr i = {
+			.magic = ZCR_WIRE_MAGIC,
+			.version = ZCR_WIRE_VERSION,
+			.type = ZCR_WIRE_PF_INFO,
+			.hdr_len = ZCR_WIRE_HDR_LEN,
+			.src = ep->ctx->rank,
+			.tag = (int32_t)r->pf->token,
+			.len = r->pf->bmlen,
+			.seq = r->pf->saddr,
+		};
+
+		__zcr_wire_encode(&i, r->pf->hdr);
+	}
+}
+
+/*
+ * Queue a prefetch frame of our own (PF_REQ, PF_DATA): its header (len
+ * in it: hlen) and body (blen bytes, malloc'd, ours to free once sent;
+ * NULL for none).
+ */
+int __zcr_tcp_ctl(struct zcr_ep *ep, int type, uint32_t tag, uint64_t seq,
+		  uint64_t hlen, char *body, uint64_t blen)
+{
+	struct zcr_wire_hdr h = {
+		.magic = ZCR_WIRE_MAGIC,
+		.version = ZCR_WIRE_VERSION,
+		.type = (uint8_t)type,
+		.hdr_len = ZCR_WIRE_HDR_LEN,
+		.src = ep->ctx->rank,
+		.tag = (int32_t)tag,
+		.len = hlen,
+		.seq = seq,
+	};
+	struct zcr_req *r;
+
+	if (T(ep)->wdead) {
+		free(body);
+		return T(ep)->wdead;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		free(body);
+		return -ENOMEM;
+	}
+	r->ctx = ep->ctx;
+	r->kind = ZCR_REQ_ACK;
+	r->ctl = true;
+	r->ep = ep;
+	r->own = body;
+	r->sbuf = body;
+	r->len = blen;
+	__zcr_wire_encode(&h, r->tx);
+	zcr_list_add_tail(&r->link, &ep->sendq);
+	__zcr_tcp_push(ep);
+	return 0;
+}
+
+int __zcr_tcp_pf_ask(struct zcr_ep *ep, const struct zcr_pf_ask *a)
+{
+	return __zcr_tcp_ctl(ep, ZCR_WIRE_PF_REQ, a->token, a->saddr, a->slen,
+			     NULL, 0);
 }
 
 int __zcr_tcp_send(struct zcr_ep *ep, struct zcr_req *r)
 {
 	if (T(ep)->wdead)
 		return T(ep)->wdead;
+	/* Large sends say where they come from; some leave pages out. */
+	if (ep->pf && r->kind == ZCR_REQ_SEND)
+		__zcr_pf_send_locked(ep, r);
 	zcr_list_add_tail(&r->link, &ep->sendq);
 	/* Start writing now: a small message usually leaves at once. */
 	__zcr_tcp_push(ep);

@@ -1,0 +1,842 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * prefetch.c - message prefetching: the state and the decisions of both
+ * sides (prefetch.h). Documentation/prefetch.md describes the protocol;
+ * in short, on one connection:
+ *
+ *   receiver                               sender
+ *   a receive waits, nothing matched;
+ *   predicted buffer (saddr, slen) --PF_REQ n-->
+ *                                          versions now against those of
+ *                                          the last send of that buffer:
+ *                                          the pages that look final are
+ *                                          copied out and pre-sent
+ *                        <--PF_DATA n (first len bytes)--
+ *   kept as the pre-send n
+ *                                          the send: pre-sent pages whose
+ *                                          version did not change since
+ *                                          are left out
+ *                        <--PF_INFO n, bitmap; DATA (the other pages)--
+ *   wire bytes land, the pre-sent ones
+ *   are copied in from pre-send n
+ *
+ * Every large DATA has a PF_INFO before it, with the sender's buffer
+ * address: that is what the receiver predicts from, per (communicator,
+ * tag) of the connection. A pre-send is used by one send at most; the
+ * receiver keeps it until the send that uses it arrives or the answer to
+ * its next request does (the sender forgets every pre-send of the
+ * connection when a new request comes, and answers in order, so no DATA
+ * can use an older one behind that answer).
+ *
+ * Correctness rests on the page versions (pagever.h): versions are read
+ * before the bytes are copied out, so a page written during or after the
+ * copy has another version at the send and goes again.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "base/ctx.h"
+#include "base/list.h"
+#include "pagever/pagever.h"
+#include "prefetch/prefetch.h"
+
+#define PRED_N		16	/* (comm, tag) predictions per connection */
+#define PRED_HIST	4	/* buffers remembered per prediction */
+#define BUFS_MAX	64	/* send buffers tracked per context */
+#define MISS_BACKOFF	4	/* empty answers in a row before backing off */
+#define BAD_BACKOFF	3	/* mostly rewritten pre-sends in a row */
+
+/* A send buffer whose pages are versioned (shared by the connections). */
+struct pf_buf {
+	struct zcr_list link;		/* on pf->bufs, most recent first */
+	uint64_t saddr, slen;
+	struct zcr_pv_range *range;
+	size_t npages;
+	unsigned int refs;		/* pf_snd using it */
+};
+
+/* What a connection's sender remembers of one buffer. */
+struct pf_snd {
+	struct zcr_list link;		/* on pe->snds */
+	struct pf_buf *buf;
+	uint64_t *last;			/* versions at the last send */
+	bool have_last;
+	/* the pre-send of this buffer to this peer, when token != 0 */
+	uint32_t token;
+	size_t pre_pages;
+	uint64_t pre_bytes;
+	uint64_t *pre;			/* versions when pre-sent */
+	/* when not to */
+	unsigned int bad, skip;
+};
+
+/* A prediction of the sender's buffer for (comm, tag). */
+struct pf_pred {
+	bool used;
+	uint32_t comm;
+	int tag;
+	uint64_t age;
+	uint64_t a[PRED_HIST], l[PRED_HIST];	/* newest first */
+	unsigned int n;
+	unsigned int miss, skip;
+};
+
+struct zcr_pf_ep {
+	/* receiver */
+	struct pf_pred pred[PRED_N];
+	uint64_t clock;
+	uint32_t next_token;
+	uint32_t asked;			/* outstanding request, 0: none */
+	uint64_t asked_saddr, asked_slen;
+	struct pf_pred *asked_pred;
+	struct {			/* the pre-send kept */
+		uint32_t token;
+		uint64_t saddr, slen, len;
+		char *buf;
+	} store;
+	char *in_buf;			/* a PF_DATA being read */
+	uint64_t in_len, in_saddr;
+	uint32_t in_token;
+	/* the PF_INFO of the next DATA */
+	bool info;
+	uint32_t info_token;
+	uint64_t info_saddr, info_bmlen;
+	uint8_t *info_bm;
+	struct zcr_pf_run *runs;	/* the DATA being read */
+	size_t nruns;
+	bool fill;			/* pre-sent pages to copy in */
+	uint64_t fill_len, fill_saddr;
+	/* sender */
+	struct zcr_list snds;
+};
+
+struct zcr_pf {
+	struct zcr_pv *pv;		/* = ctx->pv, once opened */
+	bool pv_failed;
+	uint64_t min;			/* ZCRECV_PREFETCH_MIN */
+	struct zcr_list bufs;
+	unsigned int nbufs;
+};
+
+/* ---- pages of a buffer on the wire ---- */
+
+static uint64_t npages_of(uint64_t saddr, uint64_t len)
+{
+	return (saddr % ZCR_PF_PAGE + len + ZCR_PF_PAGE - 1) / ZCR_PF_PAGE;
+}
+
+/* Message bytes [*lo, *hi) of page k of the buffer (saddr, len). */
+static void page_bytes(uint64_t saddr, uint64_t len, uint64_t k,
+		       uint64_t *lo, uint64_t *hi)
+{
+	uint64_t off0 = saddr % ZCR_PF_PAGE;
+	uint64_t end = (k + 1) * ZCR_PF_PAGE - off0;
+
+	*lo = k ? k * ZCR_PF_PAGE - off0 : 0;
+	*hi = end < len ? end : len;
+}
+
+static bool bit(const uint8_t *bm, uint64_t k)
+{
+	return bm[k / 8] & (1u << (k % 8));
+}
+
+/* ---- context and connection ---- */
+
+int __zcr_pf_ctx_init(struct zcr_ctx *ctx)
+{
+	struct zcr_pf *pf;
+
+	ctx->pf = NULL;
+	if (!ctx->env.v[ZCR_ENV_PREFETCH].u)
+		return 0;
+	/* The wire counts 4 KiB pages; versions are per system page. */
+	if (ctx->page != ZCR_PF_PAGE)
+		return 0;
+	pf = calloc(1, sizeof(*pf));
+	if (!pf)
+		return -ENOMEM;
+	pf->min = ctx->env.v[ZCR_ENV_PREFETCH_MIN].u;
+	zcr_list_init(&pf->bufs);
+	ctx->pf = pf;
+	return 0;
+}
+
+static void buf_put(struct zcr_pf *pf, struct pf_buf *b)
+{
+	if (--b->refs)
+		return;
+	zcr_list_del(&b->link);
+	pf->nbufs--;
+	if (b->range)
+		__zcr_pv_untrack(pf->pv, b->range);
+	free(b);
+}
+
+void __zcr_pf_ctx_fini(struct zcr_ctx *ctx)
+{
+	struct zcr_pf *pf = ctx->pf;
+
+	if (!pf)
+		return;
+	/* Every connection's state went with its endpoint. */
+	__zcr_pv_close(pf->pv);
+	ctx->pv = NULL;
+	free(pf);
+	ctx->pf = NULL;
+}
+
+int __zcr_pf_ep_init(struct zcr_ep *ep)
+{
+	struct zcr_pf_ep *pe;
+
+	if (!ep->ctx->pf || ep->pf)
+		return 0;
+	pe = calloc(1, sizeof(*pe));
+	if (!pe)
+		return -ENOMEM;
+	zcr_list_init(&pe->snds);
+	ep->pf = pe;
+	return 0;
+}
+
+static void snd_free(struct zcr_pf *pf, struct pf_snd *s)
+{
+	zcr_list_del(&s->link);
+	buf_put(pf, s->buf);
+	free(s->last);
+	free(s->pre);
+	free(s);
+}
+
+void __zcr_pf_ep_fini(struct zcr_ep *ep)
+{
+	struct zcr_pf_ep *pe = ep->pf;
+	struct zcr_list *pos, *tmp;
+
+	if (!pe)
+		return;
+	zcr_list_for_each_safe(pos, tmp, &pe->snds) {
+		struct pf_snd *s = zcr_container_of(pos, struct pf_snd, link);
+
+		if (s->token)
+			ep->ctx->st.pf_wasted_bytes += s->pre_bytes;
+		snd_free(ep->ctx->pf, s);
+	}
+	free(pe->store.buf);
+	free(pe->in_buf);
+	free(pe->info_bm);
+	free(pe->runs);
+	free(pe);
+	ep->pf = NULL;
+}
+
+/* ---- receiver ---- */
+
+static struct pf_pred *pred_find(struct zcr_pf_ep *pe, uint32_t comm,
+				 int tag, bool make)
+{
+	struct pf_pred *old = &pe->pred[0];
+	unsigned int i;
+
+	for (i = 0; i < PRED_N; i++) {
+		struct pf_pred *p = &pe->pred[i];
+
+		if (p->used && p->comm == comm && p->tag == tag) {
+			p->age = ++pe->clock;
+			return p;
+		}
+		if (!p->used || (old->used && p->age < old->age))
+			old = p;
+	}
+	if (!make)
+		return NULL;
+	if (pe->asked_pred == old)
+		pe->asked_pred = NULL;
+	memset(old, 0, sizeof(*old));
+	old->used = true;
+	old->comm = comm;
+	old->tag = tag;
+	old->age = ++pe->clock;
+	return old;
+}
+
+/*
+ * The buffer the next message of p will come from: the same one three
+ * times in a row, or two buffers in turn (double buffering) twice over.
+ */
+static bool pred_next(const struct pf_pred *p, uint64_t *saddr,
+		      uint64_t *slen)
+{
+	if (p->n >= 3 && p->a[0] == p->a[1] && p->a[1] == p->a[2] &&
+	    p->l[0] == p->l[1] && p->l[1] == p->l[2]) {
+		*saddr = p->a[0];
+		*slen = p->l[0];
+		return true;
+	}
+	if (p->n >= 4 && p->a[0] == p->a[2] && p->a[1] == p->a[3] &&
+	    p->l[0] == p->l[2] && p->l[1] == p->l[3] && p->a[0] != p->a[1]) {
+		*saddr = p->a[1];
+		*slen = p->l[1];
+		return true;
+	}
+	return false;
+}
+
+bool __zcr_pf_ask_locked(struct zcr_ep *ep, const struct zcr_req *r,
+			 struct zcr_pf_ask *a)
+{
+	struct zcr_pf_ep *pe = ep->pf;
+	struct zcr_pf *pf = ep->ctx->pf;
+	struct pf_pred *p;
+
+	if (!pe || !pf || pe->asked || r->tag < 0 || r->size < pf->min)
+		return false;
+	p = pred_find(pe, r->comm, r->tag, false);
+	if (!p || !pred_next(p, &a->saddr, &a->slen) ||
+	    a->slen > r->size || a->slen < pf->min)
+		return false;
+	if (p->skip) {
+		p->skip--;
+		return false;
+	}
+	if (++pe->next_token > INT32_MAX)
+		pe->next_token = 1;
+	a->token = pe->next_token;
+	pe->asked = a->token;
+	pe->asked_saddr = a->saddr;
+	pe->asked_slen = a->slen;
+	pe->asked_pred = p;
+	ep->ctx->st.pf_requests++;
+	return true;
+}
+
+void __zcr_pf_asked_failed_locked(struct zcr_ep *ep)
+{
+	if (ep->pf)
+		ep->pf->asked = 0;
+}
+
+bool __zcr_pf_info_pending(const struct zcr_ep *ep)
+{
+	return ep->pf && ep->pf->info;
+}
+
+int __zcr_pf_info_locked(struct zcr_ep *ep, uint32_t token, uint64_t saddr,
+			 uint64_t bmlen, uint8_t **bm)
+{
+	struct zcr_pf_ep *pe = ep->pf;
+
+	*bm = NULL;
+	if (!pe || pe->info)
+		return -EPROTO;
+	if (!token != !bmlen)
+		return -EPROTO;	/* a bitmap goes with a pre-send */
+	if (bmlen) {
+		pe->info_bm = malloc(bmlen);
+		if (!pe->info_bm)
+			return -ENOMEM;
+	}
+	pe->info = true;
+	pe->info_token = token;
+	pe->info_saddr = saddr;
+	pe->info_bmlen = bmlen;
+	*bm = pe->info_bm;
+	return 0;
+}
+
+static void info_clear(struct zcr_pf_ep *pe)
+{
+	free(pe->info_bm);
+	pe->info_bm = NULL;
+	pe->info = false;
+}
+
+/* Remember where a message of (comm, tag) came from. */
+static void pred_learn(struct zcr_pf_ep *pe, uint32_t comm, int tag,
+		       uint64_t saddr, uint64_t len)
+{
+	struct pf_pred *p = pred_find(pe, comm, tag, true);
+
+	memmove(p->a + 1, p->a, sizeof(p->a[0]) * (PRED_HIST - 1));
+	memmove(p->l + 1, p->l, sizeof(p->l[0]) * (PRED_HIST - 1));
+	p->a[0] = saddr;
+	p->l[0] = len;
+	if (p->n < PRED_HIST)
+		p->n++;
+}
+
+int __zcr_pf_data_locked(struct zcr_ep *ep, uint32_t comm, int tag,
+			 uint64_t len, const struct zcr_pf_run **runs,
+			 size_t *nruns, uint64_t *wire_len)
+{
+	struct zcr_pf_ep *pe = ep->pf;
+	uint64_t np, k, lo, hi, off = 0;
+	size_t n = 0;
+
+	*runs = NULL;
+	*nruns = 0;
+	*wire_len = len;
+	if (!pe || !pe->info)
+		return 0;	/* a small message: no PF_INFO */
+	pred_learn(pe, comm, tag, pe->info_saddr, len);
+	if (!pe->info_token) {
+		info_clear(pe);
+		return 0;
+	}
+	/* The pre-send it uses: ours, of this very buffer and size. */
+	np = npages_of(pe->info_saddr, len);
+	if (pe->store.token != pe->info_token ||
+	    pe->store.saddr != pe->info_saddr || pe->store.slen != len ||
+	    pe->info_bmlen != (np + 7) / 8)
+		return -EPROTO;
+	free(pe->runs);
+	pe->runs = calloc(np / 2 + 1, sizeof(*pe->runs));
+	if (!pe->runs)
+		return -ENOMEM;
+	/* Pages left out must be pre-sent ones; the others make runs. */
+	*wire_len = 0;
+	for (k = 0; k < np; k++) {
+		page_bytes(pe->info_saddr, len, k, &lo, &hi);
+		if (bit(pe->info_bm, k)) {
+			if (hi > pe->store.len)
+				return -EPROTO;
+			if (off < lo) {
+				pe->runs[n].off = off;
+				pe->runs[n++].len = lo - off;
+				*wire_len += lo - off;
+			}
+			off = hi;
+		}
+	}
+	if (off < len) {
+		pe->runs[n].off = off;
+		pe->runs[n++].len = len - off;
+		*wire_len += len - off;
+	}
+	/* Bits past the last page must be clear. */
+	for (k = np; k < pe->info_bmlen * 8; k++)
+		if (bit(pe->info_bm, k))
+			return -EPROTO;
+	pe->nruns = n;
+	pe->fill = true;
+	pe->fill_len = len;
+	pe->fill_saddr = pe->info_saddr;
+	*runs = pe->runs;
+	*nruns = n ? n : 1;	/* everything left out: one empty run */
+	if (!n) {
+		pe->runs[0].off = 0;
+		pe->runs[0].len = 0;
+	}
+	return 0;
+}
+
+void __zcr_pf_data_done_locked(struct zcr_ep *ep, char *dst, uint64_t room)
+{
+	struct zcr_pf_ep *pe = ep->pf;
+	uint64_t np, k, lo, hi;
+
+	if (!pe || !pe->fill) {
+		if (pe && pe->info)
+			info_clear(pe);
+		return;
+	}
+	np = npages_of(pe->fill_saddr, pe->fill_len);
+	for (k = 0; k < np; k++) {
+		if (!bit(pe->info_bm, k))
+			continue;
+		page_bytes(pe->fill_saddr, pe->fill_len, k, &lo, &hi);
+		if (lo >= room)
+			break;
+		if (hi > room)
+			hi = room;
+		memcpy(dst + lo, pe->store.buf + lo, hi - lo);
+	}
+	/* Used once. */
+	free(pe->store.buf);
+	memset(&pe->store, 0, sizeof(pe->store));
+	pe->fill = false;
+	info_clear(pe);
+	free(pe->runs);
+	pe->runs = NULL;
+	pe->nruns = 0;
+}
+
+int __zcr_pf_presend_in_locked(struct zcr_ep *ep, uint32_t token,
+			       uint64_t saddr, uint64_t len, char **dst)
+{
+	struct zcr_pf_ep *pe = ep->pf;
+	struct pf_pred *p;
+
+	*dst = NULL;
+	if (!pe || !pe->asked || token != pe->asked ||
+	    saddr != pe->asked_saddr || len > pe->asked_slen || pe->in_buf)
+		return -EPROTO;
+	/* The sender forgot every older pre-send: so do we. */
+	free(pe->store.buf);
+	memset(&pe->store, 0, sizeof(pe->store));
+	p = pe->asked_pred;
+	if (!len) {
+		pe->asked = 0;
+		/* Nothing came: after a few in a row, ask less often. */
+		if (p && ++p->miss >= MISS_BACKOFF)
+			p->skip = 4u << (p->miss - MISS_BACKOFF < 4 ?
+					 p->miss - MISS_BACKOFF : 4);
+		return 0;
+	}
+	if (p)
+		p->miss = 0;
+	pe->in_buf = malloc(len);
+	if (!pe->in_buf)
+		return -ENOMEM;
+	pe->in_len = len;
+	pe->in_token = token;
+	pe->in_saddr = saddr;
+	*dst = pe->in_buf;
+	return 0;
+}
+
+void __zcr_pf_presend_done_locked(struct zcr_ep *ep)
+{
+	struct zcr_pf_ep *pe = ep->pf;
+
+	pe->store.token = pe->in_token;
+	pe->store.saddr = pe->in_saddr;
+	pe->store.slen = pe->asked_slen;
+	pe->store.len = pe->in_len;
+	pe->store.buf = pe->in_buf;
+	pe->in_buf = NULL;
+	pe->asked = 0;
+}
+
+/* ---- sender ---- */
+
+static struct pf_snd *snd_find(struct zcr_pf_ep *pe, uint64_t saddr,
+			       uint64_t slen)
+{
+	struct zcr_list *pos;
+
+	for (pos = pe->snds.next; pos != &pe->snds; pos = pos->next) {
+		struct pf_snd *s = zcr_container_of(pos, struct pf_snd, link);
+
+		if (s->buf->saddr == saddr && s->buf->slen == slen)
+			return s;
+	}
+	return NULL;
+}
+
+/* The versioned buffer (saddr, slen), tracked now if need be; or NULL. */
+static struct pf_buf *buf_get(struct zcr_ctx *ctx, uint64_t saddr,
+			      uint64_t slen)
+{
+	struct zcr_pf *pf = ctx->pf;
+	struct zcr_list *pos;
+	struct pf_buf *b;
+
+	for (pos = pf->bufs.next; pos != &pf->bufs; pos = pos->next) {
+		b = zcr_container_of(pos, struct pf_buf, link);
+		if (b->saddr == saddr && b->slen == slen) {
+			b->refs++;
+			return b;
+		}
+	}
+	if (pf->pv_failed || pf->nbufs >= BUFS_MAX)
+		return NULL;
+	if (!pf->pv) {
+		if (__zcr_pv_open(&pf->pv, ZCR_PV_AUTO)) {
+			pf->pv = NULL;
+			pf->pv_failed = true;	/* no mechanism works here */
+			return NULL;
+		}
+		ctx->pv = pf->pv;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	if (__zcr_pv_track(pf->pv, (const void *)(uintptr_t)saddr, slen,
+			   &b->range)) {
+		free(b);
+		return NULL;
+	}
+	b->saddr = saddr;
+	b->slen = slen;
+	b->npages = __zcr_pv_npages(b->range);
+	b->refs = 1;
+	zcr_list_add_tail(&b->link, &pf->bufs);
+	pf->nbufs++;
+	return b;
+}
+
+static struct pf_snd *snd_new(struct zcr_ctx *ctx, struct zcr_pf_ep *pe,
+			      uint64_t saddr, uint64_t slen)
+{
+	struct zcr_pf *pf = ctx->pf;
+	struct pf_buf *b = buf_get(ctx, saddr, slen);
+	struct pf_snd *s;
+
+	if (!b)
+		return NULL;
+	/* The page grids must agree: one version per wire page. */
+	if (b->npages != npages_of(saddr, slen)) {
+		buf_put(pf, b);
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (s) {
+		s->last = calloc(b->npages, sizeof(*s->last));
+		s->pre = calloc(b->npages, sizeof(*s->pre));
+	}
+	if (!s || !s->last || !s->pre) {
+		if (s) {
+			free(s->last);
+			free(s->pre);
+		}
+		free(s);
+		buf_put(pf, b);
+		return NULL;
+	}
+	s->buf = b;
+	zcr_list_add_tail(&s->link, &pe->snds);
+	return s;
+}
+
+/* The versions of s's buffer now into v; false: they cannot be had. */
+static bool read_versions(struct zcr_pf *pf, struct pf_snd *s, uint64_t *v)
+{
+	return __zcr_pv_read(pf->pv, s->buf->range, v) == 0;
+}
+
+/* A pre-send of s that is not used: its bytes were for nothing. */
+static void pre_drop(struct zcr_ctx *ctx, struct pf_snd *s)
+{
+	if (s->token)
+		ctx->st.pf_wasted_bytes += s->pre_bytes;
+	s->token = 0;
+	s->pre_pages = 0;
+	s->pre_bytes = 0;
+}
+
+/* A send of (saddr, slen) on ep is queued and not all written. */
+static bool send_under_way(struct zcr_ep *ep, uint64_t saddr, uint64_t slen)
+{
+	struct zcr_list *pos;
+
+	for (pos = ep->sendq.next; pos != &ep->sendq; pos = pos->next) {
+		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
+
+		if (r->kind == ZCR_REQ_SEND &&
+		    (uint64_t)(uintptr_t)r->sbuf == saddr && r->len == slen)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Copy len bytes of our own memory at saddr, without trusting that it is
+ * still mapped: the application may have freed the buffer since its
+ * last send. process_vm_readv(2) on ourselves fails instead of faulting.
+ */
+static char *copy_out(uint64_t saddr, uint64_t len)
+{
+	struct iovec l, rm;
+	char *p = malloc(len);
+
+	if (!p)
+		return NULL;
+	l.iov_base = p;
+	l.iov_len = len;
+	rm.iov_base = (void *)(uintptr_t)saddr;
+	rm.iov_len = len;
+	if (process_vm_readv(getpid(), &l, 1, &rm, 1, 0) != (ssize_t)len) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
+			    uint64_t saddr, uint64_t slen, char **data,
+			    uint64_t *len)
+{
+	struct zcr_ctx *ctx = ep->ctx;
+	struct zcr_pf *pf = ctx->pf;
+	struct zcr_pf_ep *pe = ep->pf;
+	struct zcr_list *pos;
+	struct pf_snd *s;
+	size_t k, hi, pages;
+	uint64_t *cur, lo, end;
+	bool any = false;
+
+	*data = NULL;
+	*len = 0;
+	/* The receiver forgets every older pre-send: so do we. */
+	for (pos = pe->snds.next; pos != &pe->snds; pos = pos->next)
+		pre_drop(ctx, zcr_container_of(pos, struct pf_snd, link));
+	if (slen < pf->min)
+		goto dropped;
+	s = snd_find(pe, saddr, slen);
+	if (!s) {
+		/*
+		 * Not tracked yet: from now on. Its versions now are the
+		 * baseline, as if it had just been sent.
+		 */
+		s = snd_new(ctx, pe, saddr, slen);
+		if (s && read_versions(pf, s, s->last))
+			s->have_last = true;
+		goto dropped;
+	}
+	if (send_under_way(ep, saddr, slen)) {
+		ctx->st.pf_late++;
+		return 0;
+	}
+	if (s->skip) {
+		s->skip--;
+		goto dropped;
+	}
+	cur = s->pre;		/* read into the pre-send's versions */
+	if (!read_versions(pf, s, cur)) {
+		snd_free(pf, s);
+		goto dropped;
+	}
+	if (!s->have_last) {
+		memcpy(s->last, cur, s->buf->npages * sizeof(*cur));
+		s->have_last = true;
+		goto dropped;
+	}
+	/*
+	 * Which pages look final. The producer writes the buffer since its
+	 * last send: a rewritten last page says it is done with all of it;
+	 * else the pages before the highest rewritten one (that one may be
+	 * in the middle of being written). Nothing rewritten: the message
+	 * asked for went already, or its production has not begun.
+	 */
+	pages = s->buf->npages;
+	hi = 0;
+	for (k = 0; k < pages; k++) {
+		if (cur[k] != s->last[k]) {
+			hi = k;
+			any = true;
+		}
+	}
+	if (!any) {
+		ctx->st.pf_late++;
+		return 0;
+	}
+	pages = hi == pages - 1 ? pages : hi;
+	if (!pages)
+		goto late;
+	page_bytes(saddr, slen, pages - 1, &lo, &end);
+	*data = copy_out(saddr, end);
+	if (!*data) {
+		snd_free(pf, s);
+		goto dropped;
+	}
+	*len = end;
+	s->token = token;
+	s->pre_pages = pages;
+	s->pre_bytes = end;
+	ctx->st.pf_presend_bytes += end;
+	return 0;
+late:
+	ctx->st.pf_late++;
+	return 0;
+dropped:
+	ctx->st.pf_dropped++;
+	return 0;
+}
+
+int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
+{
+	struct zcr_ctx *ctx = ep->ctx;
+	struct zcr_pf *pf = ctx->pf;
+	struct zcr_pf_ep *pe = ep->pf;
+	uint64_t saddr = (uint64_t)(uintptr_t)r->sbuf;
+	uint64_t np, k, lo, hi, saved = 0, off = 0;
+	struct zcr_pf_tx *tx;
+	struct pf_snd *s;
+	uint64_t *cur = NULL;
+	size_t n = 0, extra = 0;
+	bool have = false;
+
+	if (!pe || !pf || r->len < pf->min)
+		return 0;
+	np = npages_of(saddr, r->len);
+	s = snd_find(pe, saddr, r->len);
+	if (s) {
+		cur = malloc(s->buf->npages * sizeof(*cur));
+		have = cur && read_versions(pf, s, cur);
+	}
+	/* One block, freed with the request: bitmap, then the runs. */
+	if (s && s->token)
+		extra = ((np + 7) / 8 + 7) / 8 * 8 +
+			(np / 2 + 1) * sizeof(struct zcr_pf_run);
+	tx = calloc(1, sizeof(*tx) + extra);
+	if (!tx) {
+		free(cur);
+		return -ENOMEM;
+	}
+	if (extra)
+		tx->runs = (struct zcr_pf_run *)(void *)
+			   (tx->bm + ((np + 7) / 8 + 7) / 8 * 8);
+	tx->saddr = saddr;
+	tx->wire_len = r->len;
+	if (s && s->token && have) {
+		/* Pre-sent pages whose version did not change stay out. */
+		for (k = 0; k < s->pre_pages; k++) {
+			if (cur[k] == s->pre[k]) {
+				tx->bm[k / 8] |= (uint8_t)(1u << (k % 8));
+				page_bytes(saddr, r->len, k, &lo, &hi);
+				saved += hi - lo;
+			}
+		}
+	}
+	if (saved) {
+		for (k = 0; k < np; k++) {
+			if (!bit(tx->bm, k))
+				continue;
+			page_bytes(saddr, r->len, k, &lo, &hi);
+			if (off < lo) {
+				tx->runs[n].off = off;
+				tx->runs[n++].len = lo - off;
+			}
+			off = hi;
+		}
+		if (off < r->len) {
+			tx->runs[n].off = off;
+			tx->runs[n++].len = r->len - off;
+		}
+		tx->nruns = n;
+		tx->token = s->token;
+		tx->bmlen = (np + 7) / 8;
+		tx->wire_len = r->len - saved;
+		ctx->st.pf_saved_bytes += saved;
+	}
+	if (s && s->token) {
+		/* When not to: pre-sends mostly rewritten before the send. */
+		ctx->st.pf_wasted_bytes += s->pre_bytes - saved;
+		if (saved * 2 < s->pre_bytes) {
+			if (++s->bad >= BAD_BACKOFF)
+				s->skip = 4u << (s->bad - BAD_BACKOFF < 4 ?
+						 s->bad - BAD_BACKOFF : 4);
+		} else {
+			s->bad = 0;
+		}
+		s->token = 0;	/* one send uses a pre-send */
+		s->pre_pages = 0;
+		s->pre_bytes = 0;
+	}
+	if (s && have) {
+		memcpy(s->last, cur, s->buf->npages * sizeof(*cur));
+		s->have_last = true;
+	} else if (s) {
+		snd_free(pf, s);	/* its versions cannot be had */
+	}
+	free(cur);
+	r->pf = tx;
+	return 0;
+}

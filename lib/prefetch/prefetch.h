@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * prefetch.h - message prefetching (lib/prefetch/prefetch.c): a receiver
+ * that waits on nothing asks the sender for the buffer it predicts the
+ * send will use; the sender pre-sends the pages its page versions
+ * (lib/pagever) say are final; the real send then carries only the pages
+ * written since. Protocol, rules and figures: Documentation/prefetch.md.
+ *
+ * The layer keeps the state and makes the decisions; a transport that
+ * negotiated prefetching (today TCP: ZCR_HELLO_PREFETCH) carries the three
+ * frames (transport/wire.h: PF_INFO, PF_REQ, PF_DATA) and calls in here.
+ * Everything runs under ctx->lock.
+ */
+#ifndef ZCR_PREFETCH_H
+#define ZCR_PREFETCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/ctx.h"
+
+/*
+ * Prefetching counts a buffer in pages of this size on the wire, whatever
+ * the page size of either side; a bitmap has one bit per page the buffer
+ * touches (head and tail pages partial).
+ */
+#define ZCR_PF_PAGE		4096ULL
+#define ZCR_PF_BITMAP_MAX(max_len) \
+	(((max_len) / ZCR_PF_PAGE + 2 + 7) / 8)
+
+/* A request the receiver sends (PF_REQ). */
+struct zcr_pf_ask {
+	uint32_t token;			/* > 0, never 2^31 or more */
+	uint64_t saddr, slen;		/* the predicted send buffer */
+};
+
+/* Message bytes [off, off + len) that travel on the wire. */
+struct zcr_pf_run {
+	uint64_t off, len;
+};
+
+/*
+ * A large send's prefetching (r->pf): the PF_INFO frame that goes before
+ * its DATA, and which of its bytes go on the wire. Freed with the request.
+ */
+struct zcr_pf_tx {
+	uint32_t token;			/* the pre-send used, 0: none */
+	uint64_t saddr;			/* the send buffer's address */
+	uint8_t hdr[32];		/* PF_INFO, the transport's to encode */
+	uint64_t wire_len;		/* payload bytes on the wire */
+	size_t nruns;			/* runs[] (wire_len < len) */
+	struct zcr_pf_run *runs;
+	uint64_t bmlen;			/* bytes of bm[] on the wire */
+	uint8_t bm[];			/* pages left out, 1 bit each */
+};
+
+/* Per context: ZCRECV_PREFETCH=1 sets ctx->pf up; NULL when off. */
+int __zcr_pf_ctx_init(struct zcr_ctx *ctx);
+void __zcr_pf_ctx_fini(struct zcr_ctx *ctx);
+/* Per connection, once both HELLOs said ZCR_HELLO_PREFETCH. */
+int __zcr_pf_ep_init(struct zcr_ep *ep);
+void __zcr_pf_ep_fini(struct zcr_ep *ep);
+
+/* ---- receiver ---- */
+
+/*
+ * Receive r waits with nothing matched and its sender is on ep: whether
+ * to ask (fills *a; the caller sends PF_REQ). False: no prediction, a
+ * request outstanding, too small, backing off.
+ */
+bool __zcr_pf_ask_locked(struct zcr_ep *ep, const struct zcr_req *r,
+			 struct zcr_pf_ask *a);
+/* The request *a could not be sent: none is outstanding. */
+void __zcr_pf_asked_failed_locked(struct zcr_ep *ep);
+/* A PF_INFO came and its DATA not yet: the next frame must be that DATA. */
+bool __zcr_pf_info_pending(const struct zcr_ep *ep);
+/*
+ * PF_INFO in: the next DATA of ep came from buffer saddr and uses the
+ * pre-send numbered token (0: none); its bitmap of pages left out
+ * (bmlen bytes) is to be read into *bm. -errno: out of protocol.
+ */
+int __zcr_pf_info_locked(struct zcr_ep *ep, uint32_t token, uint64_t saddr,
+			 uint64_t bmlen, uint8_t **bm);
+/*
+ * A DATA header of ep (comm, tag, len) is in: which of its bytes come on
+ * the wire (*nruns 0: all of them; *wire_len bytes in any case). -errno:
+ * the PF_INFO before it does not fit this message or the pre-send.
+ */
+int __zcr_pf_data_locked(struct zcr_ep *ep, uint32_t comm, int tag,
+			 uint64_t len, const struct zcr_pf_run **runs,
+			 size_t *nruns, uint64_t *wire_len);
+/* Its wire bytes landed at dst (room bytes): fill in the pre-sent ones. */
+void __zcr_pf_data_done_locked(struct zcr_ep *ep, char *dst, uint64_t room);
+/*
+ * PF_DATA in, the answer to request token: len pre-sent bytes of the
+ * buffer at saddr, to be read into *dst (NULL when len is 0). -errno:
+ * not the answer to our request.
+ */
+int __zcr_pf_presend_in_locked(struct zcr_ep *ep, uint32_t token,
+			       uint64_t saddr, uint64_t len, char **dst);
+void __zcr_pf_presend_done_locked(struct zcr_ep *ep);
+
+/* ---- sender ---- */
+
+/*
+ * PF_REQ in: decide what to pre-send. *data (malloc'd, the caller's to
+ * send and free) holds *len bytes, the first of the buffer; NULL and 0:
+ * nothing (the caller answers with an empty PF_DATA all the same).
+ * -errno: out of memory.
+ */
+int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
+			    uint64_t saddr, uint64_t slen, char **data,
+			    uint64_t *len);
+/*
+ * Send r is about to be queued on ep: for a large one, set r->pf (its
+ * PF_INFO; pre-sent pages that did not change left out). 0 or -ENOMEM
+ * (r then goes out as a plain DATA).
+ */
+int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r);
+
+#endif /* ZCR_PREFETCH_H */

@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * test_prefetch.c - message prefetching over TCP (ZCRECV_PREFETCH=1,
+ * lib/prefetch, Documentation/prefetch.md): two contexts of this process,
+ * rank 1 sending one buffer to rank 0 round after round. Each round the
+ * sender writes some pages (its "computation"), the receiver's receive
+ * waits on nothing (so it asks for the buffer), the sender answers with
+ * what looks final, writes random pages again, then sends. Every message
+ * must arrive byte for byte as the buffer was at its send, whatever was
+ * pre-sent: with random rewrites, late requests, a cancelled receive and
+ * a wildcard one that truncates, a receive completed by another message,
+ * a buffer freed and mapped again at the same address. And prefetching
+ * must happen: pre-sent bytes left out of sends.
+ * Run: build/tests/unit/test_prefetch [name]
+ */
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "zcr_pair.h"
+
+#define PG	4096
+#define NPG	64			/* pages the buffer touches */
+#define OFF	100			/* the buffer starts this far in */
+#define LEN	(NPG * PG - 2 * OFF)	/* so head and tail pages are partial */
+#define TAG	5
+
+struct pf {
+	struct pair p;
+	char *base;			/* NPG pages, mmap'd */
+	char *sb;			/* base + OFF: the send buffer */
+	char *want;			/* the buffer as sent */
+	char *rb;			/* receive buffer */
+	unsigned int seed;
+	uint32_t stamp;
+};
+
+static void pf_open(struct pf *t, int prefetch_on_sender)
+{
+	setenv("ZCRECV_PREFETCH", "1", 1);
+	memset(t, 0, sizeof(*t));
+	if (!prefetch_on_sender) {
+		/* Rank 0 with it, rank 1 (the dialler, the sender) without. */
+		struct zcr_ctx_attr a = { .quiet = 1 };
+
+		pair_open(&t->p, 1, NULL);
+		unsetenv("ZCRECV_PREFETCH");
+		a.rank = 1;
+		ZT_EXPECT_EQ(zcr_ctx_create_sized(&a, sizeof(a), &t->p.c[1]),
+			     0);
+		t->p.n = 2;
+		ZT_EXPECT_EQ(zcr_ep_connect(t->p.c[1], t->p.addr,
+					    &t->p.to0[1]), 0);
+		PAIR_PUMP_UNTIL(&t->p, zcr_ep_accept(t->p.c[0], 0,
+						     &t->p.from[1]) == 0);
+		PAIR_PUMP_UNTIL(&t->p, zcr_ep_rank(t->p.to0[1]) == 0);
+	} else {
+		pair_open(&t->p, 2, NULL);
+	}
+	unsetenv("ZCRECV_PREFETCH");
+	t->base = mmap(NULL, NPG * PG, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ZT_ASSERT(t->base != MAP_FAILED);
+	t->sb = t->base + OFF;
+	t->want = malloc(LEN);
+	t->rb = malloc(LEN + PG);
+	ZT_ASSERT(t->want && t->rb);
+	t->seed = 12345;
+	memset(t->sb, 1, LEN);
+}
+
+static void pf_close(struct pf *t)
+{
+	pair_close(&t->p);
+	munmap(t->base, NPG * PG);
+	free(t->want);
+	free(t->rb);
+}
+
+/* Write page k of the buffer (its part of it) with something new. */
+static void write_page(struct pf *t, int k)
+{
+	size_t lo = k ? (size_t)k * PG - OFF : 0;
+	size_t hi = (size_t)(k + 1) * PG - OFF;
+
+	if (hi > LEN)
+		hi = LEN;
+	t->stamp++;
+	pattern_fill(t->sb + lo, hi - lo, t->stamp);
+}
+
+/* The computation: pages 0..n-1 in order (n = NPG: all of them). */
+static void produce(struct pf *t, int n)
+{
+	int k;
+
+	for (k = 0; k < n; k++)
+		write_page(t, k);
+}
+
+/* Rewrites after the pre-send: each page with probability pct %. */
+static void scribble(struct pf *t, int pct)
+{
+	int k;
+
+	for (k = 0; k < NPG; k++)
+		if ((int)(rand_r(&t->seed) % 100) < pct)
+			write_page(t, k);
+}
+
+static struct zcr_stats st(struct pf *t, int i)
+{
+	return pair_stats(t->p.c[i]);
+}
+
+/*
+ * Post a receive of size n for (src, tag) and wait on it once, which
+ * asks for the buffer when a prediction stands; then pump until the
+ * sender answered (or a while, when nothing was asked).
+ */
+static struct zcr_req *post_and_ask(struct pf *t, size_t n, int src,
+				    int tag)
+{
+	uint64_t asked = st(t, 0).pf_requests;
+	struct zcr_stats s0 = st(t, 1);
+	struct zcr_req *r;
+	int i;
+
+	ZT_EXPECT_EQ(zcr_irecv(t->p.c[0], t->rb, n, src, tag, &r), 0);
+	ZT_EXPECT_EQ(zcr_wait_timeout(r, NULL, 0), -ETIMEDOUT);
+	if (st(t, 0).pf_requests == asked)
+		return r;
+	for (i = 0; i < 100000; i++) {
+		struct zcr_stats s = st(t, 1);
+
+		if (s.pf_late != s0.pf_late || s.pf_dropped != s0.pf_dropped ||
+		    s.pf_presend_bytes != s0.pf_presend_bytes)
+			break;
+		pair_pump(&t->p);
+	}
+	/* And let the answer reach the receiver. */
+	for (i = 0; i < 50; i++)
+		pair_pump(&t->p);
+	return r;
+}
+
+/* Send the buffer as it is now; what must arrive is kept in want. */
+static struct zcr_req *send_now(struct pf *t)
+{
+	struct zcr_req *s;
+
+	memcpy(t->want, t->sb, LEN);
+	ZT_EXPECT_EQ(zcr_isend(t->p.to0[1], t->sb, LEN, TAG, &s), 0);
+	return s;
+}
+
+/* r gets the message sent by s, all of it (room: LEN or less). */
+static void check(struct pf *t, struct zcr_req *r, struct zcr_req *s,
+		  size_t room)
+{
+	struct zcr_status rs;
+	int ret;
+
+	PAIR_PUMP_UNTIL(&t->p, (ret = zcr_test(r, &rs)) != 0);
+	PAIR_PUMP_UNTIL(&t->p, zcr_test(s, NULL) != 0);
+	ZT_EXPECT_EQ(ret, room < LEN ? -EMSGSIZE : 1);
+	ZT_EXPECT_EQ(rs.len, LEN);
+	ZT_EXPECT_EQ(memcmp(t->rb, t->want, room), 0);
+}
+
+/* A plain round: produce n pages, ask, rewrite pct %, send, check. */
+static void round_once(struct pf *t, int n, int pct)
+{
+	struct zcr_req *r, *s;
+
+	produce(t, n);
+	r = post_and_ask(t, LEN, 1, TAG);
+	scribble(t, pct);
+	s = send_now(t);
+	check(t, r, s, LEN);
+}
+
+/*
+ * Random rewrites between pre-send and send, production stopped at a
+ * random page: every message byte-identical, and some bytes saved.
+ */
+ZT_TEST(random_writes_byte_identical)
+{
+	struct zcr_stats s;
+	struct pf t;
+	int i;
+
+	pf_open(&t, 1);
+	for (i = 0; i < 80; i++)
+		round_once(&t, i % 4 == 0 ? NPG :
+			   1 + (int)(rand_r(&t.seed) % NPG),
+			   (int)(rand_r(&t.seed) % 40));
+	s = st(&t, 1);
+	printf("# requests %llu, pre-sent %llu, saved %llu, wasted %llu, "
+	       "late %llu, dropped %llu\n",
+	       (unsigned long long)st(&t, 0).pf_requests,
+	       (unsigned long long)s.pf_presend_bytes,
+	       (unsigned long long)s.pf_saved_bytes,
+	       (unsigned long long)s.pf_wasted_bytes,
+	       (unsigned long long)s.pf_late,
+	       (unsigned long long)s.pf_dropped);
+	ZT_ASSERT(st(&t, 0).pf_requests > 40);
+	ZT_ASSERT(s.pf_presend_bytes > 0);
+	ZT_ASSERT(s.pf_saved_bytes > 0);
+	ZT_ASSERT(s.pf_saved_bytes <= s.pf_presend_bytes);
+	pf_close(&t);
+}
+
+/* The whole buffer final and untouched after: it all stays out. */
+ZT_TEST(unchanged_buffer_goes_as_presend)
+{
+	uint64_t saved;
+	struct pf t;
+	int i;
+
+	pf_open(&t, 1);
+	for (i = 0; i < 6; i++)
+		round_once(&t, NPG, 0);
+	saved = st(&t, 1).pf_saved_bytes;
+	round_once(&t, NPG, 0);
+	ZT_EXPECT_EQ(st(&t, 1).pf_saved_bytes - saved, (uint64_t)LEN);
+	pf_close(&t);
+}
+
+/*
+ * Late: the send went before the request arrived; the sender answers
+ * with nothing (the buffer did not change since), or pre-sends for the
+ * next round. Either way nothing is lost.
+ */
+ZT_TEST(late_request)
+{
+	struct zcr_req *r, *s;
+	struct pf t;
+	int i;
+
+	pf_open(&t, 1);
+	for (i = 0; i < 4; i++)
+		round_once(&t, NPG, 10);
+	for (i = 0; i < 20; i++) {
+		struct zcr_status rs;
+		int ret;
+
+		produce(&t, NPG);
+		s = send_now(&t);
+		/*
+		 * Sent before the receive even asks: the wait asks, then
+		 * finds the message (complete at once, or soon).
+		 */
+		ZT_EXPECT_EQ(zcr_irecv(t.p.c[0], t.rb, LEN, 1, TAG, &r), 0);
+		ret = zcr_wait_timeout(r, &rs, 0);
+		if (ret == -ETIMEDOUT) {
+			check(&t, r, s, LEN);
+		} else {
+			ZT_EXPECT_EQ(ret, 0);
+			ZT_EXPECT_EQ(rs.len, LEN);
+			PAIR_PUMP_UNTIL(&t.p, zcr_test(s, NULL) != 0);
+			ZT_EXPECT_EQ(memcmp(t.rb, t.want, LEN), 0);
+		}
+		for (ret = 0; ret < 200; ret++)
+			pair_pump(&t.p);
+		/* And a normal round after it. */
+		round_once(&t, 1 + i % NPG, 20);
+	}
+	ZT_ASSERT(st(&t, 1).pf_late > 0);
+	pf_close(&t);
+}
+
+/*
+ * The receive that asked is cancelled; the message goes to a wildcard
+ * receive too small for it (truncated), then to a plain one.
+ */
+ZT_TEST(cancelled_then_wildcard_truncated)
+{
+	struct zcr_req *r, *s;
+	struct pf t;
+	int i;
+
+	pf_open(&t, 1);
+	for (i = 0; i < 4; i++)
+		round_once(&t, NPG, 10);
+	for (i = 0; i < 10; i++) {
+		size_t room = LEN / 2 + (size_t)i * 1000;
+
+		produce(&t, NPG);
+		r = post_and_ask(&t, LEN, 1, TAG);
+		ZT_EXPECT_EQ(zcr_cancel(r), 0);
+		PAIR_PUMP_UNTIL(&t.p, zcr_test(r, NULL) != 0);
+		scribble(&t, 30);
+		ZT_EXPECT_EQ(zcr_irecv(t.p.c[0], t.rb, room, ZCRECV_ANY_SOURCE,
+				       ZCRECV_ANY_TAG, &r), 0);
+		s = send_now(&t);
+		check(&t, r, s, room);
+		round_once(&t, NPG, 10);
+	}
+	pf_close(&t);
+}
+
+/*
+ * The receive that asked is completed by another, small message of the
+ * same tag; the buffer's message, which uses the pre-send, lands in the
+ * next receive.
+ */
+ZT_TEST(asked_receive_completed_by_another)
+{
+	struct zcr_req *r, *s, *s2;
+	struct zcr_status rs;
+	char small[64];
+	struct pf t;
+	int i;
+
+	pf_open(&t, 1);
+	for (i = 0; i < 4; i++)
+		round_once(&t, NPG, 10);
+	for (i = 0; i < 10; i++) {
+		produce(&t, NPG);
+		r = post_and_ask(&t, LEN, 1, TAG);
+		memset(small, 'a' + i, sizeof(small));
+		ZT_EXPECT_EQ(zcr_isend(t.p.to0[1], small, sizeof(small), TAG,
+				       &s2), 0);
+		PAIR_PUMP_UNTIL(&t.p, zcr_test(r, &rs) != 0);
+		PAIR_PUMP_UNTIL(&t.p, zcr_test(s2, NULL) != 0);
+		ZT_EXPECT_EQ(rs.len, sizeof(small));
+		ZT_EXPECT_EQ(memcmp(t.rb, small, sizeof(small)), 0);
+		scribble(&t, 20);
+		ZT_EXPECT_EQ(zcr_irecv(t.p.c[0], t.rb, LEN, 1, TAG, &r), 0);
+		s = send_now(&t);
+		check(&t, r, s, LEN);
+	}
+	pf_close(&t);
+}
+
+/*
+ * The buffer is unmapped and mapped again at the same address between
+ * pre-send and send, with other contents: its versions cannot vouch for
+ * anything any more, and the message is whole.
+ */
+ZT_TEST(buffer_mapped_again)
+{
+	struct zcr_req *r, *s;
+	struct pf t;
+	void *again;
+	int i;
+
+	pf_open(&t, 1);
+	for (i = 0; i < 6; i++) {
+		round_once(&t, NPG, 0);
+		produce(&t, NPG);
+		r = post_and_ask(&t, LEN, 1, TAG);
+		ZT_EXPECT_EQ(munmap(t.base, NPG * PG), 0);
+		again = mmap(t.base, NPG * PG, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		ZT_ASSERT(again == t.base);
+		memset(t.sb, 'z' - i, LEN);
+		s = send_now(&t);
+		check(&t, r, s, LEN);
+	}
+	/* And with the buffer gone while the receiver asks for it. */
+	round_once(&t, NPG, 0);
+	round_once(&t, NPG, 0);
+	ZT_EXPECT_EQ(munmap(t.base, NPG * PG), 0);
+	r = post_and_ask(&t, LEN, 1, TAG);
+	ZT_EXPECT_EQ(zcr_cancel(r), 0);
+	PAIR_PUMP_UNTIL(&t.p, zcr_test(r, NULL) != 0);
+	t.base = mmap(t.base, NPG * PG, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	ZT_ASSERT(t.base != MAP_FAILED);
+	pf_close(&t);
+}
+
+/* A sender without ZCRECV_PREFETCH: nothing asked, nothing lost. */
+ZT_TEST(peer_without_prefetch)
+{
+	struct pf t;
+	int i;
+
+	pf_open(&t, 0);
+	for (i = 0; i < 8; i++)
+		round_once(&t, NPG, 10);
+	ZT_EXPECT_EQ(st(&t, 0).pf_requests, 0);
+	ZT_EXPECT_EQ(st(&t, 1).pf_presend_bytes, 0);
+	pf_close(&t);
+}
