@@ -66,9 +66,15 @@ struct pf_snd {
 	struct pf_buf *buf;
 	uint64_t *last;			/* versions at the last send */
 	bool have_last;
+	/*
+	 * Pages rewritten between the last two sends (have_rew: known):
+	 * those that were not are the buffer's stable part.
+	 */
+	uint8_t *rew;
+	bool have_rew;
 	/* the pre-send of this buffer to this peer, when token != 0 */
 	uint32_t token;
-	size_t pre_pages;
+	uint8_t *pre_set;		/* the pages pre-sent */
 	uint64_t pre_bytes;
 	uint64_t *pre;			/* versions when pre-sent */
 	/* when not to */
@@ -96,12 +102,15 @@ struct zcr_pf_ep {
 	struct pf_pred *asked_pred;
 	struct {			/* the pre-send kept */
 		uint32_t token;
-		uint64_t saddr, slen, len;
-		char *buf;
+		uint64_t saddr, slen;
+		char *buf;		/* slen bytes, at their offsets */
+		uint8_t *have;		/* the pages pre-sent */
 	} store;
-	char *in_buf;			/* a PF_DATA being read */
-	uint64_t in_len, in_saddr;
+	char *in_buf;			/* a PF_DATA being read: its pages */
+	uint8_t *in_bm;			/* and its bitmap */
+	uint64_t in_len, in_bmlen, in_saddr;
 	uint32_t in_token;
+	struct zcr_pf_run *in_runs;
 	/* the PF_INFO of the next DATA */
 	bool info;
 	uint32_t info_token;
@@ -205,12 +214,21 @@ int __zcr_pf_ep_init(struct zcr_ep *ep)
 	return 0;
 }
 
+static void store_free(struct zcr_pf_ep *pe)
+{
+	free(pe->store.buf);
+	free(pe->store.have);
+	memset(&pe->store, 0, sizeof(pe->store));
+}
+
 static void snd_free(struct zcr_pf *pf, struct pf_snd *s)
 {
 	zcr_list_del(&s->link);
 	buf_put(pf, s->buf);
 	free(s->last);
 	free(s->pre);
+	free(s->rew);
+	free(s->pre_set);
 	free(s);
 }
 
@@ -228,8 +246,10 @@ void __zcr_pf_ep_fini(struct zcr_ep *ep)
 			ep->ctx->st.pf_wasted_bytes += s->pre_bytes;
 		snd_free(ep->ctx->pf, s);
 	}
-	free(pe->store.buf);
+	store_free(pe);
 	free(pe->in_buf);
+	free(pe->in_bm);
+	free(pe->in_runs);
 	free(pe->info_bm);
 	free(pe->runs);
 	free(pe);
@@ -404,7 +424,7 @@ int __zcr_pf_data_locked(struct zcr_ep *ep, uint32_t comm, int tag,
 	for (k = 0; k < np; k++) {
 		page_bytes(pe->info_saddr, len, k, &lo, &hi);
 		if (bit(pe->info_bm, k)) {
-			if (hi > pe->store.len)
+			if (!bit(pe->store.have, k))
 				return -EPROTO;
 			if (off < lo) {
 				pe->runs[n].off = off;
@@ -458,8 +478,7 @@ void __zcr_pf_data_done_locked(struct zcr_ep *ep, char *dst, uint64_t room)
 		memcpy(dst + lo, pe->store.buf + lo, hi - lo);
 	}
 	/* Used once. */
-	free(pe->store.buf);
-	memset(&pe->store, 0, sizeof(pe->store));
+	store_free(pe);
 	pe->fill = false;
 	info_clear(pe);
 	free(pe->runs);
@@ -468,18 +487,22 @@ void __zcr_pf_data_done_locked(struct zcr_ep *ep, char *dst, uint64_t room)
 }
 
 int __zcr_pf_presend_in_locked(struct zcr_ep *ep, uint32_t token,
-			       uint64_t saddr, uint64_t len, char **dst)
+			       uint64_t saddr, uint64_t len, uint8_t **bm)
 {
 	struct zcr_pf_ep *pe = ep->pf;
 	struct pf_pred *p;
+	uint64_t np;
 
-	*dst = NULL;
+	*bm = NULL;
 	if (!pe || !pe->asked || token != pe->asked ||
-	    saddr != pe->asked_saddr || len > pe->asked_slen || pe->in_buf)
+	    saddr != pe->asked_saddr || pe->in_bm)
+		return -EPROTO;
+	np = npages_of(saddr, pe->asked_slen);
+	if (len && (len <= (np + 7) / 8 || len - (np + 7) / 8 >
+					     pe->asked_slen))
 		return -EPROTO;
 	/* The sender forgot every older pre-send: so do we. */
-	free(pe->store.buf);
-	memset(&pe->store, 0, sizeof(pe->store));
+	store_free(pe);
 	p = pe->asked_pred;
 	if (!len) {
 		pe->asked = 0;
@@ -491,13 +514,53 @@ int __zcr_pf_presend_in_locked(struct zcr_ep *ep, uint32_t token,
 	}
 	if (p)
 		p->miss = 0;
-	pe->in_buf = malloc(len);
-	if (!pe->in_buf)
-		return -ENOMEM;
-	pe->in_len = len;
+	pe->in_bmlen = (np + 7) / 8;
+	pe->in_bm = malloc(pe->in_bmlen);
+	pe->in_buf = malloc(pe->asked_slen);
+	pe->in_runs = calloc(np / 2 + 1, sizeof(*pe->in_runs));
+	if (!pe->in_bm || !pe->in_buf || !pe->in_runs)
+		return -ENOMEM;	/* the connection fails: freed with it */
+	pe->in_len = len - pe->in_bmlen;
 	pe->in_token = token;
 	pe->in_saddr = saddr;
+	*bm = pe->in_bm;
+	return 0;
+}
+
+uint64_t __zcr_pf_presend_bmlen(const struct zcr_ep *ep)
+{
+	return ep->pf->in_bmlen;
+}
+
+int __zcr_pf_presend_map_locked(struct zcr_ep *ep, char **dst,
+				const struct zcr_pf_run **runs, size_t *nruns)
+{
+	struct zcr_pf_ep *pe = ep->pf;
+	uint64_t slen = pe->asked_slen, np = npages_of(pe->in_saddr, slen);
+	uint64_t k, lo, hi, sum = 0;
+	size_t n = 0;
+
+	for (k = np; k < pe->in_bmlen * 8; k++)
+		if (bit(pe->in_bm, k))
+			return -EPROTO;
+	/* The pages pre-sent, in runs, into the buffer at their offsets. */
+	for (k = 0; k < np; k++) {
+		if (!bit(pe->in_bm, k))
+			continue;
+		page_bytes(pe->in_saddr, slen, k, &lo, &hi);
+		if (n && pe->in_runs[n - 1].off + pe->in_runs[n - 1].len == lo) {
+			pe->in_runs[n - 1].len += hi - lo;
+		} else {
+			pe->in_runs[n].off = lo;
+			pe->in_runs[n++].len = hi - lo;
+		}
+		sum += hi - lo;
+	}
+	if (!n || sum != pe->in_len)
+		return -EPROTO;
 	*dst = pe->in_buf;
+	*runs = pe->in_runs;
+	*nruns = n;
 	return 0;
 }
 
@@ -508,9 +571,12 @@ void __zcr_pf_presend_done_locked(struct zcr_ep *ep)
 	pe->store.token = pe->in_token;
 	pe->store.saddr = pe->in_saddr;
 	pe->store.slen = pe->asked_slen;
-	pe->store.len = pe->in_len;
 	pe->store.buf = pe->in_buf;
+	pe->store.have = pe->in_bm;
 	pe->in_buf = NULL;
+	pe->in_bm = NULL;
+	free(pe->in_runs);
+	pe->in_runs = NULL;
 	pe->asked = 0;
 }
 
@@ -587,21 +653,20 @@ static struct pf_snd *snd_new(struct zcr_ctx *ctx, struct zcr_pf_ep *pe,
 		return NULL;
 	}
 	s = calloc(1, sizeof(*s));
-	if (s) {
-		s->last = calloc(b->npages, sizeof(*s->last));
-		s->pre = calloc(b->npages, sizeof(*s->pre));
-	}
-	if (!s || !s->last || !s->pre) {
-		if (s) {
-			free(s->last);
-			free(s->pre);
-		}
-		free(s);
+	if (!s) {
 		buf_put(pf, b);
 		return NULL;
 	}
 	s->buf = b;
 	zcr_list_add_tail(&s->link, &pe->snds);
+	s->last = calloc(b->npages, sizeof(*s->last));
+	s->pre = calloc(b->npages, sizeof(*s->pre));
+	s->rew = calloc((b->npages + 7) / 8, 1);
+	s->pre_set = calloc((b->npages + 7) / 8, 1);
+	if (!s->last || !s->pre || !s->rew || !s->pre_set) {
+		snd_free(pf, s);
+		return NULL;
+	}
 	return s;
 }
 
@@ -617,7 +682,6 @@ static void pre_drop(struct zcr_ctx *ctx, struct pf_snd *s)
 	if (s->token)
 		ctx->st.pf_wasted_bytes += s->pre_bytes;
 	s->token = 0;
-	s->pre_pages = 0;
 	s->pre_bytes = 0;
 }
 
@@ -637,26 +701,67 @@ static bool send_under_way(struct zcr_ep *ep, uint64_t saddr, uint64_t slen)
 }
 
 /*
- * Copy len bytes of our own memory at saddr, without trusting that it is
- * still mapped: the application may have freed the buffer since its
- * last send. process_vm_readv(2) on ourselves fails instead of faulting.
+ * PF_DATA's body for the pages of set: the bitmap, then the pages, read
+ * from our own memory without trusting that it is still mapped (the
+ * application may have freed the buffer since its last send):
+ * process_vm_readv(2) on ourselves fails instead of faulting. NULL: it
+ * could not be read (or no memory).
  */
-static char *copy_out(uint64_t saddr, uint64_t len)
+static char *gather(uint64_t saddr, uint64_t slen, const uint8_t *set,
+		    uint64_t np, uint64_t *len)
 {
-	struct iovec l, rm;
-	char *p = malloc(len);
+	uint64_t bml = (np + 7) / 8, k, lo, hi, n = 0, at;
+	struct iovec l, rm[64];
+	unsigned int nr = 0;
+	char *body;
 
-	if (!p)
-		return NULL;
-	l.iov_base = p;
-	l.iov_len = len;
-	rm.iov_base = (void *)(uintptr_t)saddr;
-	rm.iov_len = len;
-	if (process_vm_readv(getpid(), &l, 1, &rm, 1, 0) != (ssize_t)len) {
-		free(p);
-		return NULL;
+	for (k = 0; k < np; k++) {
+		if (bit(set, k)) {
+			page_bytes(saddr, slen, k, &lo, &hi);
+			n += hi - lo;
+		}
 	}
-	return p;
+	body = malloc(bml + n);
+	if (!body)
+		return NULL;
+	memcpy(body, set, bml);
+	*len = bml + n;
+	at = bml;
+	for (k = 0; k <= np; k++) {
+		bool flush = k == np || nr == 64;
+
+		if (k < np && bit(set, k) && !flush) {
+			page_bytes(saddr, slen, k, &lo, &hi);
+			if (nr && (char *)rm[nr - 1].iov_base +
+				  rm[nr - 1].iov_len ==
+				  (char *)(uintptr_t)(saddr + lo)) {
+				rm[nr - 1].iov_len += hi - lo;
+			} else {
+				rm[nr].iov_base = (void *)(uintptr_t)(saddr + lo);
+				rm[nr++].iov_len = hi - lo;
+			}
+			continue;
+		}
+		if (nr) {
+			uint64_t want = 0;
+			unsigned int i;
+
+			for (i = 0; i < nr; i++)
+				want += rm[i].iov_len;
+			l.iov_base = body + at;
+			l.iov_len = want;
+			if (process_vm_readv(getpid(), &l, 1, rm, nr, 0) !=
+			    (ssize_t)want) {
+				free(body);
+				return NULL;
+			}
+			at += want;
+			nr = 0;
+		}
+		if (flush && k < np)
+			k--;	/* this page again, in a fresh batch */
+	}
+	return body;
 }
 
 int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
@@ -668,12 +773,13 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 	struct zcr_pf_ep *pe = ep->pf;
 	struct zcr_list *pos;
 	struct pf_snd *s;
-	size_t k, hi, pages;
-	uint64_t *cur, lo, end;
-	bool any = false;
+	uint64_t *cur, k, np, lo, hi, n = 0;
+	int64_t top = -1;
 
 	*data = NULL;
 	*len = 0;
+	if (__zcr_pf_info_pending(ep))
+		return -EPROTO;
 	/* The receiver forgets every older pre-send: so do we. */
 	for (pos = pe->snds.next; pos != &pe->snds; pos = pos->next)
 		pre_drop(ctx, zcr_container_of(pos, struct pf_snd, link));
@@ -703,47 +809,55 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 		snd_free(pf, s);
 		goto dropped;
 	}
+	np = s->buf->npages;
 	if (!s->have_last) {
-		memcpy(s->last, cur, s->buf->npages * sizeof(*cur));
+		memcpy(s->last, cur, np * sizeof(*cur));
 		s->have_last = true;
 		goto dropped;
 	}
 	/*
-	 * Which pages look final. The producer writes the buffer since its
-	 * last send: a rewritten last page says it is done with all of it;
-	 * else the pages before the highest rewritten one (that one may be
-	 * in the middle of being written). Nothing rewritten: the message
-	 * asked for went already, or its production has not begun.
+	 * Which pages look final (Documentation/prefetch.md, "What is
+	 * pre-sent"). The producer rewrites the buffer in order since its
+	 * last send: the pages below the highest rewritten one are done
+	 * (that one may be in the middle of being written), all of them
+	 * once the last page was rewritten. Past it, a page not rewritten
+	 * now is final if it was not rewritten before the last send either
+	 * (the stable part of the buffer); one that was will be again.
 	 */
-	pages = s->buf->npages;
-	hi = 0;
-	for (k = 0; k < pages; k++) {
-		if (cur[k] != s->last[k]) {
-			hi = k;
-			any = true;
+	for (k = 0; k < np; k++)
+		if (cur[k] != s->last[k])
+			top = (int64_t)k;
+	memset(s->pre_set, 0, (np + 7) / 8);
+	for (k = 0; k < np; k++) {
+		bool pick;
+
+		if (top == (int64_t)np - 1)
+			pick = true;
+		else if ((int64_t)k < top)
+			pick = true;
+		else if ((int64_t)k == top)
+			pick = false;
+		else
+			pick = s->have_rew && !bit(s->rew, k);
+		if (pick) {
+			s->pre_set[k / 8] |= (uint8_t)(1u << (k % 8));
+			page_bytes(saddr, slen, k, &lo, &hi);
+			n += hi - lo;
 		}
 	}
-	if (!any) {
+	if (!n) {
+		/* The message asked for went already, or none is begun. */
 		ctx->st.pf_late++;
 		return 0;
 	}
-	pages = hi == pages - 1 ? pages : hi;
-	if (!pages)
-		goto late;
-	page_bytes(saddr, slen, pages - 1, &lo, &end);
-	*data = copy_out(saddr, end);
+	*data = gather(saddr, slen, s->pre_set, np, len);
 	if (!*data) {
 		snd_free(pf, s);
 		goto dropped;
 	}
-	*len = end;
 	s->token = token;
-	s->pre_pages = pages;
-	s->pre_bytes = end;
-	ctx->st.pf_presend_bytes += end;
-	return 0;
-late:
-	ctx->st.pf_late++;
+	s->pre_bytes = n;
+	ctx->st.pf_presend_bytes += n;
 	return 0;
 dropped:
 	ctx->st.pf_dropped++;
@@ -787,8 +901,8 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 	tx->wire_len = r->len;
 	if (s && s->token && have) {
 		/* Pre-sent pages whose version did not change stay out. */
-		for (k = 0; k < s->pre_pages; k++) {
-			if (cur[k] == s->pre[k]) {
+		for (k = 0; k < np; k++) {
+			if (bit(s->pre_set, k) && cur[k] == s->pre[k]) {
 				tx->bm[k / 8] |= (uint8_t)(1u << (k % 8));
 				page_bytes(saddr, r->len, k, &lo, &hi);
 				saved += hi - lo;
@@ -827,10 +941,16 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 			s->bad = 0;
 		}
 		s->token = 0;	/* one send uses a pre-send */
-		s->pre_pages = 0;
 		s->pre_bytes = 0;
 	}
 	if (s && have) {
+		if (s->have_last) {
+			memset(s->rew, 0, (np + 7) / 8);
+			for (k = 0; k < np; k++)
+				if (cur[k] != s->last[k])
+					s->rew[k / 8] |= (uint8_t)(1u << (k % 8));
+			s->have_rew = true;
+		}
 		memcpy(s->last, cur, s->buf->npages * sizeof(*cur));
 		s->have_last = true;
 	} else if (s) {

@@ -93,21 +93,28 @@ int __zcr_pf_data_locked(struct zcr_ep *ep, uint32_t comm, int tag,
 /* Its wire bytes landed at dst (room bytes): fill in the pre-sent ones. */
 void __zcr_pf_data_done_locked(struct zcr_ep *ep, char *dst, uint64_t room);
 /*
- * PF_DATA in, the answer to request token: len pre-sent bytes of the
- * buffer at saddr, to be read into *dst (NULL when len is 0). -errno:
- * not the answer to our request.
+ * PF_DATA in, the answer to request token: len bytes (0: nothing came),
+ * a bitmap of the pages of the buffer at saddr it holds, then those
+ * pages. The bitmap is to be read into *bm; then
+ * __zcr_pf_presend_map_locked() says where the pages go. -errno: not
+ * the answer to our request, or a length that cannot be.
  */
 int __zcr_pf_presend_in_locked(struct zcr_ep *ep, uint32_t token,
-			       uint64_t saddr, uint64_t len, char **dst);
+			       uint64_t saddr, uint64_t len, uint8_t **bm);
+/* The bytes of that bitmap. */
+uint64_t __zcr_pf_presend_bmlen(const struct zcr_ep *ep);
+/* Its bitmap is in: the pages go to runs of *dst. -errno: a bad bitmap. */
+int __zcr_pf_presend_map_locked(struct zcr_ep *ep, char **dst,
+				const struct zcr_pf_run **runs, size_t *nruns);
 void __zcr_pf_presend_done_locked(struct zcr_ep *ep);
 
 /* ---- sender ---- */
 
 /*
  * PF_REQ in: decide what to pre-send. *data (malloc'd, the caller's to
- * send and free) holds *len bytes, the first of the buffer; NULL and 0:
- * nothing (the caller answers with an empty PF_DATA all the same).
- * -errno: out of memory.
+ * send and free) holds *len bytes, PF_DATA's body: the bitmap of pages,
+ * then those pages; NULL and 0: nothing (the caller answers with an
+ * empty PF_DATA all the same). -errno: out of memory.
  */
 int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 			    uint64_t saddr, uint64_t slen, char **data,

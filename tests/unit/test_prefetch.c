@@ -227,6 +227,34 @@ ZT_TEST(unchanged_buffer_goes_as_presend)
 }
 
 /*
+ * Pages 0..NPG/2-1 never change, the others are rewritten after the
+ * receiver asked (the late sender): the stable half is pre-sent and
+ * stays out of each send, the rest goes with it.
+ */
+ZT_TEST(stable_part_presend_late_rewrites)
+{
+	uint64_t saved = 0;
+	struct zcr_req *r, *s;
+	struct pf t;
+	int i, k;
+
+	pf_open(&t, 1);
+	for (i = 0; i < 12; i++) {
+		r = post_and_ask(&t, LEN, 1, TAG);
+		for (k = NPG / 2; k < NPG; k++)
+			write_page(&t, k);
+		if (i == 9)
+			saved = st(&t, 1).pf_saved_bytes;
+		s = send_now(&t);
+		check(&t, r, s, LEN);
+	}
+	/* Rounds 9-11: the stable half (page NPG/2 - 1 ends at that byte). */
+	ZT_EXPECT_EQ(st(&t, 1).pf_saved_bytes - saved,
+		     3 * (uint64_t)(NPG / 2 * PG - OFF));
+	pf_close(&t);
+}
+
+/*
  * Late: the send went before the request arrived; the sender answers
  * with nothing (the buffer did not change since), or pre-sends for the
  * next round. Either way nothing is lost.

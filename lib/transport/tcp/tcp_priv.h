@@ -83,13 +83,16 @@ struct tcp_ep {
 	int hello_src;			/* the rank it claimed */
 	struct zcr_rx_watch watch;	/* progress of a message in flight */
 	/*
-	 * Message prefetching (lib/prefetch): a PF_INFO bitmap or PF_DATA
-	 * being read into pf_body; and for a DATA, the payload bytes on
-	 * the wire (want, normally h.len) and, when pre-sent pages stay
-	 * out, the runs of the message they fill (run: the current one,
-	 * run_got of its bytes in).
+	 * Message prefetching (lib/prefetch): a PF_INFO's or PF_DATA's
+	 * bitmap being read into pf_body, then PF_DATA's pages into runs
+	 * of pf_dst; for a DATA, the payload bytes on the wire (want,
+	 * normally h.len) and, when pre-sent pages stay out, the runs of
+	 * the message they fill (run: the current one, run_got of its
+	 * bytes in).
 	 */
 	char *pf_body;
+	uint64_t pf_len;		/* bytes of pf_body */
+	char *pf_dst;			/* PF_DATA's pages: runs of it */
 	uint64_t want;
 	const struct zcr_pf_run *runs;
 	size_t nruns, run;

@@ -35,16 +35,38 @@ static void finish_payload(struct zcr_ep *ep)
 	te->hdr_got = 0;
 }
 
-/* A PF_INFO bitmap or a PF_DATA is in. */
-static bool pf_body_done(struct zcr_ep *ep)
+/* A prefetch frame's body is in. */
+static bool pf_frame_done(struct zcr_ep *ep)
 {
 	struct tcp_ep *te = T(ep);
 
 	if (te->h.type == ZCR_WIRE_PF_DATA)
 		__zcr_pf_presend_done_locked(ep);
 	te->pf_body = NULL;
+	te->pf_dst = NULL;
+	te->runs = NULL;
 	te->have_hdr = false;
 	te->hdr_got = 0;
+	return true;
+}
+
+/* A PF_INFO's or PF_DATA's bitmap is in: PF_DATA's pages follow. */
+static bool pf_bitmap_done(struct zcr_ep *ep)
+{
+	struct tcp_ep *te = T(ep);
+
+	te->pf_body = NULL;
+	if (te->h.type != ZCR_WIRE_PF_DATA)
+		return pf_frame_done(ep);
+	if (__zcr_pf_presend_map_locked(ep, &te->pf_dst, &te->runs,
+					&te->nruns)) {
+		ep->ctx->st.bad_headers++;
+		__zcr_ep_fail_locked(ep, -EPROTO, "pre-sent pages do not fit "
+				     "their bitmap");
+		return false;
+	}
+	te->run = 0;
+	te->run_got = 0;
 	return true;
 }
 
@@ -62,6 +84,8 @@ static bool rx_prefetch(struct zcr_ep *ep)
 	uint64_t len;
 	int ret;
 
+	te->pf_len = te->h.len;
+
 	te->hdr_got = 0;
 	if (!ep->pf || ep->state != ZCR_EP_OPEN || te->h.src != ep->rank ||
 	    __zcr_pf_info_pending(ep)) {
@@ -72,7 +96,6 @@ static bool rx_prefetch(struct zcr_ep *ep)
 	case ZCR_WIRE_PF_INFO:
 		ret = __zcr_pf_info_locked(ep, token, te->h.seq, te->h.len,
 					   &bm);
-		dst = (char *)bm;
 		break;
 	case ZCR_WIRE_PF_REQ:
 		ret = __zcr_pf_request_locked(ep, token, te->h.seq, te->h.len,
@@ -86,13 +109,17 @@ static bool rx_prefetch(struct zcr_ep *ep)
 		break;
 	default:
 		ret = __zcr_pf_presend_in_locked(ep, token, te->h.seq,
-						 te->h.len, &dst);
+						 te->h.len, &bm);
+		/* The bitmap first; its length is the pre-send's. */
+		if (bm)
+			te->pf_len = (te->h.len > 0 ?
+				      __zcr_pf_presend_bmlen(ep) : 0);
 		break;
 	}
 	if (ret)
 		goto bad;
-	if (te->h.len && te->h.type != ZCR_WIRE_PF_REQ) {
-		te->pf_body = dst;
+	if (bm) {
+		te->pf_body = (char *)bm;
 		te->have_hdr = true;
 		te->got = 0;
 	}
@@ -129,7 +156,11 @@ static size_t rx_target(struct zcr_ep *ep, char **p)
 	}
 	if (te->pf_body) {
 		*p = te->pf_body + te->got;
-		return te->h.len - te->got;
+		return te->pf_len - te->got;
+	}
+	if (te->pf_dst) {
+		*p = te->pf_dst + te->runs[te->run].off + te->run_got;
+		return te->runs[te->run].len - te->run_got;
 	}
 	if (te->have_hdr && ep->rx.state != ZCR_RX_LANDING)
 		return 0;	/* stalled: match finds room first */
@@ -258,7 +289,14 @@ static bool rx_done(struct zcr_ep *ep, long r)
 	if (te->ctl_rx)
 		return te->got < te->h.len || __zcr_tcp_rx_body(ep);
 	if (te->pf_body)
-		return te->got < te->h.len || pf_body_done(ep);
+		return te->got < te->pf_len || pf_bitmap_done(ep);
+	if (te->pf_dst) {
+		te->run_got += (uint64_t)r;
+		if (te->run_got < te->runs[te->run].len)
+			return true;
+		te->run_got = 0;
+		return ++te->run < te->nruns || pf_frame_done(ep);
+	}
 	if (te->runs) {
 		te->run_got += (uint64_t)r;
 		if (te->run_got == te->runs[te->run].len &&
