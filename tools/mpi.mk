@@ -34,8 +34,9 @@ $(MPI_DIR)/%: tools/mpi/%.c
 	@mkdir -p $(dir $@)
 	$(MPICC) $(MPI_CFLAGS) -o $@ $< -lm
 PROGS += $(addprefix $(MPI_DIR)/,$(MPI_APPS))
-# Nonblocking against persistent round trips (Documentation/mpi.md).
-PROGS += $(MPI_DIR)/pingpong
+# Nonblocking against persistent round trips (Documentation/mpi.md);
+# the late sender (Documentation/prefetch.md).
+PROGS += $(MPI_DIR)/pingpong $(MPI_DIR)/latesend
 endif
 
 ifneq ($(MPICC_MPICH),)
@@ -126,7 +127,7 @@ $(MPI_DIR)/%-mpich: tools/mpi/%.c
 	$(MPICC_MPICH) $(MPI_CFLAGS) -Wno-stringop-overflow -o $@ $< -lm
 ZCMPI_TESTS += $(MPI_DIR)/zcmpi_sem-mpich $(MPI_DIR)/zcmpi_coll-mpich \
 	$(addprefix $(MPI_DIR)/,$(addsuffix -mpich,$(MPI_APPS)))
-PROGS += $(MPI_DIR)/pingpong-mpich
+PROGS += $(MPI_DIR)/pingpong-mpich $(MPI_DIR)/latesend-mpich
 ifneq ($(MPIF90_MPICH),)
 $(MPI_DIR)/mixed-mpich: tests/mpi/mixed.f90 tests/mpi/mixed_c.c
 	@mkdir -p $(dir $@)

@@ -655,9 +655,14 @@ void __zcr_ep_pf_ask_locked(struct zcr_ctx *ctx, struct zcr_req *r)
 	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
 		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
 
-		if (ep->rank != r->src || ep->state != ZCR_EP_OPEN || !ep->pf)
+		/*
+		 * A rank may have two connections (both dialled at once):
+		 * the one its messages came by holds the prediction.
+		 */
+		if (ep->rank != r->src || ep->state != ZCR_EP_OPEN || !ep->pf ||
+		    !__zcr_pf_ask_locked(ep, r, &a))
 			continue;
-		if (__zcr_pf_ask_locked(ep, r, &a) && ep->tp->pf_ask(ep, &a))
+		if (ep->tp->pf_ask(ep, &a))
 			__zcr_pf_asked_failed_locked(ep);
 		return;
 	}
