@@ -242,6 +242,19 @@ int zcr_irecv_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
 }
 
 /*
+ * A receive that waits on nothing (a wait, or a test: MPI_Waitall polls
+ * tests): its sender may pre-send what it has of the message already
+ * (lib/prefetch), once per receive.
+ */
+static void pf_ask_locked(struct zcr_ctx *ctx, struct zcr_req *r)
+{
+	if (ctx->pf && r->kind == ZCR_REQ_RECV && r->posted && !r->pf_asked) {
+		r->pf_asked = true;
+		__zcr_ep_pf_ask_locked(ctx, r);
+	}
+}
+
+/*
  * A progress pass without waiting, on the application's thread (a test or
  * a probe): the application is in the library again and again, so the
  * progress thread stays parked a while longer (ctx.h).
@@ -402,6 +415,8 @@ int zcr_test_sized(struct zcr_req *r, struct zcr_status *st, size_t st_size)
 		return -EINVAL;
 	ctx = r->ctx;
 	pthread_mutex_lock(&ctx->lock);
+	/* Tested in a loop is waited on too (MPI_Waitall polls tests). */
+	pf_ask_locked(ctx, r);
 	if (!r->done)
 		app_progress_locked(ctx);
 	done = r->done;
@@ -464,14 +479,7 @@ static int wait_for(struct zcr_req *r, struct zcr_status *st,
 	 * second spinner).
 	 */
 	ctx->waiters++;
-	/*
-	 * A receive that waits on nothing: its sender may pre-send what it
-	 * has of the message already (lib/prefetch), once per receive.
-	 */
-	if (ctx->pf && r->kind == ZCR_REQ_RECV && r->posted && !r->pf_asked) {
-		r->pf_asked = true;
-		__zcr_ep_pf_ask_locked(ctx, r);
-	}
+	pf_ask_locked(ctx, r);
 	if (!r->done) {
 		r->waited = true;
 		r->waiter = pthread_self();

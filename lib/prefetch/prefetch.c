@@ -79,6 +79,9 @@ struct pf_snd {
 	uint64_t *pre;			/* versions when pre-sent */
 	/* when not to */
 	unsigned int bad, skip;
+	bool pre_order;			/* the pre-send trusted the order */
+	unsigned int distrust;		/* requests left: stable part only */
+	unsigned int nbad_order;	/* order-trusting pre-sends gone bad */
 };
 
 /* A prediction of the sender's buffer for (comm, tag). */
@@ -827,18 +830,30 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 	for (k = 0; k < np; k++)
 		if (cur[k] != s->last[k])
 			top = (int64_t)k;
+	/*
+	 * A buffer not written in order (an FFT's, a sort's) made the
+	 * order-trusting rules pre-send pages that were rewritten before
+	 * the send: for a while after that, only its stable part goes.
+	 */
+	s->pre_order = !s->distrust;
+	if (s->distrust)
+		s->distrust--;
 	memset(s->pre_set, 0, (np + 7) / 8);
 	for (k = 0; k < np; k++) {
+		bool stable = s->have_rew && !bit(s->rew, k) &&
+			      cur[k] == s->last[k];
 		bool pick;
 
-		if (top == (int64_t)np - 1)
+		if (!s->pre_order)
+			pick = stable;
+		else if (top == (int64_t)np - 1)
 			pick = true;
 		else if ((int64_t)k < top)
 			pick = true;
 		else if ((int64_t)k == top)
 			pick = false;
 		else
-			pick = s->have_rew && !bit(s->rew, k);
+			pick = stable;
 		if (pick) {
 			s->pre_set[k / 8] |= (uint8_t)(1u << (k % 8));
 			page_bytes(saddr, slen, k, &lo, &hi);
@@ -934,11 +949,18 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 		/* When not to: pre-sends mostly rewritten before the send. */
 		ctx->st.pf_wasted_bytes += s->pre_bytes - saved;
 		if (saved * 2 < s->pre_bytes) {
+			if (s->pre_order) {
+				s->distrust = 8u << (s->nbad_order < 3 ?
+						     s->nbad_order : 3);
+				s->nbad_order++;
+			}
 			if (++s->bad >= BAD_BACKOFF)
 				s->skip = 4u << (s->bad - BAD_BACKOFF < 4 ?
 						 s->bad - BAD_BACKOFF : 4);
 		} else {
 			s->bad = 0;
+			if (s->pre_order)
+				s->nbad_order = 0;
 		}
 		s->token = 0;	/* one send uses a pre-send */
 		s->pre_bytes = 0;

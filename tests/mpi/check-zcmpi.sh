@@ -15,6 +15,8 @@
 #   - tools/mpi/pingpong (2 ranks, nonblocking and persistent round trips,
 #     8 B to 128 KiB) over the layer under both MPIs: every size's row,
 #     the bytes checked by the program, messages carried;
+#   - tools/mpi/latesend (2 ranks over TCP, ZCRECV_PREFETCH=1) under both
+#     MPIs: every byte checked, bytes left out of sends by prefetching;
 #   - bad use: a rank that exits mid-job makes the job fail, not hang; a
 #     job asked to use PMIx without a PMIx server says so and fails.
 # Prints one "ok"/"not ok" line per check; exits 1 on any failure.
@@ -182,8 +184,32 @@ pingpong() {	# mpi lib name prog: a short pingpong over the layer
 	fi
 }
 
+latesend() {	# mpi lib name prog: the late sender with prefetching, over TCP
+	local mpi=$1 lib=$2 name=$3 prog=$4 cmd rows saved
+	if [ "$mpi" = ompi ]; then
+		cmd=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader
+		     -x LD_PRELOAD="$root/$bin/$lib" -x ZCRECV_REPORT=1
+		     -x ZCRECV_PREFETCH=1 -x ZCRECV_SHM=0 -np 2)
+	else
+		cmd=(mpiexec.mpich -launcher fork -n 2 -genv LD_PRELOAD "$root/$bin/$lib"
+		     -genv ZCRECV_REPORT 1 -genv ZCRECV_PREFETCH 1 -genv ZCRECV_SHM 0)
+	fi
+	timeout 120 "${cmd[@]}" "$prog" --size 1048576 --iters 4 --comp-ms 20 \
+		--unchanged 0,0.5,1 > "$tmp/$name.out" 2> "$tmp/$name.err" </dev/null
+	rc=$?
+	rows=$(grep -c '^csv,' "$tmp/$name.out")
+	saved=$(sed -n 's/.* saved \([0-9]*\) B.*/\1/p' "$tmp/$name.err" | awk '{s += $1} END {print s + 0}')
+	if [ $rc = 0 ] && [ "$rows" = 3 ] && [ "$saved" -gt 0 ]; then
+		ok "$name: late sender over TCP with prefetching, every byte checked, $saved bytes left out of sends"
+	else
+		bad "$name: rc $rc, $rows fractions of 3, $saved bytes saved"
+		tail -5 "$tmp/$name.err"
+	fi
+}
+
 if [ -f $bin/libzcrecv-mpi.so ]; then
 	[ -x $bin/pingpong ] && pingpong ompi libzcrecv-mpi.so ompi-pingpong $bin/pingpong
+	[ -x $bin/latesend ] && latesend ompi libzcrecv-mpi.so ompi-latesend $bin/latesend
 	for app in poisson matmul nbody fft cg ring mixed usempi; do
 		[ -x $bin/$app ] && same ompi libzcrecv-mpi.so "ompi-$app" $bin/$app
 	done
@@ -204,6 +230,7 @@ fi
 
 if [ -f $bin/libzcrecv-mpi-mpich.so ]; then
 	[ -x $bin/pingpong-mpich ] && pingpong mpich libzcrecv-mpi-mpich.so mpich-pingpong $bin/pingpong-mpich
+	[ -x $bin/latesend-mpich ] && latesend mpich libzcrecv-mpi-mpich.so mpich-latesend $bin/latesend-mpich
 	for app in poisson matmul nbody fft cg ring mixed; do
 		[ -x $bin/$app-mpich ] && same mpich libzcrecv-mpi-mpich.so "mpich-$app" $bin/$app-mpich
 	done

@@ -423,3 +423,86 @@ ZT_TEST(closed_endpoints_are_freed)
 	ZT_EXPECT_EQ(p.c[0]->nep, 0);
 	pair_close(&p);
 }
+
+/*
+ * Message prefetching (ZCRECV_PREFETCH=1): a peer that negotiated it (or
+ * did not) and sends its frames out of protocol is closed with a
+ * malformed-message count; one that asks for a buffer we never had gets
+ * an empty answer and the connection lives on.
+ */
+static int pf_peer(struct pair *p, int flags, struct zcr_ep **ep)
+{
+	unsigned char h[32];
+	char b[256];
+	int fd = raw_connect(p);
+
+	*ep = NULL;
+	raw_hdr(h, RAW_MAGIC, 1, 1, 32, 1, flags, 1 << 30, 7);
+	ZT_ASSERT(write(fd, h, 32) == 32);
+	PAIR_PUMP_UNTIL(p, zcr_ep_accept(p->c[0], 0, ep) == 0);
+	while (recv(fd, b, sizeof(b), MSG_DONTWAIT) > 0)
+		;
+	return fd;
+}
+
+static void pf_frame(int fd, int type, int tag, uint64_t len, uint64_t seq,
+		     const void *body, size_t n)
+{
+	unsigned char h[32];
+
+	raw_hdr(h, RAW_MAGIC, 1, type, 32, 1, tag, len, seq);
+	ZT_ASSERT(write(fd, h, 32) == 32);
+	if (n)
+		ZT_ASSERT(write(fd, body, n) == (ssize_t)n);
+}
+
+ZT_TEST(prefetch_frames_out_of_protocol)
+{
+	static const unsigned char bm[2] = { 0xff, 0xff };
+	static char page[4096];
+	struct zcr_ep *ep;
+	struct pair p;
+	int fd, i;
+
+	setenv("ZCRECV_PREFETCH", "1", 1);
+	pair_open(&p, 1, NULL);
+	unsetenv("ZCRECV_PREFETCH");
+	for (i = 0; i < 5; i++) {
+		uint64_t bad = pair_stats(p.c[0]).bad_headers;
+
+		fd = pf_peer(&p, i == 4 ? 0 : 8, &ep);
+		switch (i) {
+		case 0:	/* an answer to no request */
+			pf_frame(fd, 10, 3, 4096 + 2, 0x10000, bm, 2);
+			break;
+		case 1:	/* pages left out of a pre-send we never got */
+			pf_frame(fd, 8, 5, 2, 0x10000, bm, 2);
+			raw_data(fd, 1, 0, 16 * 4096, 1);
+			break;
+		case 2:	/* a PF_INFO not followed by its DATA */
+			pf_frame(fd, 8, 0, 0, 0x10000, NULL, 0);
+			pf_frame(fd, 9, 1, 1 << 20, 0x10000, NULL, 0);
+			break;
+		case 3:	/* a request with no number */
+			pf_frame(fd, 9, 0, 1 << 20, 0x10000, NULL, 0);
+			break;
+		default: /* prefetching not negotiated */
+			pf_frame(fd, 8, 0, 0, 0x10000, NULL, 0);
+			break;
+		}
+		ZT_ASSERT(closed_within(p.c[0], ep, 3) != 0);
+		ZT_EXPECT_EQ(pair_stats(p.c[0]).bad_headers, bad + 1);
+		close(fd);
+	}
+	/* A request for memory we never sent from: an empty answer. */
+	fd = pf_peer(&p, 8, &ep);
+	pf_frame(fd, 9, 1, 1 << 20, 0x10000, NULL, 0);
+	for (i = 0; i < 100; i++)
+		ZT_ASSERT(zcr_progress(p.c[0], 1) >= 0);
+	ZT_EXPECT_EQ(zcr_ep_error(ep, NULL), 0);
+	ZT_EXPECT_EQ(recv(fd, page, 32, MSG_DONTWAIT), 32);
+	ZT_EXPECT_EQ(page[5], 10);	/* PF_DATA */
+	ZT_EXPECT_EQ(page[16], 0);	/* of no bytes */
+	close(fd);
+	pair_close(&p);
+}
