@@ -164,6 +164,19 @@ int zcr_issend(struct zcr_ep *ep, const void *buf, size_t len, int tag,
 }
 
 /*
+ * A receive with nothing matched (just posted, waited on, or tested:
+ * MPI_Waitall polls tests): its sender may pre-send what it has of the
+ * message already (lib/prefetch), once per receive.
+ */
+static void pf_ask_locked(struct zcr_ctx *ctx, struct zcr_req *r)
+{
+	if (ctx->pf && r->kind == ZCR_REQ_RECV && r->posted && !r->pf_asked) {
+		r->pf_asked = true;
+		__zcr_ep_pf_ask_locked(ctx, r);
+	}
+}
+
+/*
  * site: the caller's return address, what the predictor calls a site;
  * known: the persistent receive starting it (persist.c), or NULL.
  */
@@ -208,6 +221,13 @@ int __zcr_irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 	else if (!__zcr_pred_small(ctx, size))
 		__zcr_pred_observe(ctx->pred, &c);
 	ret = __zcr_post_recv_locked(ctx, r);
+	/*
+	 * Posted with nothing to match: ask now rather than at the wait,
+	 * so that what the sender has ready moves while we still compute
+	 * or send (its own rules say what is ready).
+	 */
+	if (!ret)
+		pf_ask_locked(ctx, r);
 	if (!zcr_list_empty(&ctx->acks))	/* it matched a sync send */
 		__zcr_ep_acks_flush_locked(ctx);
 	/*
@@ -239,19 +259,6 @@ int zcr_irecv_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
 {
 	return __zcr_irecv(ctx, comm, buf, size, src, tag, out,
 			   __builtin_return_address(0), NULL);
-}
-
-/*
- * A receive that waits on nothing (a wait, or a test: MPI_Waitall polls
- * tests): its sender may pre-send what it has of the message already
- * (lib/prefetch), once per receive.
- */
-static void pf_ask_locked(struct zcr_ctx *ctx, struct zcr_req *r)
-{
-	if (ctx->pf && r->kind == ZCR_REQ_RECV && r->posted && !r->pf_asked) {
-		r->pf_asked = true;
-		__zcr_ep_pf_ask_locked(ctx, r);
-	}
 }
 
 /*
