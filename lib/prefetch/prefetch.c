@@ -50,6 +50,8 @@
 #define BUFS_MAX	64	/* send buffers tracked per context */
 #define MISS_BACKOFF	4	/* empty answers in a row before backing off */
 #define BAD_BACKOFF	3	/* mostly rewritten pre-sends in a row */
+#define IDLE_MAX	3	/* requests for nothing before untracking */
+#define UNASKED_MAX	8	/* sends asked for by no one, the same */
 
 /* A send buffer whose pages are versioned (shared by the connections). */
 struct pf_buf {
@@ -79,6 +81,13 @@ struct pf_snd {
 	uint64_t *pre;			/* versions when pre-sent */
 	/* when not to */
 	unsigned int bad, skip;
+	/*
+	 * Tracking costs the application a write fault per page per send
+	 * interval (pagever.h): a buffer whose requests keep coming to
+	 * nothing (idle), or that is sent again and again unasked
+	 * (unasked), is no longer tracked.
+	 */
+	unsigned int idle, unasked;
 	bool pre_order;			/* the pre-send trusted the order */
 	unsigned int distrust;		/* requests left: stable part only */
 	unsigned int nbad_order;	/* order-trusting pre-sends gone bad */
@@ -799,10 +808,9 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 			s->have_last = true;
 		goto dropped;
 	}
-	if (send_under_way(ep, saddr, slen)) {
-		ctx->st.pf_late++;
-		return 0;
-	}
+	s->unasked = 0;
+	if (send_under_way(ep, saddr, slen))
+		goto late;
 	if (s->skip) {
 		s->skip--;
 		goto dropped;
@@ -860,11 +868,8 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 			n += hi - lo;
 		}
 	}
-	if (!n) {
-		/* The message asked for went already, or none is begun. */
-		ctx->st.pf_late++;
-		return 0;
-	}
+	if (!n)
+		goto late;	/* what was asked for went, or is not begun */
 	*data = gather(saddr, slen, s->pre_set, np, len);
 	if (!*data) {
 		snd_free(pf, s);
@@ -872,7 +877,13 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 	}
 	s->token = token;
 	s->pre_bytes = n;
+	s->idle = 0;
 	ctx->st.pf_presend_bytes += n;
+	return 0;
+late:
+	ctx->st.pf_late++;
+	if (++s->idle >= IDLE_MAX)
+		snd_free(pf, s);
 	return 0;
 dropped:
 	ctx->st.pf_dropped++;
@@ -964,6 +975,10 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 		}
 		s->token = 0;	/* one send uses a pre-send */
 		s->pre_bytes = 0;
+	}
+	if (s && have && ++s->unasked >= UNASKED_MAX) {
+		snd_free(pf, s);
+		s = NULL;
 	}
 	if (s && have) {
 		if (s->have_last) {
