@@ -798,6 +798,14 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 	if (slen < pf->min)
 		goto dropped;
 	s = snd_find(pe, saddr, slen);
+	/*
+	 * Asked for while its send is on the wire: too late, and no reason
+	 * to start tracking it (IS asks only for messages in flight).
+	 */
+	if (!s && send_under_way(ep, saddr, slen)) {
+		ctx->st.pf_late++;
+		return 0;
+	}
 	if (!s) {
 		/*
 		 * Not tracked yet: from now on. Its versions now are the
