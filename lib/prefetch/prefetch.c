@@ -51,7 +51,8 @@
 #define MISS_BACKOFF	4	/* empty answers in a row before backing off */
 #define BAD_BACKOFF	3	/* mostly rewritten pre-sends in a row */
 #define IDLE_MAX	3	/* requests for nothing before untracking */
-#define UNASKED_MAX	8	/* sends asked for by no one, the same */
+#define UNASKED_MAX	16	/* sends asked for by no one (above the
+				 * receiver's longest back-off) */
 
 /* A send buffer whose pages are versioned (shared by the connections). */
 struct pf_buf {
@@ -520,8 +521,8 @@ int __zcr_pf_presend_in_locked(struct zcr_ep *ep, uint32_t token,
 		pe->asked = 0;
 		/* Nothing came: after a few in a row, ask less often. */
 		if (p && ++p->miss >= MISS_BACKOFF)
-			p->skip = 4u << (p->miss - MISS_BACKOFF < 4 ?
-					 p->miss - MISS_BACKOFF : 4);
+			p->skip = 2u << (p->miss - MISS_BACKOFF < 2 ?
+					 p->miss - MISS_BACKOFF : 2);
 		return 0;
 	}
 	if (p)

@@ -24,7 +24,7 @@
 
 #define MAXF	16
 #define MAXIT	1000
-#define WARMUP	6	/* untimed rounds per fraction: predictions settle */
+#define WARMUP	10	/* untimed rounds per fraction: predictions settle */
 #define PG	4096
 
 static int rank;
