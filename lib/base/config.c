@@ -30,6 +30,9 @@ static const char *const policies[] = { "auto", "copy", "remap", NULL };
 static const char *const ptracers[] = { "any", "peer", NULL };
 static const char *const lands[] = { "read", "copy", NULL };
 static const char *const wireups[] = { "auto", "pmix", "env", NULL };
+/* In the order of enum zcr_pv_mech (lib/pagever/pagever.h). */
+static const char *const pagevers[] = { "auto", "uffd-async", "uffd-sync",
+					"mprotect", "hash", NULL };
 static const char *const mpi_wireups[] = { "auto", "pmix", "mpi", "env",
 					   NULL };
 
@@ -146,6 +149,11 @@ const struct zcr_env_var __zcr_env_vars[ZCR_ENV_COUNT] = {
 	    "long before it sleeps; 0: at once."),
 	BOOL(VERBS_STATS, ZCR_ENV_CTX, 0,
 	     "1: print the verbs transport's counters at zcr_ctx_destroy()."),
+	CHOICE(PREFETCH_PAGEVER, ZCR_ENV_CTX, pagevers, 0,
+	       "How message prefetching tells the pages of a send buffer "
+	       "changed since it pre-sent them: the cheapest mechanism that "
+	       "works here (auto), or one by name (Documentation/prefetch.md); "
+	       "one that does not work here fails with -EOPNOTSUPP."),
 
 	CHOICE(WIREUP, ZCR_ENV_JOB, wireups, 0,
 	       "How zcr_ctx_create_job() exchanges addresses: PMIx when "

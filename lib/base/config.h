@@ -52,6 +52,7 @@ enum zcr_env {
 	ZCR_ENV_VERBS_REGCACHE,
 	ZCR_ENV_VERBS_SPIN_US,
 	ZCR_ENV_VERBS_STATS,
+	ZCR_ENV_PREFETCH_PAGEVER,
 	/* read by zcr_ctx_create_job() */
 	ZCR_ENV_WIREUP,
 	ZCR_ENV_JOB_DIR,

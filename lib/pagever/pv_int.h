@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * pv_int.h - what the mechanisms of lib/pagever share (pagever.c keeps the
+ * trackers and ranges and dispatches; uffd_async.c, uffd_sync.c and
+ * hash.c each fill one struct zcr_pv_ops). Private to lib/pagever.
+ */
+#ifndef ZCR_PV_INT_H
+#define ZCR_PV_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pagever/pagever.h"
+
+#define ZCR_PV_PAGE	4096UL
+
+/**
+ * struct zcr_pv_range - one tracked range
+ * @start:	first byte of the first page
+ * @npages:	pages tracked
+ * @ver:	the uffd mechanisms' versions, one per page, bumped when a
+ *		page was seen written; hash: a per-page seed bumped by
+ *		__zcr_pv_bump()
+ * @dead:	the mechanism can no longer vouch (every read fails)
+ * @next:	the tracker's list
+ */
+struct zcr_pv_range {
+	uintptr_t start;
+	size_t npages;
+	uint64_t *ver;
+	bool dead;
+	struct zcr_pv_range *next;
+};
+
+struct zcr_pv;
+
+/*
+ * struct zcr_pv_ops - one mechanism. open fills pv->priv (or returns
+ * -EOPNOTSUPP when the kernel lacks it); track arms a new range (its
+ * ver[] zeroed); untrack undoes the protection; read fills ver[] as
+ * pagever.h says.
+ */
+struct zcr_pv_ops {
+	enum zcr_pv_mech mech;
+	const char *name;
+	int (*open)(struct zcr_pv *pv);
+	void (*close)(struct zcr_pv *pv);
+	int (*track)(struct zcr_pv *pv, struct zcr_pv_range *r);
+	void (*untrack)(struct zcr_pv *pv, struct zcr_pv_range *r);
+	int (*read)(struct zcr_pv *pv, struct zcr_pv_range *r, uint64_t *ver);
+};
+
+/*
+ * struct zcr_pv - one tracker. @pid: the process that opened it: the uffd
+ * mechanisms' descriptors (/proc/self/pagemap opened then) keep naming
+ * that process's memory in a child after fork.
+ */
+struct zcr_pv {
+	const struct zcr_pv_ops *ops;
+	int pid;
+	struct zcr_pv_range *ranges;
+	void *priv;
+};
+
+extern const struct zcr_pv_ops __zcr_pv_uffd_async_ops;
+extern const struct zcr_pv_ops __zcr_pv_uffd_sync_ops;
+extern const struct zcr_pv_ops __zcr_pv_hash_ops;
+
+/* 0 when every page of [start, start + len) is mapped, else -ENOMEM. */
+int __zcr_pv_mapped(uintptr_t start, size_t len);
+
+/* The 64-bit hash of one 4 KiB page, seeded. */
+uint64_t __zcr_pv_hash_page(const void *page, uint64_t seed);
+
+#endif /* ZCR_PV_INT_H */
