@@ -68,14 +68,6 @@ static void fill(char *p, size_t n, int round)
 		memset(p + i * PG, 1 + (int)((round * 7 + i) % 250), PG);
 }
 
-static uint64_t *vers(size_t n)
-{
-	uint64_t *v = calloc(n, sizeof(*v));
-
-	ZT_ASSERT(v);
-	return v;
-}
-
 static void rd(struct zcr_pv *pv, struct zcr_pv_range *r, uint64_t *v)
 {
 	int ret = __zcr_pv_read(pv, r, v);
@@ -115,7 +107,7 @@ static char *setup(struct zcr_pv *pv, struct zcr_pv_range **r, uint64_t *v)
 static void t_rounds(enum zcr_pv_mech m)
 {
 	struct zcr_pv *pv = open_or_skip(m);
-	uint64_t *a = vers(NPG), *b = vers(NPG);
+	uint64_t a[NPG], b[NPG];
 	unsigned int seed = 12345;
 	struct zcr_pv_range *r;
 	char *p = setup(pv, &r, a);
@@ -149,7 +141,7 @@ static void t_rounds(enum zcr_pv_mech m)
 static void t_untouched(enum zcr_pv_mech m)
 {
 	struct zcr_pv *pv = open_or_skip(m);
-	uint64_t *a = vers(NPG), *b = vers(NPG);
+	uint64_t a[NPG], b[NPG];
 	char *p = map_pages(NPG);
 	struct zcr_pv_range *r;
 
@@ -169,7 +161,7 @@ static void t_untouched(enum zcr_pv_mech m)
 static void t_syscall(enum zcr_pv_mech m)
 {
 	struct zcr_pv *pv = open_or_skip(m);
-	uint64_t *a = vers(NPG), *b = vers(NPG);
+	uint64_t a[NPG], b[NPG];
 	char tmpl[] = "/tmp/zt_pagever_XXXXXX", buf[3 * PG];
 	struct zcr_pv_range *r;
 	char *p = setup(pv, &r, a);
@@ -201,7 +193,7 @@ static void t_syscall(enum zcr_pv_mech m)
 static void t_remote(enum zcr_pv_mech m)
 {
 	struct zcr_pv *pv = open_or_skip(m);
-	uint64_t *a = vers(NPG), *b = vers(NPG);
+	uint64_t a[NPG], b[NPG];
 	struct zcr_pv_range *r;
 	char *p = setup(pv, &r, a);
 	pid_t parent = getpid(), child;
@@ -233,7 +225,7 @@ static void t_remote(enum zcr_pv_mech m)
 static void t_dontneed(enum zcr_pv_mech m)
 {
 	struct zcr_pv *pv = open_or_skip(m);
-	uint64_t *a = vers(NPG), *b = vers(NPG);
+	uint64_t a[NPG], b[NPG];
 	struct zcr_pv_range *r;
 	char *p = setup(pv, &r, a);
 	int i;
@@ -264,7 +256,7 @@ static void t_dontneed(enum zcr_pv_mech m)
 static void t_remap(enum zcr_pv_mech m)
 {
 	struct zcr_pv *pv = open_or_skip(m);
-	uint64_t *a = vers(NPG), *b = vers(NPG);
+	uint64_t a[NPG], b[NPG];
 	struct zcr_pv_range *r;
 	char *p = setup(pv, &r, a), *q;
 	int ret;
@@ -302,7 +294,7 @@ static void t_remap(enum zcr_pv_mech m)
 static void t_fork(enum zcr_pv_mech m)
 {
 	struct zcr_pv *pv = open_or_skip(m);
-	uint64_t *a = vers(NPG), *b = vers(NPG);
+	uint64_t a[NPG], b[NPG];
 	struct zcr_pv_range *r;
 	char *p = setup(pv, &r, a);
 	int status, round;
@@ -341,9 +333,10 @@ static void t_fork(enum zcr_pv_mech m)
 /* THP: a 2 MiB-aligned range advised MADV_HUGEPAGE, random rounds. */
 static void t_thp(enum zcr_pv_mech m)
 {
-	size_t n = 1024, i;	/* two 2 MiB units */
+	enum { n = 1024 };	/* two 2 MiB units */
 	struct zcr_pv *pv = open_or_skip(m);
-	uint64_t *a = vers(n), *b = vers(n);
+	uint64_t a[n], b[n];
+	size_t i;
 	unsigned int seed = 99;
 	struct zcr_pv_range *r;
 	char *raw, *p;
@@ -408,7 +401,7 @@ static void *writer(void *arg)
 static void t_threads(enum zcr_pv_mech m)
 {
 	struct zcr_pv *pv = open_or_skip(m);
-	uint64_t *a = vers(NPG), *b = vers(NPG), x1[NPG], x2[NPG];
+	uint64_t a[NPG], b[NPG], x1[NPG], x2[NPG];
 	static struct writers w;
 	struct zcr_pv_range *r;
 	char *p = setup(pv, &r, a);
@@ -456,7 +449,7 @@ static void t_threads(enum zcr_pv_mech m)
 static void t_release(enum zcr_pv_mech m)
 {
 	struct zcr_pv *pv = open_or_skip(m);
-	uint64_t *a = vers(NPG);
+	uint64_t a[NPG];
 	struct zcr_pv_range *r, *r2;
 	char *p = setup(pv, &r, a), *q = map_pages(NPG);
 	int fds[2];
@@ -542,7 +535,7 @@ static void t_args(enum zcr_pv_mech m)
 static void t_bump(enum zcr_pv_mech m)
 {
 	struct zcr_pv *pv = open_or_skip(m);
-	uint64_t *a = vers(NPG), *b = vers(NPG);
+	uint64_t a[NPG], b[NPG];
 	struct zcr_pv_range *r;
 	char *p = setup(pv, &r, a);
 
