@@ -503,6 +503,11 @@ static void t_busy(enum zcr_pv_mech m)
 		/* The other registration still works: the memory is fine. */
 		memset(p, 1, NPG * PG);
 	}
+	/* Two ranges of one uffd tracker may not share a page. */
+	p = map_pages(NPG);
+	ZT_EXPECT_EQ(__zcr_pv_track(pv, p + 40 * PG, 4 * PG, &r), 0);
+	ret = __zcr_pv_track(pv, p + 43 * PG, 4 * PG, &r);
+	ZT_EXPECT_EQ(ret, m == ZCR_PV_HASH ? 0 : -EBUSY);
 	__zcr_pv_close(pv);
 	close(fd);
 }
