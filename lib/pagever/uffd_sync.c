@@ -173,14 +173,37 @@ static void sync_close(struct zcr_pv *pv)
 	free(s);
 }
 
-static int protect(struct sync_priv *s, uint64_t start, uint64_t len)
+/*
+ * UFFDIO_WRITEPROTECT over [start, start + len): mode WP sets, 0 lifts.
+ * Before Linux 6.5 the range must lie in one VMA (else ENOENT), and a
+ * tracked range may span several (two mappings side by side, a VMA split
+ * by mprotect): on ENOENT, halve until each part lies in one. A single
+ * page that still fails is not registered.
+ */
+static int wp_range(struct sync_priv *s, uint64_t start, uint64_t len,
+		    uint64_t mode)
 {
 	struct uffdio_writeprotect wp = {
 		.range = { .start = start, .len = len },
-		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
+		.mode = mode,
 	};
+	uint64_t half;
+	int ret;
 
-	return ioctl(s->uffd, UFFDIO_WRITEPROTECT, &wp) < 0 ? -errno : 0;
+	if (ioctl(s->uffd, UFFDIO_WRITEPROTECT, &wp) == 0)
+		return 0;
+	if (errno != ENOENT || len <= ZCR_PV_PAGE)
+		return -errno;
+	half = (len / 2) & ~(uint64_t)(ZCR_PV_PAGE - 1);
+	ret = wp_range(s, start, half, mode);
+	if (ret < 0 && mode)
+		return ret;
+	return wp_range(s, start + half, len - half, mode);
+}
+
+static int protect(struct sync_priv *s, uint64_t start, uint64_t len)
+{
+	return wp_range(s, start, len, UFFDIO_WRITEPROTECT_MODE_WP);
 }
 
 static int sync_track(struct zcr_pv *pv, struct zcr_pv_range *r)
@@ -220,10 +243,9 @@ static void sync_untrack(struct zcr_pv *pv, struct zcr_pv_range *r)
 	struct uffdio_range range = {
 		.start = r->start, .len = r->npages * ZCR_PV_PAGE,
 	};
-	struct uffdio_writeprotect wp = { .range = range, .mode = 0 };
 
 	/* Lifting the protection wakes the threads stopped on it. */
-	ioctl(s->uffd, UFFDIO_WRITEPROTECT, &wp);
+	wp_range(s, range.start, range.len, 0);
 	ioctl(s->uffd, UFFDIO_UNREGISTER, &range);
 }
 
