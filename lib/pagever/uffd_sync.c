@@ -173,80 +173,29 @@ static void sync_close(struct zcr_pv *pv)
 	free(s);
 }
 
-/*
- * UFFDIO_WRITEPROTECT over [start, start + len): mode WP sets, 0 lifts.
- * Before Linux 6.5 the range must lie in one VMA (else ENOENT), and a
- * tracked range may span several (two mappings side by side, a VMA split
- * by mprotect): on ENOENT, halve until each part lies in one. A single
- * page that still fails is not registered.
- */
-static int wp_range(struct sync_priv *s, uint64_t start, uint64_t len,
-		    uint64_t mode)
-{
-	struct uffdio_writeprotect wp = {
-		.range = { .start = start, .len = len },
-		.mode = mode,
-	};
-	uint64_t half;
-	int ret;
-
-	if (ioctl(s->uffd, UFFDIO_WRITEPROTECT, &wp) == 0)
-		return 0;
-	if (errno != ENOENT || len <= ZCR_PV_PAGE)
-		return -errno;
-	half = (len / 2) & ~(uint64_t)(ZCR_PV_PAGE - 1);
-	ret = wp_range(s, start, half, mode);
-	if (ret < 0 && mode)
-		return ret;
-	return wp_range(s, start + half, len - half, mode);
-}
-
-static int protect(struct sync_priv *s, uint64_t start, uint64_t len)
-{
-	return wp_range(s, start, len, UFFDIO_WRITEPROTECT_MODE_WP);
-}
-
 static int sync_track(struct zcr_pv *pv, struct zcr_pv_range *r)
 {
 	struct sync_priv *s = pv->priv;
-	size_t len = r->npages * ZCR_PV_PAGE;
-	struct uffdio_register reg = {
-		.range = { .start = r->start, .len = len },
-		.mode = UFFDIO_REGISTER_MODE_WP,
-	};
+	uint64_t len = r->npages * ZCR_PV_PAGE;
 	int ret;
 
-	/* EBUSY: another userfaultfd has it (the uffd-move backend). */
-	if (ioctl(s->uffd, UFFDIO_REGISTER, &reg) < 0)
-		return -errno;
-	if (!(reg.ioctls & (1ULL << _UFFDIO_WRITEPROTECT))) {
-		ret = -EINVAL;
-		goto unregister;
-	}
-	if (madvise((void *)r->start, len, MADV_POPULATE_WRITE) < 0) {
-		ret = -errno;
-		goto unregister;
-	}
-	ret = protect(s, r->start, len);
+	ret = __zcr_pv_uffd_register(s->uffd, r->start, len);
 	if (ret < 0)
-		goto unregister;
-	return 0;
-
-unregister:
-	ioctl(s->uffd, UFFDIO_UNREGISTER, &reg.range);
+		return ret;
+	if (madvise((void *)r->start, len, MADV_POPULATE_WRITE) < 0)
+		ret = -errno;
+	else
+		ret = __zcr_pv_uffd_wp(s->uffd, r->start, len, true);
+	if (ret < 0)
+		__zcr_pv_uffd_release(s->uffd, r->start, len);
 	return ret;
 }
 
 static void sync_untrack(struct zcr_pv *pv, struct zcr_pv_range *r)
 {
 	struct sync_priv *s = pv->priv;
-	struct uffdio_range range = {
-		.start = r->start, .len = r->npages * ZCR_PV_PAGE,
-	};
 
-	/* Lifting the protection wakes the threads stopped on it. */
-	wp_range(s, range.start, range.len, 0);
-	ioctl(s->uffd, UFFDIO_UNREGISTER, &range);
+	__zcr_pv_uffd_release(s->uffd, r->start, r->npages * ZCR_PV_PAGE);
 }
 
 /* Pages [i, j) of r were not protected: populate if empty, protect. */
@@ -258,7 +207,7 @@ static int rearm(struct sync_priv *s, struct zcr_pv_range *r, size_t i,
 
 	if (empty && madvise((void *)start, len, MADV_POPULATE_WRITE) < 0)
 		return -errno;
-	return protect(s, start, len);
+	return __zcr_pv_uffd_wp(s->uffd, start, len, true);
 }
 
 static int sync_read(struct zcr_pv *pv, struct zcr_pv_range *r,

@@ -103,14 +103,21 @@ static char *setup(struct zcr_pv *pv, struct zcr_pv_range **r, uint64_t *v)
 	return p;
 }
 
+/*
+ * The usual start of a test: tracker pv of mechanism m (or a skip), NPG
+ * filled pages p tracked as r, read once into a; b for the next read.
+ */
+#define PV_FIXTURE(m)							\
+	struct zcr_pv *pv = open_or_skip(m);				\
+	uint64_t a[NPG], b[NPG];					\
+	struct zcr_pv_range *r;						\
+	char *p = setup(pv, &r, a)
+
 /* Random subsets of pages stored to between reads, many rounds. */
 static void t_rounds(enum zcr_pv_mech m)
 {
-	struct zcr_pv *pv = open_or_skip(m);
-	uint64_t a[NPG], b[NPG];
+	PV_FIXTURE(m);
 	unsigned int seed = 12345;
-	struct zcr_pv_range *r;
-	char *p = setup(pv, &r, a);
 	char w[NPG];
 	int round;
 	size_t i;
@@ -160,11 +167,8 @@ static void t_untouched(enum zcr_pv_mech m)
 /* read(2) from a pipe and pread(2) from a file into the range. */
 static void t_syscall(enum zcr_pv_mech m)
 {
-	struct zcr_pv *pv = open_or_skip(m);
-	uint64_t a[NPG], b[NPG];
+	PV_FIXTURE(m);
 	char tmpl[] = "/tmp/zt_pagever_XXXXXX", buf[3 * PG];
-	struct zcr_pv_range *r;
-	char *p = setup(pv, &r, a);
 	int fds[2], fd;
 
 	ZT_ASSERT(pipe(fds) == 0);
@@ -192,10 +196,7 @@ static void t_syscall(enum zcr_pv_mech m)
 /* Another process writes into the range with process_vm_writev(). */
 static void t_remote(enum zcr_pv_mech m)
 {
-	struct zcr_pv *pv = open_or_skip(m);
-	uint64_t a[NPG], b[NPG];
-	struct zcr_pv_range *r;
-	char *p = setup(pv, &r, a);
+	PV_FIXTURE(m);
 	pid_t parent = getpid(), child;
 	int status;
 
@@ -224,10 +225,7 @@ static void t_remote(enum zcr_pv_mech m)
 /* MADV_DONTNEED alone (the bytes become zeros), then a rewrite. */
 static void t_dontneed(enum zcr_pv_mech m)
 {
-	struct zcr_pv *pv = open_or_skip(m);
-	uint64_t a[NPG], b[NPG];
-	struct zcr_pv_range *r;
-	char *p = setup(pv, &r, a);
+	PV_FIXTURE(m);
 	int i;
 
 	ZT_ASSERT(madvise(p + 8 * PG, 4 * PG, MADV_DONTNEED) == 0);
@@ -255,10 +253,8 @@ static void t_dontneed(enum zcr_pv_mech m)
  */
 static void t_remap(enum zcr_pv_mech m)
 {
-	struct zcr_pv *pv = open_or_skip(m);
-	uint64_t a[NPG], b[NPG];
-	struct zcr_pv_range *r;
-	char *p = setup(pv, &r, a), *q;
+	PV_FIXTURE(m);
+	char *q;
 	int ret;
 	size_t i;
 
@@ -293,10 +289,7 @@ static void t_remap(enum zcr_pv_mech m)
  */
 static void t_fork(enum zcr_pv_mech m)
 {
-	struct zcr_pv *pv = open_or_skip(m);
-	uint64_t a[NPG], b[NPG];
-	struct zcr_pv_range *r;
-	char *p = setup(pv, &r, a);
+	PV_FIXTURE(m);
 	int status, round;
 	pid_t child;
 
@@ -400,11 +393,9 @@ static void *writer(void *arg)
 
 static void t_threads(enum zcr_pv_mech m)
 {
-	struct zcr_pv *pv = open_or_skip(m);
-	uint64_t a[NPG], b[NPG], x1[NPG], x2[NPG];
+	PV_FIXTURE(m);
+	uint64_t x1[NPG], x2[NPG];
 	static struct writers w;
-	struct zcr_pv_range *r;
-	char *p = setup(pv, &r, a);
 	pthread_t t[2];
 	int round, seen = 0;
 	size_t i;
@@ -539,10 +530,7 @@ static void t_args(enum zcr_pv_mech m)
 /* __zcr_pv_bump() changes exactly the pages it names. */
 static void t_bump(enum zcr_pv_mech m)
 {
-	struct zcr_pv *pv = open_or_skip(m);
-	uint64_t a[NPG], b[NPG];
-	struct zcr_pv_range *r;
-	char *p = setup(pv, &r, a);
+	PV_FIXTURE(m);
 
 	__zcr_pv_bump(pv, p + 7 * PG + 100, PG);	/* pages 7 and 8 */
 	rd(pv, r, b);
