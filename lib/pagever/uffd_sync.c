@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -112,6 +113,7 @@ static void *sync_handler(void *arg)
 static int sync_open(struct zcr_pv *pv)
 {
 	struct uffdio_api api = { .api = UFFD_API };
+	sigset_t all, old;
 	struct sync_priv *s;
 	int ret;
 
@@ -140,7 +142,15 @@ static int sync_open(struct zcr_pv *pv)
 		ret = -errno;
 		goto out_pagemap;
 	}
+	/*
+	 * The handler runs with every signal blocked: a signal handler of
+	 * the application run on it could store to a tracked page, and the
+	 * thread that lifts protections would wait for itself.
+	 */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	ret = -pthread_create(&s->handler, NULL, sync_handler, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret < 0)
 		goto out_pipe;
 	pv->priv = s;
