@@ -129,6 +129,15 @@ int __zcr_pv_track(struct zcr_pv *pv, const void *addr, size_t len,
 	ret = __zcr_pv_mapped(start, end - start);
 	if (ret < 0)
 		return ret;
+	/*
+	 * The uffd mechanisms keep their state in the VMA and page tables:
+	 * untracking one of two overlapping ranges would unregister the
+	 * other's pages. One range per page, then.
+	 */
+	for (r = pv->ranges; r && pv->ops->mech != ZCR_PV_HASH; r = r->next)
+		if (start < r->start + r->npages * ZCR_PV_PAGE &&
+		    r->start < end)
+			return -EBUSY;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;

@@ -16,8 +16,12 @@
  *   __zcr_pv_read() of that page returns a value other than v.
  *
  * The converse need not hold: a version may change although no byte did
- * (that costs a page sent twice, never a wrong byte). Versions are only
- * compared for equality. Writes the mechanism cannot see (a page moved
+ * (that costs a page sent twice, never a wrong byte; a THP written
+ * anywhere may change all its 512 pages). Versions are only compared for
+ * equality. ZCR_PV_HASH keeps the contract in the form the caller relies
+ * on: its version is a hash of the page's bytes, so equal versions mean
+ * equal bytes (up to a 2^-64 collision per changed page), even if a page
+ * was changed and changed back in between. Writes the mechanism cannot see (a page moved
  * into the range by the library's remap backend, a device or RDMA write)
  * are reported with __zcr_pv_bump().
  *
@@ -57,8 +61,10 @@ const char *__zcr_pv_mech_name(enum zcr_pv_mech mech);
  * Track the pages covering [addr, addr + len) (len > 0; the range is
  * widened to whole pages). Returns 0 and *rp, or -errno: -EBUSY when the
  * memory cannot be tracked by this mechanism because something else owns
- * it (another userfaultfd), -EINVAL / -EFAULT for memory it cannot track
- * (not mapped, a mapping kind it does not serve).
+ * it (another userfaultfd, such as the uffd-move backend's registration
+ * of a receive buffer) or a range of this tracker already covers one of
+ * its pages (uffd mechanisms), -ENOMEM when part of it is not mapped,
+ * -EINVAL for a mapping kind the mechanism does not serve.
  */
 int __zcr_pv_track(struct zcr_pv *pv, const void *addr, size_t len,
 		   struct zcr_pv_range **rp);
@@ -70,8 +76,10 @@ size_t __zcr_pv_npages(const struct zcr_pv_range *r);
  * The current version of every page of @r into ver[0 .. npages), and arm
  * the tracking so that the contract above holds from the return on.
  * Returns 0, or -errno when the versions cannot be trusted any more (the
- * range was unmapped, or the mechanism failed): the caller must then
- * treat every page as changed and untrack the range.
+ * range was unmapped: -ENOMEM; unmapped and mapped again: -EPERM or
+ * -ENOENT; a forked child reading its parent's tracker: -ECHILD; a read
+ * after one failed: -ESTALE): the caller must then treat every page as
+ * changed and untrack the range.
  */
 int __zcr_pv_read(struct zcr_pv *pv, struct zcr_pv_range *r, uint64_t *ver);
 

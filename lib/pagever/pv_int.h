@@ -67,6 +67,15 @@ extern const struct zcr_pv_ops __zcr_pv_uffd_async_ops;
 extern const struct zcr_pv_ops __zcr_pv_uffd_sync_ops;
 extern const struct zcr_pv_ops __zcr_pv_hash_ops;
 
+/*
+ * userfaultfd write-protect (uffd_wp.c): protect (or lift) a range,
+ * VMA by VMA where the kernel needs it; register a range in
+ * write-protect mode (-EBUSY: another uffd has it); lift and unregister.
+ */
+int __zcr_pv_uffd_wp(int fd, uint64_t start, uint64_t len, bool protect);
+int __zcr_pv_uffd_register(int fd, uint64_t start, uint64_t len);
+void __zcr_pv_uffd_release(int fd, uint64_t start, uint64_t len);
+
 /* 0 when every page of [start, start + len) is mapped, else -ENOMEM. */
 int __zcr_pv_mapped(uintptr_t start, size_t len);
 

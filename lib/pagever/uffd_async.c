@@ -138,50 +138,23 @@ static void async_close(struct zcr_pv *pv)
 static int async_track(struct zcr_pv *pv, struct zcr_pv_range *r)
 {
 	struct async_priv *a = pv->priv;
-	size_t len = r->npages * ZCR_PV_PAGE;
-	struct uffdio_register reg = {
-		.range = { .start = r->start, .len = len },
-		.mode = UFFDIO_REGISTER_MODE_WP,
-	};
-	struct uffdio_writeprotect wp = {
-		.range = { .start = r->start, .len = len },
-		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
-	};
+	uint64_t len = r->npages * ZCR_PV_PAGE;
 	int ret;
 
-	/* EBUSY: another userfaultfd has it (the uffd-move backend). */
-	if (ioctl(a->uffd, UFFDIO_REGISTER, &reg) < 0)
-		return -errno;
-	if (!(reg.ioctls & (1ULL << _UFFDIO_WRITEPROTECT))) {
-		ret = -EINVAL;
-		goto unregister;
-	}
-	if (ioctl(a->uffd, UFFDIO_WRITEPROTECT, &wp) < 0) {
-		ret = -errno;
-		goto unregister;
-	}
-	return 0;
-
-unregister:
-	ioctl(a->uffd, UFFDIO_UNREGISTER, &reg.range);
+	ret = __zcr_pv_uffd_register(a->uffd, r->start, len);
+	if (ret < 0)
+		return ret;
+	ret = __zcr_pv_uffd_wp(a->uffd, r->start, len, true);
+	if (ret < 0)
+		__zcr_pv_uffd_release(a->uffd, r->start, len);
 	return ret;
 }
 
 static void async_untrack(struct zcr_pv *pv, struct zcr_pv_range *r)
 {
 	struct async_priv *a = pv->priv;
-	struct uffdio_range range = {
-		.start = r->start, .len = r->npages * ZCR_PV_PAGE,
-	};
-	struct uffdio_writeprotect wp = { .range = range, .mode = 0 };
 
-	/*
-	 * Clear the uffd-wp bits and markers first: kernels before 6.4 may
-	 * leave them behind an unregister. Both fail harmlessly (ENOENT,
-	 * EINVAL) on a range unmapped meanwhile.
-	 */
-	ioctl(a->uffd, UFFDIO_WRITEPROTECT, &wp);
-	ioctl(a->uffd, UFFDIO_UNREGISTER, &range);
+	__zcr_pv_uffd_release(a->uffd, r->start, r->npages * ZCR_PV_PAGE);
 }
 
 static void bump(struct zcr_pv_range *r, uint64_t start, uint64_t end)

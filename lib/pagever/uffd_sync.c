@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -112,6 +113,7 @@ static void *sync_handler(void *arg)
 static int sync_open(struct zcr_pv *pv)
 {
 	struct uffdio_api api = { .api = UFFD_API };
+	sigset_t all, old;
 	struct sync_priv *s;
 	int ret;
 
@@ -140,7 +142,15 @@ static int sync_open(struct zcr_pv *pv)
 		ret = -errno;
 		goto out_pagemap;
 	}
+	/*
+	 * The handler runs with every signal blocked: a signal handler of
+	 * the application run on it could store to a tracked page, and the
+	 * thread that lifts protections would wait for itself.
+	 */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	ret = -pthread_create(&s->handler, NULL, sync_handler, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret < 0)
 		goto out_pipe;
 	pv->priv = s;
@@ -173,58 +183,29 @@ static void sync_close(struct zcr_pv *pv)
 	free(s);
 }
 
-static int protect(struct sync_priv *s, uint64_t start, uint64_t len)
-{
-	struct uffdio_writeprotect wp = {
-		.range = { .start = start, .len = len },
-		.mode = UFFDIO_WRITEPROTECT_MODE_WP,
-	};
-
-	return ioctl(s->uffd, UFFDIO_WRITEPROTECT, &wp) < 0 ? -errno : 0;
-}
-
 static int sync_track(struct zcr_pv *pv, struct zcr_pv_range *r)
 {
 	struct sync_priv *s = pv->priv;
-	size_t len = r->npages * ZCR_PV_PAGE;
-	struct uffdio_register reg = {
-		.range = { .start = r->start, .len = len },
-		.mode = UFFDIO_REGISTER_MODE_WP,
-	};
+	uint64_t len = r->npages * ZCR_PV_PAGE;
 	int ret;
 
-	/* EBUSY: another userfaultfd has it (the uffd-move backend). */
-	if (ioctl(s->uffd, UFFDIO_REGISTER, &reg) < 0)
-		return -errno;
-	if (!(reg.ioctls & (1ULL << _UFFDIO_WRITEPROTECT))) {
-		ret = -EINVAL;
-		goto unregister;
-	}
-	if (madvise((void *)r->start, len, MADV_POPULATE_WRITE) < 0) {
-		ret = -errno;
-		goto unregister;
-	}
-	ret = protect(s, r->start, len);
+	ret = __zcr_pv_uffd_register(s->uffd, r->start, len);
 	if (ret < 0)
-		goto unregister;
-	return 0;
-
-unregister:
-	ioctl(s->uffd, UFFDIO_UNREGISTER, &reg.range);
+		return ret;
+	if (madvise((void *)r->start, len, MADV_POPULATE_WRITE) < 0)
+		ret = -errno;
+	else
+		ret = __zcr_pv_uffd_wp(s->uffd, r->start, len, true);
+	if (ret < 0)
+		__zcr_pv_uffd_release(s->uffd, r->start, len);
 	return ret;
 }
 
 static void sync_untrack(struct zcr_pv *pv, struct zcr_pv_range *r)
 {
 	struct sync_priv *s = pv->priv;
-	struct uffdio_range range = {
-		.start = r->start, .len = r->npages * ZCR_PV_PAGE,
-	};
-	struct uffdio_writeprotect wp = { .range = range, .mode = 0 };
 
-	/* Lifting the protection wakes the threads stopped on it. */
-	ioctl(s->uffd, UFFDIO_WRITEPROTECT, &wp);
-	ioctl(s->uffd, UFFDIO_UNREGISTER, &range);
+	__zcr_pv_uffd_release(s->uffd, r->start, r->npages * ZCR_PV_PAGE);
 }
 
 /* Pages [i, j) of r were not protected: populate if empty, protect. */
@@ -236,7 +217,7 @@ static int rearm(struct sync_priv *s, struct zcr_pv_range *r, size_t i,
 
 	if (empty && madvise((void *)start, len, MADV_POPULATE_WRITE) < 0)
 		return -errno;
-	return protect(s, start, len);
+	return __zcr_pv_uffd_wp(s->uffd, start, len, true);
 }
 
 static int sync_read(struct zcr_pv *pv, struct zcr_pv_range *r,
