@@ -627,7 +627,16 @@ static struct pf_buf *buf_get(struct zcr_ctx *ctx, uint64_t saddr,
 	if (pf->pv_failed || pf->nbufs >= BUFS_MAX)
 		return NULL;
 	if (!pf->pv) {
-		if (__zcr_pv_open(&pf->pv, ZCR_PV_AUTO)) {
+		/*
+		 * The hash reads the buffer itself, and a request may come
+		 * for a buffer the application is unmapping that moment:
+		 * prefetch uses it only when asked to by name
+		 * (ZCRECV_PREFETCH_PAGEVER=hash), not as AUTO's fallback.
+		 */
+		if (__zcr_pv_open(&pf->pv, ZCR_PV_AUTO) ||
+		    (__zcr_pv_mech(pf->pv) == ZCR_PV_HASH &&
+		     !ctx->env.v[ZCR_ENV_PREFETCH_PAGEVER].u)) {
+			__zcr_pv_close(pf->pv);
 			pf->pv = NULL;
 			pf->pv_failed = true;	/* no mechanism works here */
 			return NULL;
