@@ -499,10 +499,11 @@ static void affine(void *in, void *inout, int *len, MPI_Datatype *t)
 static void mulinc(void *in, void *inout, int *len, MPI_Datatype *t)
 {
 	unsigned int *x = in, *y = inout;
-	int i;
+	int i, size;
 
-	(void)t;
-	for (i = 0; i < *len; i++)
+	/* Also on the derived type of 2 ints: every int of the elements. */
+	MPI_Type_size(*t, &size);
+	for (i = 0; i < *len * (size / 4); i++)
 		y[i] = x[i] * y[i] + x[i] + y[i];
 }
 
