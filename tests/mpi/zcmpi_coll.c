@@ -18,8 +18,10 @@
  *   zcmpi_coll         the suite; rank 0 prints "coll: N checks passed,
  *                      M calls always to the MPI" (M: calls no threshold
  *                      carries, over all ranks)
- *   zcmpi_coll bench   per collective and size, the median time of a
- *                      call in µs over 4 ranks (rank 0 prints; used to
+ *   zcmpi_coll bench [FIRST [LAST]]
+ *                      per collective (FIRST..LAST of coll_names, all by
+ *                      default) and size, the median time of a call in
+ *                      µs over the ranks (rank 0 prints; used to
  *                      set the layer's thresholds, Documentation/mpi.md)
  */
 #include <mpi.h>
@@ -779,15 +781,25 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Median µs of one call of collective c with parts of bytes B. */
+static const char *const coll_names[] = {
+	"alltoall", "allgather", "bcast", "allreduce", "reduce",
+	"reduce_scatter_block", "gather", "scatter",
+};
+
+/*
+ * Median µs of one call of collective c with parts of bytes B (bcast and
+ * the reductions: a message or vector of B x ranks bytes, doubles
+ * summed). The timing's own barrier and maximum go through PMPI: never
+ * carried, whatever the thresholds.
+ */
 static double time_one(int c, int bytes, char *s, char *r, int p)
 {
 	enum { ITERS = 15 };
 	double t[ITERS], t0;
-	int i;
+	int i, nd = bytes * p / 8;
 
 	for (i = -2; i < ITERS; i++) {
-		MPI_Barrier(MPI_COMM_WORLD);
+		PMPI_Barrier(MPI_COMM_WORLD);
 		t0 = MPI_Wtime();
 		if (c == 0)
 			MPI_Alltoall(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE,
@@ -795,11 +807,26 @@ static double time_one(int c, int bytes, char *s, char *r, int p)
 		else if (c == 1)
 			MPI_Allgather(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE,
 				      MPI_COMM_WORLD);
-		else
+		else if (c == 2)
 			MPI_Bcast(r, bytes * p, MPI_BYTE, 0, MPI_COMM_WORLD);
+		else if (c == 3)
+			MPI_Allreduce(s, r, nd, MPI_DOUBLE, MPI_SUM,
+				      MPI_COMM_WORLD);
+		else if (c == 4)
+			MPI_Reduce(s, r, nd, MPI_DOUBLE, MPI_SUM, 0,
+				   MPI_COMM_WORLD);
+		else if (c == 5)
+			MPI_Reduce_scatter_block(s, r, nd / p, MPI_DOUBLE,
+						 MPI_SUM, MPI_COMM_WORLD);
+		else if (c == 6)
+			MPI_Gather(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE, 0,
+				   MPI_COMM_WORLD);
+		else
+			MPI_Scatter(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE, 0,
+				    MPI_COMM_WORLD);
 		t0 = MPI_Wtime() - t0;
-		MPI_Allreduce(MPI_IN_PLACE, &t0, 1, MPI_DOUBLE, MPI_MAX,
-			      MPI_COMM_WORLD);
+		PMPI_Allreduce(MPI_IN_PLACE, &t0, 1, MPI_DOUBLE, MPI_MAX,
+			       MPI_COMM_WORLD);
 		if (i >= 0)
 			t[i] = t0 * 1e6;
 	}
@@ -807,10 +834,9 @@ static double time_one(int c, int bytes, char *s, char *r, int p)
 	return t[ITERS / 2];
 }
 
-static void bench(void)
+/* bench [FIRST [LAST]]: collectives FIRST..LAST of coll_names. */
+static void bench(int first, int last)
 {
-	static const char *const names[] = { "alltoall", "allgather",
-					     "bcast" };
 	int p, c, b;
 	char *s, *r;
 
@@ -820,14 +846,14 @@ static void bench(void)
 	if (!s || !r)
 		MPI_Abort(MPI_COMM_WORLD, 3);
 	if (!wrank)
-		printf("# collective, bytes per part (bcast: x ranks), "
-		       "median us\n");
-	for (c = 0; c < 3; c++)
+		printf("# collective, bytes per part (bcast, reductions: "
+		       "x ranks), median us\n");
+	for (c = first; c <= last; c++)
 		for (b = 1024; b <= 1 << 22; b *= 4) {
 			double us = time_one(c, b, s, r, p);
 
 			if (!wrank)
-				printf("%s,%d,%.1f\n", names[c], b, us);
+				printf("%s,%d,%.1f\n", coll_names[c], b, us);
 		}
 	free(s);
 	free(r);
@@ -844,7 +870,11 @@ int main(int argc, char **argv)
 	MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	if (argc > 1 && !strcmp(argv[1], "bench")) {
-		bench();
+		int n = sizeof(coll_names) / sizeof(coll_names[0]);
+		int first = argc > 2 ? atoi(argv[2]) : 0;
+		int last = argc > 3 ? atoi(argv[3]) : n - 1;
+
+		bench(first < 0 ? 0 : first, last >= n ? n - 1 : last);
 		MPI_Finalize();
 		return 0;
 	}
