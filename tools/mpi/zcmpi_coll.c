@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * zcmpi_coll.c - the collectives of libzcrecv-mpi. MPI_Alltoall(v),
- * MPI_Allgather(v) and MPI_Bcast of a carried communicator go over zcrecv
- * point-to-point from a size up (Documentation/mpi.md, "Collectives");
+ * MPI_Allgather(v), MPI_Bcast, MPI_Gather(v), MPI_Scatter(v) and, of a
+ * predefined type, MPI_Reduce, MPI_Allreduce and MPI_Reduce_scatter(_block)
+ * of a carried communicator go over zcrecv point-to-point from a size up
+ * (Documentation/mpi.md, "Collectives");
  * every other collective, and those below their size, pass through to
  * PMPI unchanged. Both kinds are counted: how many calls and how many
  * bytes this rank received through them, for the report at MPI_Finalize.
