@@ -465,54 +465,57 @@ static int bcast_zc(void *buf, int count, MPI_Datatype t, int root,
 }
 
 /*
- * Linear gather: the root posts a receive for every other rank's part at
- * its offset first (early arrivals are staged there), then copies its
- * own; the others send theirs.
+ * Linear gather (kind ZR_RECV at the root) or scatter (ZR_SEND): the
+ * root's parts are at all, laid out by ap, of type at; this rank's part
+ * is count of t at one. A gathering root posts a receive for every other
+ * rank's part at its offset first (early arrivals are staged there),
+ * then copies its own; a scattering root sends every other rank its part.
+ * The others send or receive their one part. In place (one is
+ * MPI_IN_PLACE at the root) the root's part stays where it is.
  */
-static int gatherv_zc(const void *sbuf, int scount, MPI_Datatype st,
-		      void *rbuf, const struct parts *rp, MPI_Datatype rt,
-		      int root, MPI_Comm comm, struct zcomm *zc)
+static int linear_zc(int kind, void *all, const struct parts *ap,
+		     MPI_Datatype at_, void *one, int count, MPI_Datatype t,
+		     int root, MPI_Comm comm, struct zcomm *zc)
 {
 	int p = zc->size, k, i;
 	struct cop op;
 
 	op_init(&op, comm, zc, p);
 	if (zc->rank != root) {
-		op_start(&op, ZR_SEND, sbuf, scount, st, root);
+		op_start(&op, kind == ZR_RECV ? ZR_SEND : ZR_RECV, one, count,
+			 t, root);
 		return op_end(&op);
 	}
 	for (k = 1; k < p; k++) {
 		i = (root + k) % p;
-		op_start(&op, ZR_RECV, at(rbuf, rp, i), rp->count[i], rt, i);
+		op_start(&op, kind, at(all, ap, i), ap->count[i], at_, i);
 	}
-	if (sbuf != MPI_IN_PLACE)
-		op_fail(&op, copy_self(sbuf, scount, st, at(rbuf, rp, root),
-				       rp->count[root], rt, comm), false);
+	if (one != MPI_IN_PLACE && kind == ZR_RECV)
+		op_fail(&op, copy_self(one, count, t, at(all, ap, root),
+				       ap->count[root], at_, comm), false);
+	else if (one != MPI_IN_PLACE)
+		op_fail(&op, copy_self(at(all, ap, root), ap->count[root], at_,
+				       one, count, t, comm), false);
 	return op_end(&op);
 }
 
-/* Linear scatter: the root sends every other rank its part. */
+/* Linear gather of scount of st at sbuf into the root's parts rp. */
+static int gatherv_zc(const void *sbuf, int scount, MPI_Datatype st,
+		      void *rbuf, const struct parts *rp, MPI_Datatype rt,
+		      int root, MPI_Comm comm, struct zcomm *zc)
+{
+	return linear_zc(ZR_RECV, rbuf, rp, rt, (void *)sbuf, scount, st,
+			 root, comm, zc);
+}
+
+/* Linear scatter of the root's parts sp into rcount of rt at rbuf. */
 static int scatterv_zc(const void *sbuf, const struct parts *sp,
 		       MPI_Datatype st, void *rbuf, int rcount,
 		       MPI_Datatype rt, int root, MPI_Comm comm,
 		       struct zcomm *zc)
 {
-	int p = zc->size, k, i;
-	struct cop op;
-
-	op_init(&op, comm, zc, p);
-	if (zc->rank != root) {
-		op_start(&op, ZR_RECV, rbuf, rcount, rt, root);
-		return op_end(&op);
-	}
-	for (k = 1; k < p; k++) {
-		i = (root + k) % p;
-		op_start(&op, ZR_SEND, at(sbuf, sp, i), sp->count[i], st, i);
-	}
-	if (rbuf != MPI_IN_PLACE)
-		op_fail(&op, copy_self(at(sbuf, sp, root), sp->count[root], st,
-				       rbuf, rcount, rt, comm), false);
-	return op_end(&op);
+	return linear_zc(ZR_SEND, (void *)sbuf, sp, st, rbuf, rcount, rt,
+			 root, comm, zc);
 }
 
 /* ---- reductions --------------------------------------------------------- */
@@ -848,17 +851,24 @@ int MPI_Ibcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm,
 }
 
 /*
- * A rooted call whose part (as this rank sees it: count of t) decides,
- * or NULL. The type signatures of a root's and a rank's parts match, so
- * all ranks find the same bytes.
+ * A rooted call over zcrecv, or NULL: its part is count of t at the root
+ * (rcount of rt for a gather, scount of st for a scatter), ocount of ot
+ * on the other ranks. The type signatures of the two match, so every rank
+ * finds the same bytes.
  */
-static struct zcomm *carry_rooted(MPI_Comm comm, int count, MPI_Datatype t,
-				  int root, uint64_t min)
+static struct zcomm *carry_rooted(MPI_Comm comm, int root, int count,
+				  MPI_Datatype t, int ocount, MPI_Datatype ot,
+				  uint64_t min)
 {
-	struct zcomm *zc = count >= 0 ? carry(comm, bytes_of(count, t), min) :
-			   NULL;
+	struct zcomm *zc = set.on ? __zcmpi_zcomm_of(comm) : NULL;
 
-	return zc && root >= 0 && root < zc->size ? zc : NULL;
+	if (!zc || root < 0 || root >= zc->size)
+		return NULL;
+	if (zc->rank != root) {
+		count = ocount;
+		t = ot;
+	}
+	return count >= 0 ? carry(comm, bytes_of(count, t), min) : NULL;
 }
 
 /*
@@ -886,14 +896,11 @@ static struct zcomm *carry_rooted_v(MPI_Comm comm, const int *counts,
 int MPI_Gather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 	       int rcount, MPI_Datatype rt, int root, MPI_Comm comm)
 {
-	struct zcomm *zc = set.on ? __zcmpi_zcomm_of(comm) : NULL;
+	struct zcomm *zc = carry_rooted(comm, root, rcount, rt, scount, st,
+					set.gather_min);
 	struct parts rp;
 	int ret;
 
-	if (zc && zc->rank == root)
-		zc = carry_rooted(comm, rcount, rt, root, set.gather_min);
-	else if (zc)
-		zc = carry_rooted(comm, scount, st, root, set.gather_min);
 	if (!zc) {
 		note(rooted(root, comm, from_others(rcount, rt, comm), 0));
 		return PMPI_Gather(sbuf, scount, st, rbuf, rcount, rt, root,
@@ -933,14 +940,11 @@ int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 		int rcount, MPI_Datatype rt, int root, MPI_Comm comm)
 {
-	struct zcomm *zc = set.on ? __zcmpi_zcomm_of(comm) : NULL;
+	struct zcomm *zc = carry_rooted(comm, root, scount, st, rcount, rt,
+					set.scatter_min);
 	struct parts sp = { 0 };
 	int ret;
 
-	if (zc && zc->rank == root)
-		zc = carry_rooted(comm, scount, st, root, set.scatter_min);
-	else if (zc)
-		zc = carry_rooted(comm, rcount, rt, root, set.scatter_min);
 	if (!zc) {
 		note(rooted(root, comm, 0, bytes_of(rcount, rt)));
 		return PMPI_Scatter(sbuf, scount, st, rbuf, rcount, rt, root,
