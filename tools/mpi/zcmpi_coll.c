@@ -400,6 +400,18 @@ static int alltoallv_zc(const void *sbuf, const struct parts *sp,
 	return c;
 }
 
+/* A ring's neighbours, and room for the indices of its p receives. */
+static int *ring_of(const struct zcomm *zc, int *left, int *right)
+{
+	int *ri = malloc((size_t)zc->size * sizeof(*ri));
+
+	if (!ri)
+		__zcmpi_die("out of memory");
+	*left = (zc->rank - 1 + zc->size) % zc->size;
+	*right = (zc->rank + 1) % zc->size;
+	return ri;
+}
+
 /*
  * Ring: at step k a rank sends part (rank - k) to rank + 1 and receives
  * part (rank - k - 1) from rank - 1. Every receive is posted first (one
@@ -414,11 +426,7 @@ static int allgatherv_zc(const void *sbuf, int scount, MPI_Datatype st,
 	struct cop op;
 	int *ri;
 
-	left = (me - 1 + p) % p;
-	right = (me + 1) % p;
-	ri = malloc((size_t)p * sizeof(*ri));
-	if (!ri)
-		__zcmpi_die("out of memory");
+	ri = ring_of(zc, &left, &right);
 	op_init(&op, comm, zc, 2 * p);
 	if (sbuf != MPI_IN_PLACE)
 		op_fail(&op, copy_self(sbuf, scount, st, at(rbuf, rp, me),
@@ -594,11 +602,7 @@ static int rsc_ring(void *acc, void *tmp, const struct parts *pt,
 
 	if (p < 2)
 		return MPI_SUCCESS;
-	left = (me - 1 + p) % p;
-	right = (me + 1) % p;
-	ri = malloc((size_t)p * sizeof(*ri));
-	if (!ri)
-		__zcmpi_die("out of memory");
+	ri = ring_of(zc, &left, &right);
 	op_init(&op, comm, zc, 2 * p);
 	for (k = 0; k < p - 1; k++) {
 		b = (me - k - 2 + 2 * p) % p;
