@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * zcmpi_coll.c - the collectives libzcrecv-mpi.so carries (MPI_Alltoall,
- * Alltoallv, Allgather, Allgatherv, Bcast), each checked against the
+ * Alltoallv, Allgather, Allgatherv, Bcast; under Open MPI also Reduce,
+ * Allreduce, Reduce_scatter(_block), Gather(v), Scatter(v): every
+ * predefined op on every predefined type it is defined for, user ops
+ * commutative or not, random roots and sizes up to 1 Mi ints, seed
+ * ZCMPI_COLL_SEED, default 33), each checked against the
  * MPI's own result: the same call through PMPI_*, which the layer does
  * not wrap, on the same data. Parts of 0 B to 1.2 MB (below and above
  * the layer's thresholds), MPI_IN_PLACE, a non-contiguous datatype,
@@ -11,24 +15,31 @@
  * Run by tests/mpi/check-zcmpi.sh with and without the layer, and with
  * ZCRECV_MPI_COLL_*_MIN=0 (every call over zcrecv). 4 ranks or more.
  *
- *   zcmpi_coll         the suite; rank 0 prints "coll: N checks passed"
- *   zcmpi_coll bench   per collective and size, the median time of a
- *                      call in µs over 4 ranks (rank 0 prints; used to
+ *   zcmpi_coll         the suite; rank 0 prints "coll: N checks passed,
+ *                      M calls always to the MPI" (M: calls no threshold
+ *                      carries, over all ranks)
+ *   zcmpi_coll bench [FIRST [LAST]]
+ *                      per collective (FIRST..LAST of coll_names, all by
+ *                      default) and size, the median time of a call in
+ *                      µs over the ranks (rank 0 prints; used to
  *                      set the layer's thresholds, Documentation/mpi.md)
  */
 #include <mpi.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static int wrank, checks;
+/* What the reductions check now, for a failure's message. */
+static char where[MPI_MAX_OBJECT_NAME + 64];
 
 #define CHECK(c)							\
 	do {								\
 		checks++;						\
 		if (!(c)) {						\
-			fprintf(stderr, "coll: rank %d: %s:%d: %s\n",	\
-				wrank, __FILE__, __LINE__, #c);		\
+			fprintf(stderr, "coll: rank %d: %s:%d: %s %s\n",	\
+				wrank, __FILE__, __LINE__, #c, where);	\
 			MPI_Abort(MPI_COMM_WORLD, 2);			\
 		}							\
 	} while (0)
@@ -318,6 +329,451 @@ static void suite(MPI_Comm comm, MPI_Datatype str)
 	}
 }
 
+/* ---- reductions, gather and scatter ------------------------------------ */
+
+/* Calls each rank makes that stay with the MPI whatever the thresholds. */
+static int to_mpi;
+
+/*
+ * A predefined type and what it holds: 'i' C signed integer, 'u' C
+ * unsigned, 'I' Fortran INTEGER, 'f' floating, 'c' complex, 'b' logical,
+ * 'y' byte, 'p' a (value, index) pair whose value is an integer ('i') or
+ * floating ('f') of vsize bytes, the index at ioff (an int, or for the
+ * Fortran pairs of the value's type).
+ */
+struct ty {
+	MPI_Datatype t;
+	char cls, vcls;
+	int vsize, ioff;
+	char icls;		/* 'f': the index is of the value's type */
+};
+
+static void put_num(char *p, char cls, int size, long v)
+{
+	if (cls == 'f') {
+		if (size == 4)
+			*(float *)p = (float)v;
+		else if (size == 8)
+			*(double *)p = (double)v;
+		else
+			*(long double *)p = (long double)v;
+	} else if (size == 1) {
+		*(signed char *)p = (signed char)v;
+	} else if (size == 2) {
+		*(short *)p = (short)v;
+	} else if (size == 4) {
+		*(int *)p = (int)v;
+	} else {
+		*(long long *)p = v;
+	}
+}
+
+/* Small values whose sums and products are exact in any order. */
+static long small(unsigned int seed, int rank, size_t i)
+{
+	unsigned int h = (unsigned int)i * 2654435761u ^
+			 (unsigned int)(rank + 1) * 40503u ^ seed;
+
+	h ^= h >> 13;
+	return (long)(h % 7) - 3;
+}
+
+/* n elements of y at buf, zeroed first (padding compares equal). */
+static void fill(const struct ty *y, char *buf, int n, MPI_Aint ext,
+		 int rank, unsigned int seed)
+{
+	int i, size;
+
+	memset(buf, 0, (size_t)n * ext);
+	MPI_Type_size(y->t, &size);
+	for (i = 0; i < n; i++) {
+		char *e = buf + (size_t)i * ext;
+		long v = small(seed, rank, i);
+
+		switch (y->cls) {
+		case 'u':
+			v += 3;
+			/* fall through */
+		case 'i':
+		case 'I':
+			put_num(e, 'i', size, v);
+			break;
+		case 'f':
+			put_num(e, 'f', size, v);
+			break;
+		case 'c':
+			put_num(e, 'f', size / 2, v);
+			put_num(e + size / 2, 'f', size / 2, small(seed, rank,
+								   i + 1));
+			break;
+		case 'b':
+			put_num(e, 'i', size, v > 0);
+			break;
+		case 'y':
+			*(unsigned char *)e = (unsigned char)(v * 37 + rank);
+			break;
+		case 'p':
+			put_num(e, y->vcls, y->vsize, v);
+			put_num(e + y->ioff, y->icls == 'f' ? 'f' : 'i',
+				y->icls ? y->vsize : 4, rank);
+			break;
+		}
+	}
+}
+
+/*
+ * n elements of y agree: bytes, but floating values by value (a complex
+ * product's zero takes its sign from the order of the operations).
+ */
+static int agree(const struct ty *y, const char *a, const char *b, int n,
+		 MPI_Aint ext)
+{
+	int size, i, half;
+
+	if (y->cls == 'p') {
+		/* Value and index; the padding between is anyone's. */
+		for (i = 0; i < n; i++) {
+			const char *x = a + (size_t)i * ext;
+			const char *z = b + (size_t)i * ext;
+			int is = y->icls ? y->vsize : 4;
+
+			if (y->vcls == 'f' && y->vsize == sizeof(long double) ?
+			    *(const long double *)x != *(const long double *)z :
+			    memcmp(x, z, (size_t)y->vsize))
+				return 0;
+			if (memcmp(x + y->ioff, z + y->ioff, (size_t)is))
+				return 0;
+		}
+		return 1;
+	}
+	if (y->cls != 'c' || n <= 0)
+		return !memcmp(a, b, (size_t)(n > 0 ? n : 0) * ext);
+	MPI_Type_size(y->t, &size);
+	half = size / 2;
+	for (i = 0; i < 2 * n; i++) {
+		const char *x = a + (size_t)i * half, *z = b + (size_t)i * half;
+
+		if (half == 4 ? *(const float *)x != *(const float *)z :
+		    *(const double *)x != *(const double *)z)
+			return 0;
+	}
+	return 1;
+}
+
+/* Whether the MPI defines predefined op o on type class c. */
+static int defined(MPI_Op o, char c)
+{
+	if (o == MPI_MINLOC || o == MPI_MAXLOC)
+		return c == 'p';
+	if (c == 'p')
+		return 0;
+	if (o == MPI_SUM || o == MPI_PROD)
+		return c != 'b' && c != 'y';
+	if (o == MPI_MIN || o == MPI_MAX)
+		return c == 'i' || c == 'u' || c == 'I' || c == 'f';
+	if (o == MPI_LAND || o == MPI_LOR || o == MPI_LXOR)
+		return c == 'i' || c == 'u' || c == 'b';
+	return c == 'i' || c == 'u' || c == 'I' || c == 'y';
+}
+
+/*
+ * A non-commutative user operation: x -> a x + b maps (a, b in one
+ * uint64_t) composed, inout = in o inout; associative, order matters.
+ */
+static void affine(void *in, void *inout, int *len, MPI_Datatype *t)
+{
+	uint64_t *x = in, *y = inout;
+	int i;
+
+	(void)t;
+	for (i = 0; i < *len; i++) {
+		uint32_t a = (uint32_t)(x[i] >> 32), b = (uint32_t)x[i];
+		uint32_t c = (uint32_t)(y[i] >> 32), d = (uint32_t)y[i];
+
+		y[i] = (uint64_t)(a * c) << 32 | (uint32_t)(a * d + b);
+	}
+}
+
+/*
+ * A commutative user operation on ints: (1 + x)(1 + y) - 1 mod 2^32,
+ * associative too.
+ */
+static void mulinc(void *in, void *inout, int *len, MPI_Datatype *t)
+{
+	unsigned int *x = in, *y = inout;
+	int i, size;
+
+	/* Also on the derived type of 2 ints: every int of the elements. */
+	MPI_Type_size(*t, &size);
+	for (i = 0; i < *len * (size / 4); i++)
+		y[i] = x[i] * y[i] + x[i] + y[i];
+}
+
+/*
+ * The four reductions of n elements of y under o, each against the same
+ * call through PMPI: Allreduce (and in place), Reduce to root (and in
+ * place at it), Reduce_scatter_block of n / p per rank, Reduce_scatter of
+ * uneven blocks (and in place).
+ */
+static void reductions(MPI_Comm comm, const struct ty *y, MPI_Op o, int n,
+		       int root, unsigned int seed)
+{
+	int r, p, i, rc[64], tot = 0, blk;
+	MPI_Aint lb, ext;
+	char *s, *a, *b;
+	size_t len;
+
+	MPI_Comm_rank(comm, &r);
+	MPI_Comm_size(comm, &p);
+	MPI_Type_get_extent(y->t, &lb, &ext);
+	MPI_Type_get_name(y->t, where, &i);
+	snprintf(where + i, sizeof(where) - i, " op %s n %d",
+		 o == MPI_SUM ? "sum" : o == MPI_PROD ? "prod" : "other", n);
+	for (i = 0; i < p; i++) {
+		rc[i] = (i + seed) % 3 == 1 ? 0 : n / p + i * 3;
+		tot += rc[i];
+	}
+	tot = tot > n ? tot : n;
+	len = (size_t)tot * ext;
+	s = malloc(len + 1);
+	a = malloc(len + 1);
+	b = malloc(len + 1);
+	if (!s || !a || !b)
+		MPI_Abort(MPI_COMM_WORLD, 3);
+	fill(y, s, tot, ext, r, seed);
+	memset(a, 0x5a, len);
+	memset(b, 0x5a, len);
+	MPI_Allreduce(s, a, n, y->t, o, comm);
+	PMPI_Allreduce(s, b, n, y->t, o, comm);
+	CHECK(agree(y, a, b, n, ext));
+	memcpy(a, s, len);
+	memcpy(b, s, len);
+	MPI_Allreduce(MPI_IN_PLACE, a, n, y->t, o, comm);
+	PMPI_Allreduce(MPI_IN_PLACE, b, n, y->t, o, comm);
+	CHECK(agree(y, a, b, n, ext));
+	memset(a, 0x5a, len);
+	memset(b, 0x5a, len);
+	MPI_Reduce(s, a, n, y->t, o, root, comm);
+	PMPI_Reduce(s, b, n, y->t, o, root, comm);
+	CHECK(r != root || agree(y, a, b, n, ext));
+	/*
+	 * In place at the root, against the result above: MPICH 4.0.2's
+	 * own in-place Reduce to a root other than 0 crashes (so there only
+	 * when the root is 0: the MPI's part of the default thresholds).
+	 */
+#ifdef MPICH_VERSION
+	if (root == 0) {
+#else
+	{
+#endif
+		memcpy(a, s, len);
+		MPI_Reduce(r == root ? MPI_IN_PLACE : s, a, n, y->t, o, root,
+			   comm);
+		CHECK(r != root || agree(y, a, b, n, ext));
+	}
+	blk = n / p;
+	memset(a, 0x5a, len);
+	memset(b, 0x5a, len);
+	MPI_Reduce_scatter_block(s, a, blk, y->t, o, comm);
+	PMPI_Reduce_scatter_block(s, b, blk, y->t, o, comm);
+	CHECK(agree(y, a, b, blk, ext));
+	MPI_Reduce_scatter(s, a, rc, y->t, o, comm);
+	PMPI_Reduce_scatter(s, b, rc, y->t, o, comm);
+	CHECK(agree(y, a, b, rc[r], ext));
+	/* In place, against the result above (MPICH 4.0.2's own fails). */
+	memcpy(a, s, len);
+	MPI_Reduce_scatter(MPI_IN_PLACE, a, rc, y->t, o, comm);
+	CHECK(agree(y, a, b, rc[r], ext));
+	free(s);
+	free(a);
+	free(b);
+}
+
+/* Every predefined op on every predefined type it is defined for. */
+static void all_ops(MPI_Comm comm, int n, unsigned int seed)
+{
+	const struct ty types[] = {
+		{ MPI_SIGNED_CHAR, 'i', 0, 0, 0, 0 },
+		{ MPI_UNSIGNED_CHAR, 'u', 0, 0, 0, 0 },
+		{ MPI_SHORT, 'i', 0, 0, 0, 0 },
+		{ MPI_UNSIGNED_SHORT, 'u', 0, 0, 0, 0 },
+		{ MPI_INT, 'i', 0, 0, 0, 0 },
+		{ MPI_UNSIGNED, 'u', 0, 0, 0, 0 },
+		{ MPI_LONG, 'i', 0, 0, 0, 0 },
+		{ MPI_UNSIGNED_LONG, 'u', 0, 0, 0, 0 },
+		{ MPI_LONG_LONG, 'i', 0, 0, 0, 0 },
+		{ MPI_UNSIGNED_LONG_LONG, 'u', 0, 0, 0, 0 },
+		{ MPI_INT8_T, 'i', 0, 0, 0, 0 },
+		{ MPI_INT16_T, 'i', 0, 0, 0, 0 },
+		{ MPI_INT32_T, 'i', 0, 0, 0, 0 },
+		{ MPI_INT64_T, 'i', 0, 0, 0, 0 },
+		{ MPI_UINT8_T, 'u', 0, 0, 0, 0 },
+		{ MPI_UINT16_T, 'u', 0, 0, 0, 0 },
+		{ MPI_UINT32_T, 'u', 0, 0, 0, 0 },
+		{ MPI_UINT64_T, 'u', 0, 0, 0, 0 },
+		{ MPI_AINT, 'i', 0, 0, 0, 0 },
+		{ MPI_OFFSET, 'i', 0, 0, 0, 0 },
+		{ MPI_FLOAT, 'f', 0, 0, 0, 0 },
+		{ MPI_DOUBLE, 'f', 0, 0, 0, 0 },
+		{ MPI_LONG_DOUBLE, 'f', 0, 0, 0, 0 },
+		{ MPI_C_BOOL, 'b', 0, 0, 0, 0 },
+		{ MPI_C_FLOAT_COMPLEX, 'c', 0, 0, 0, 0 },
+		{ MPI_C_DOUBLE_COMPLEX, 'c', 0, 0, 0, 0 },
+		{ MPI_BYTE, 'y', 0, 0, 0, 0 },
+		{ MPI_INTEGER, 'I', 0, 0, 0, 0 },
+		{ MPI_REAL, 'f', 0, 0, 0, 0 },
+		{ MPI_DOUBLE_PRECISION, 'f', 0, 0, 0, 0 },
+		{ MPI_COMPLEX, 'c', 0, 0, 0, 0 },
+		{ MPI_LOGICAL, 'b', 0, 0, 0, 0 },
+		{ MPI_FLOAT_INT, 'p', 'f', 4, 4, 0 },
+		{ MPI_DOUBLE_INT, 'p', 'f', 8, 8, 0 },
+		{ MPI_LONG_INT, 'p', 'i', sizeof(long), sizeof(long), 0 },
+		{ MPI_2INT, 'p', 'i', 4, 4, 0 },
+		{ MPI_SHORT_INT, 'p', 'i', 2, 4, 0 },
+		{ MPI_LONG_DOUBLE_INT, 'p', 'f', sizeof(long double),
+		  sizeof(long double), 0 },
+		{ MPI_2REAL, 'p', 'f', 4, 4, 'f' },
+		{ MPI_2DOUBLE_PRECISION, 'p', 'f', 8, 8, 'f' },
+		{ MPI_2INTEGER, 'p', 'i', 4, 4, 'i' },
+	};
+	const MPI_Op ops[] = { MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX, MPI_LAND,
+			       MPI_LOR, MPI_LXOR, MPI_BAND, MPI_BOR, MPI_BXOR,
+			       MPI_MINLOC, MPI_MAXLOC };
+	unsigned int t, o;
+	int p;
+
+	MPI_Comm_size(comm, &p);
+	for (t = 0; t < sizeof(types) / sizeof(types[0]); t++)
+#ifdef MPICH_VERSION
+		/*
+		 * MPICH's ranks poll without yielding: 4 on 2 cores take
+		 * seconds a call. One type in 5 there; all under Open MPI.
+		 */
+		if (t % 5 == 0)
+#endif
+		for (o = 0; o < sizeof(ops) / sizeof(ops[0]); o++)
+			if (types[t].t != MPI_DATATYPE_NULL &&
+			    defined(ops[o], types[t].cls))
+				reductions(comm, &types[t], ops[o], n,
+					   (int)((seed + t + o) % p), seed + o);
+}
+
+/* User-defined operations, commutative and not; a derived type. */
+static void user_ops(MPI_Comm comm, int n, unsigned int seed)
+{
+	struct ty u64 = { MPI_UINT64_T, 'u', 0, 0, 0, 0 };
+	struct ty i32 = { MPI_INT, 'i', 0, 0, 0, 0 };
+	struct ty two = { MPI_DATATYPE_NULL, 'i', 0, 0, 0, 0 };
+	MPI_Op nc, cm;
+	int p;
+
+	MPI_Comm_size(comm, &p);
+	MPI_Op_create(affine, 0, &nc);
+	MPI_Op_create(mulinc, 1, &cm);
+	reductions(comm, &u64, nc, n, (int)(seed % p), seed);
+	reductions(comm, &i32, cm, n, (int)((seed + 1) % p), seed);
+	/*
+	 * A derived type: the whole call goes to the MPI (7 calls). Not
+	 * under MPICH 4.0.2, whose own in-place reductions of one fail.
+	 */
+#ifndef MPICH_VERSION
+	MPI_Type_contiguous(2, MPI_INT, &two.t);
+	MPI_Type_commit(&two.t);
+	reductions(comm, &two, cm, n / 2, 0, seed);
+	to_mpi += 7;
+	MPI_Type_free(&two.t);
+#else
+	(void)two;
+#endif
+	MPI_Op_free(&nc);
+	MPI_Op_free(&cm);
+}
+
+/* Gather(v) and Scatter(v) of n ints per part to and from root. */
+static void rooted(MPI_Comm comm, int n, int root)
+{
+	int r, p, i, k, rc[64], rd[64], tot = 0;
+	int *s, *a, *b;
+
+	MPI_Comm_rank(comm, &r);
+	MPI_Comm_size(comm, &p);
+	for (i = p - 1; i >= 0; i--) {
+		rc[i] = i % 3 == 2 ? 0 : n + 5 * i;
+		rd[i] = tot;
+		tot += rc[i] + 3;
+	}
+	tot = tot > p * n ? tot : p * n;
+	s = ints((size_t)tot, 0);
+	a = ints((size_t)tot, SENTINEL);
+	b = ints((size_t)tot, SENTINEL);
+	for (k = 0; k < tot; k++)
+		s[k] = val(r, 5, k);
+	MPI_Gather(s, n, MPI_INT, a, n, MPI_INT, root, comm);
+	PMPI_Gather(s, n, MPI_INT, b, n, MPI_INT, root, comm);
+	CHECK(r != root || !memcmp(a, b, (size_t)p * n * sizeof(int)));
+	MPI_Gatherv(s, rc[r], MPI_INT, a, rc, rd, MPI_INT, root, comm);
+	PMPI_Gatherv(s, rc[r], MPI_INT, b, rc, rd, MPI_INT, root, comm);
+	CHECK(r != root || !memcmp(a, b, (size_t)tot * sizeof(int)));
+	/* In place at the root: its part is in the buffer already. */
+	MPI_Gather(r == root ? MPI_IN_PLACE : s, n, MPI_INT, a, n, MPI_INT,
+		   root, comm);
+	PMPI_Gather(r == root ? MPI_IN_PLACE : s, n, MPI_INT, b, n, MPI_INT,
+		    root, comm);
+	CHECK(r != root || !memcmp(a, b, (size_t)p * n * sizeof(int)));
+	memset(a, 0x5a, (size_t)tot * sizeof(int));
+	memset(b, 0x5a, (size_t)tot * sizeof(int));
+	MPI_Scatter(s, n, MPI_INT, a, n, MPI_INT, root, comm);
+	PMPI_Scatter(s, n, MPI_INT, b, n, MPI_INT, root, comm);
+	same(a, b, (size_t)n);
+	MPI_Scatterv(s, rc, rd, MPI_INT, a, rc[r], MPI_INT, root, comm);
+	PMPI_Scatterv(s, rc, rd, MPI_INT, b, rc[r], MPI_INT, root, comm);
+	same(a, b, (size_t)rc[r]);
+	CHECK(!rc[r] || a[rc[r] - 1] == val(root, 5, rd[r] + rc[r] - 1));
+	MPI_Scatter(s, n, MPI_INT, r == root ? MPI_IN_PLACE : a, n, MPI_INT,
+		    root, comm);
+	PMPI_Scatter(s, n, MPI_INT, r == root ? MPI_IN_PLACE : b, n, MPI_INT,
+		     root, comm);
+	same(a, b, (size_t)n);
+	free(s);
+	free(a);
+	free(b);
+}
+
+/*
+ * The reductions, gather and scatter on comm: every op and type at one
+ * size, then random sizes from 0 B to a few MiB (seed agreed by all),
+ * with point-to-point traffic in flight.
+ */
+static void suite2(MPI_Comm comm, unsigned int seed, int full)
+{
+	struct ty i32 = { MPI_INT, 'i', 0, 0, 0, 0 };
+	struct ty f64 = { MPI_DOUBLE, 'f', 0, 0, 0, 0 };
+	int i, p, n;
+	struct p2p x;
+
+	MPI_Comm_size(comm, &p);
+	srand(seed);
+	p2p_start(&x, comm);
+	if (full)
+		all_ops(comm, 1000 + rand() % 3000, seed);
+	user_ops(comm, 1000 + rand() % 300000, seed);
+	p2p_end(&x, comm);
+#ifdef MPICH_VERSION
+	/* Its ranks poll without yielding: a shorter run (see all_ops). */
+	for (i = 0; i < 2; i++) {
+#else
+	for (i = 0; i < 4; i++) {
+#endif
+		/* 0 B, then up to 1 << (10 + 2i) ints: 4 KiB to 1 MiB. */
+		n = i ? rand() % (1 << (10 + 3 * i)) : 0;
+		p2p_start(&x, comm);
+		reductions(comm, &i32, MPI_SUM, n, rand() % p, seed + i);
+		reductions(comm, &f64, MPI_MAX, n / 2, rand() % p, seed + i);
+		rooted(comm, n, rand() % p);
+		p2p_end(&x, comm);
+	}
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -325,15 +781,25 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Median µs of one call of collective c with parts of bytes B. */
+static const char *const coll_names[] = {
+	"alltoall", "allgather", "bcast", "allreduce", "reduce",
+	"reduce_scatter_block", "gather", "scatter",
+};
+
+/*
+ * Median µs of one call of collective c with parts of bytes B (bcast and
+ * the reductions: a message or vector of B x ranks bytes, doubles
+ * summed). The timing's own barrier and maximum go through PMPI: never
+ * carried, whatever the thresholds.
+ */
 static double time_one(int c, int bytes, char *s, char *r, int p)
 {
 	enum { ITERS = 15 };
 	double t[ITERS], t0;
-	int i;
+	int i, nd = bytes * p / 8;
 
 	for (i = -2; i < ITERS; i++) {
-		MPI_Barrier(MPI_COMM_WORLD);
+		PMPI_Barrier(MPI_COMM_WORLD);
 		t0 = MPI_Wtime();
 		if (c == 0)
 			MPI_Alltoall(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE,
@@ -341,11 +807,26 @@ static double time_one(int c, int bytes, char *s, char *r, int p)
 		else if (c == 1)
 			MPI_Allgather(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE,
 				      MPI_COMM_WORLD);
-		else
+		else if (c == 2)
 			MPI_Bcast(r, bytes * p, MPI_BYTE, 0, MPI_COMM_WORLD);
+		else if (c == 3)
+			MPI_Allreduce(s, r, nd, MPI_DOUBLE, MPI_SUM,
+				      MPI_COMM_WORLD);
+		else if (c == 4)
+			MPI_Reduce(s, r, nd, MPI_DOUBLE, MPI_SUM, 0,
+				   MPI_COMM_WORLD);
+		else if (c == 5)
+			MPI_Reduce_scatter_block(s, r, nd / p, MPI_DOUBLE,
+						 MPI_SUM, MPI_COMM_WORLD);
+		else if (c == 6)
+			MPI_Gather(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE, 0,
+				   MPI_COMM_WORLD);
+		else
+			MPI_Scatter(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE, 0,
+				    MPI_COMM_WORLD);
 		t0 = MPI_Wtime() - t0;
-		MPI_Allreduce(MPI_IN_PLACE, &t0, 1, MPI_DOUBLE, MPI_MAX,
-			      MPI_COMM_WORLD);
+		PMPI_Allreduce(MPI_IN_PLACE, &t0, 1, MPI_DOUBLE, MPI_MAX,
+			       MPI_COMM_WORLD);
 		if (i >= 0)
 			t[i] = t0 * 1e6;
 	}
@@ -353,10 +834,9 @@ static double time_one(int c, int bytes, char *s, char *r, int p)
 	return t[ITERS / 2];
 }
 
-static void bench(void)
+/* bench [FIRST [LAST]]: collectives FIRST..LAST of coll_names. */
+static void bench(int first, int last)
 {
-	static const char *const names[] = { "alltoall", "allgather",
-					     "bcast" };
 	int p, c, b;
 	char *s, *r;
 
@@ -366,14 +846,14 @@ static void bench(void)
 	if (!s || !r)
 		MPI_Abort(MPI_COMM_WORLD, 3);
 	if (!wrank)
-		printf("# collective, bytes per part (bcast: x ranks), "
-		       "median us\n");
-	for (c = 0; c < 3; c++)
+		printf("# collective, bytes per part (bcast, reductions: "
+		       "x ranks), median us\n");
+	for (c = first; c <= last; c++)
 		for (b = 1024; b <= 1 << 22; b *= 4) {
 			double us = time_one(c, b, s, r, p);
 
 			if (!wrank)
-				printf("%s,%d,%.1f\n", names[c], b, us);
+				printf("%s,%d,%.1f\n", coll_names[c], b, us);
 		}
 	free(s);
 	free(r);
@@ -383,13 +863,18 @@ int main(int argc, char **argv)
 {
 	MPI_Comm half, rev, dup;
 	MPI_Datatype str;
+	unsigned int seed;
 	int size;
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	if (argc > 1 && !strcmp(argv[1], "bench")) {
-		bench();
+		int n = sizeof(coll_names) / sizeof(coll_names[0]);
+		int first = argc > 2 ? atoi(argv[2]) : 0;
+		int last = argc > 3 ? atoi(argv[3]) : n - 1;
+
+		bench(first < 0 ? 0 : first, last >= n ? n - 1 : last);
 		MPI_Finalize();
 		return 0;
 	}
@@ -412,14 +897,33 @@ int main(int argc, char **argv)
 	alltoallv(dup, 30000);
 	suite(rev, str);
 	suite(dup, str);
+	seed = getenv("ZCMPI_COLL_SEED") ?
+	       (unsigned int)strtoul(getenv("ZCMPI_COLL_SEED"), NULL, 0) : 33;
+	PMPI_Bcast(&seed, 1, MPI_UNSIGNED, 0, MPI_COMM_WORLD);
+	/*
+	 * MPICH 4.0.2's ranks poll without yielding: 4 of them on 2 cores
+	 * take minutes over the reductions' suite, past the check's time
+	 * limit. It runs under Open MPI.
+	 */
+#ifndef MPICH_VERSION
+	suite2(MPI_COMM_WORLD, seed, 1);
+	suite2(dup, seed + 3, 0);
+	suite2(half, seed + 1, 0);
+	suite2(rev, seed + 2, 0);
+#else
+	(void)suite2;
+#endif
 	MPI_Type_free(&str);
 	MPI_Comm_free(&half);
 	MPI_Comm_free(&rev);
 	MPI_Comm_free(&dup);
-	MPI_Allreduce(MPI_IN_PLACE, &checks, 1, MPI_INT, MPI_SUM,
-		      MPI_COMM_WORLD);
+	PMPI_Allreduce(MPI_IN_PLACE, &checks, 1, MPI_INT, MPI_SUM,
+		       MPI_COMM_WORLD);
+	PMPI_Allreduce(MPI_IN_PLACE, &to_mpi, 1, MPI_INT, MPI_SUM,
+		       MPI_COMM_WORLD);
 	if (!wrank)
-		printf("coll: %d checks passed\n", checks);
+		printf("coll: %d checks passed, %d calls always to the MPI, "
+		       "seed %u\n", checks, to_mpi, seed);
 	MPI_Finalize();
 	return 0;
 }

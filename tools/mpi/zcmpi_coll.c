@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * zcmpi_coll.c - the collectives of libzcrecv-mpi. MPI_Alltoall(v),
- * MPI_Allgather(v) and MPI_Bcast of a carried communicator go over zcrecv
- * point-to-point from a size up (Documentation/mpi.md, "Collectives");
+ * MPI_Allgather(v), MPI_Bcast, MPI_Gather(v), MPI_Scatter(v) and, of a
+ * predefined type, MPI_Reduce, MPI_Allreduce and MPI_Reduce_scatter(_block)
+ * of a carried communicator go over zcrecv point-to-point from a size up
+ * (Documentation/mpi.md, "Collectives");
  * every other collective, and those below their size, pass through to
  * PMPI unchanged. Both kinds are counted: how many calls and how many
  * bytes this rank received through them, for the report at MPI_Finalize.
@@ -48,6 +50,8 @@ static struct zcmpi_coll_stats stats;
 /* Rank 0's ZCRECV_MPI_COLL* (so every rank decides alike). */
 static struct {
 	uint64_t on, alltoall_min, allgather_min, bcast_min;
+	uint64_t gather_min, scatter_min, reduce_min, allreduce_min;
+	uint64_t reduce_scatter_min;
 } set;
 
 void __zcmpi_coll_init(const struct zcr_env_set *env)
@@ -56,6 +60,11 @@ void __zcmpi_coll_init(const struct zcr_env_set *env)
 	set.alltoall_min = env->v[ZCR_ENV_MPI_COLL_ALLTOALL_MIN].u;
 	set.allgather_min = env->v[ZCR_ENV_MPI_COLL_ALLGATHER_MIN].u;
 	set.bcast_min = env->v[ZCR_ENV_MPI_COLL_BCAST_MIN].u;
+	set.gather_min = env->v[ZCR_ENV_MPI_COLL_GATHER_MIN].u;
+	set.scatter_min = env->v[ZCR_ENV_MPI_COLL_SCATTER_MIN].u;
+	set.reduce_min = env->v[ZCR_ENV_MPI_COLL_REDUCE_MIN].u;
+	set.allreduce_min = env->v[ZCR_ENV_MPI_COLL_ALLREDUCE_MIN].u;
+	set.reduce_scatter_min = env->v[ZCR_ENV_MPI_COLL_REDUCE_SCATTER_MIN].u;
 	PMPI_Bcast(&set, sizeof(set), MPI_BYTE, 0, MPI_COMM_WORLD);
 }
 
@@ -391,6 +400,18 @@ static int alltoallv_zc(const void *sbuf, const struct parts *sp,
 	return c;
 }
 
+/* A ring's neighbours, and room for the indices of its p receives. */
+static int *ring_of(const struct zcomm *zc, int *left, int *right)
+{
+	int *ri = malloc((size_t)zc->size * sizeof(*ri));
+
+	if (!ri)
+		__zcmpi_die("out of memory");
+	*left = (zc->rank - 1 + zc->size) % zc->size;
+	*right = (zc->rank + 1) % zc->size;
+	return ri;
+}
+
 /*
  * Ring: at step k a rank sends part (rank - k) to rank + 1 and receives
  * part (rank - k - 1) from rank - 1. Every receive is posted first (one
@@ -405,11 +426,7 @@ static int allgatherv_zc(const void *sbuf, int scount, MPI_Datatype st,
 	struct cop op;
 	int *ri;
 
-	left = (me - 1 + p) % p;
-	right = (me + 1) % p;
-	ri = malloc((size_t)p * sizeof(*ri));
-	if (!ri)
-		__zcmpi_die("out of memory");
+	ri = ring_of(zc, &left, &right);
 	op_init(&op, comm, zc, 2 * p);
 	if (sbuf != MPI_IN_PLACE)
 		op_fail(&op, copy_self(sbuf, scount, st, at(rbuf, rp, me),
@@ -455,6 +472,358 @@ static int bcast_zc(void *buf, int count, MPI_Datatype t, int root,
 	return op_end(&op);
 }
 
+/*
+ * Linear gather (kind ZR_RECV at the root) or scatter (ZR_SEND): the
+ * root's parts are at all, laid out by ap, of type at; this rank's part
+ * is count of t at one. A gathering root posts a receive for every other
+ * rank's part at its offset first (early arrivals are staged there),
+ * then copies its own; a scattering root sends every other rank its part.
+ * The others send or receive their one part. In place (one is
+ * MPI_IN_PLACE at the root) the root's part stays where it is.
+ */
+static int linear_zc(int kind, void *all, const struct parts *ap,
+		     MPI_Datatype at_, void *one, int count, MPI_Datatype t,
+		     int root, MPI_Comm comm, struct zcomm *zc)
+{
+	int p = zc->size, k, i;
+	struct cop op;
+
+	op_init(&op, comm, zc, p);
+	if (zc->rank != root) {
+		op_start(&op, kind == ZR_RECV ? ZR_SEND : ZR_RECV, one, count,
+			 t, root);
+		return op_end(&op);
+	}
+	for (k = 1; k < p; k++) {
+		i = (root + k) % p;
+		op_start(&op, kind, at(all, ap, i), ap->count[i], at_, i);
+	}
+	if (one != MPI_IN_PLACE && kind == ZR_RECV)
+		op_fail(&op, copy_self(one, count, t, at(all, ap, root),
+				       ap->count[root], at_, comm), false);
+	else if (one != MPI_IN_PLACE)
+		op_fail(&op, copy_self(at(all, ap, root), ap->count[root], at_,
+				       one, count, t, comm), false);
+	return op_end(&op);
+}
+
+/* Linear gather of scount of st at sbuf into the root's parts rp. */
+static int gatherv_zc(const void *sbuf, int scount, MPI_Datatype st,
+		      void *rbuf, const struct parts *rp, MPI_Datatype rt,
+		      int root, MPI_Comm comm, struct zcomm *zc)
+{
+	return linear_zc(ZR_RECV, rbuf, rp, rt, (void *)sbuf, scount, st,
+			 root, comm, zc);
+}
+
+/* Linear scatter of the root's parts sp into rcount of rt at rbuf. */
+static int scatterv_zc(const void *sbuf, const struct parts *sp,
+		       MPI_Datatype st, void *rbuf, int rcount,
+		       MPI_Datatype rt, int root, MPI_Comm comm,
+		       struct zcomm *zc)
+{
+	return linear_zc(ZR_SEND, (void *)sbuf, sp, st, rbuf, rcount, rt,
+			 root, comm, zc);
+}
+
+/* ---- reductions --------------------------------------------------------- */
+
+/*
+ * A reduction works on whole vectors of a predefined type laid out by its
+ * extent; the operation itself is PMPI_Reduce_local, so every predefined
+ * operation on every type the MPI defines it for, and user-defined ones,
+ * behave exactly as under the MPI. Buffers of our own are page-aligned so
+ * that a block received into them can be remapped.
+ */
+static void *vec_alloc(size_t bytes)
+{
+	void *v = NULL;
+
+	if (posix_memalign(&v, 4096, bytes ? (bytes + 4095) & ~(size_t)4095 :
+			   4096))
+		__zcmpi_die("out of memory");
+	return v;
+}
+
+/*
+ * Blocks of a vector: counts[i] elements each (or count split as evenly
+ * as it goes when counts is NULL), one after another.
+ */
+static void blocks_of(struct parts *pt, int n, const int *counts, int count,
+		      MPI_Datatype t)
+{
+	int *displs = malloc((size_t)n * sizeof(*displs)), i, d = 0;
+	int *even = NULL;
+
+	if (!displs)
+		__zcmpi_die("out of memory");
+	if (!counts) {
+		even = malloc((size_t)n * sizeof(*even));
+		if (!even)
+			__zcmpi_die("out of memory");
+		for (i = 0; i < n; i++)
+			even[i] = count / n + (i < count % n);
+		counts = even;
+	}
+	for (i = 0; i < n; i++) {
+		displs[i] = d;
+		d += counts[i];
+	}
+	parts_of(pt, n, counts, 0, displs, t);
+	/* parts_of keeps counts: hand the even split over as its own. */
+	pt->own = even;
+	free(displs);
+}
+
+static void reduce_local(const void *in, void *inout, int count,
+			 MPI_Datatype t, MPI_Op mop, struct cop *op)
+{
+	if (!op->err && count > 0)
+		op_fail(op, PMPI_Reduce_local(in, inout, count, t, mop),
+			false);
+}
+
+/*
+ * Ring reduce-scatter of acc, split in blocks pt: at step k a rank sends
+ * its partial of block rank - k - 1 to rank + 1 and receives rank - 1's
+ * partial of block rank - k - 2, which it reduces into its own; after
+ * p - 1 steps block rank of acc holds the result. All receives are posted
+ * first, each at its block's offset in tmp (a block is received once), so
+ * early arrivals land where they belong. The contributions to a block
+ * meet in ring order, not rank order: commutative operations only.
+ */
+static int rsc_ring(void *acc, void *tmp, const struct parts *pt,
+		    MPI_Datatype t, MPI_Op mop, MPI_Comm comm,
+		    struct zcomm *zc)
+{
+	int p = zc->size, me = zc->rank, left, right, k, b, ret;
+	struct cop op;
+	int *ri;
+
+	if (p < 2)
+		return MPI_SUCCESS;
+	ri = ring_of(zc, &left, &right);
+	op_init(&op, comm, zc, 2 * p);
+	for (k = 0; k < p - 1; k++) {
+		b = (me - k - 2 + 2 * p) % p;
+		ri[k] = op_start(&op, ZR_RECV, at(tmp, pt, b), pt->count[b],
+				 t, left);
+	}
+	for (k = 0; k < p - 1; k++) {
+		b = (me - k - 1 + 2 * p) % p;
+		if (k) {
+			/* The block received last step: reduce, forward. */
+			op_wait(&op, ri[k - 1]);
+			reduce_local(at(tmp, pt, b), at(acc, pt, b),
+				     pt->count[b], t, mop, &op);
+		}
+		op_start(&op, ZR_SEND, at(acc, pt, b), pt->count[b], t,
+			 right);
+	}
+	op_wait(&op, ri[p - 2]);
+	reduce_local(at(tmp, pt, me), at(acc, pt, me), pt->count[me], t, mop,
+		     &op);
+	ret = op_end(&op);
+	free(ri);
+	return ret;
+}
+
+/*
+ * Binomial tree toward rank 0 in rank order, for any operation: the
+ * subtree of rank r is ranks r .. r + 2^j - 1, its children r + 1,
+ * r + 2, r + 4 ... are combined lowest first as acc op child, so a
+ * non-commutative operation sees its operands in rank order. The
+ * children's receives are posted first, each into a buffer of its own.
+ * At rank 0 the result is copied to res (which may be in).
+ */
+static int reduce_tree(const void *in, void *res, int count, MPI_Datatype t,
+		       MPI_Op mop, MPI_Comm comm, struct zcomm *zc)
+{
+	int p = zc->size, me = zc->rank, mask, nc = 0, i, ret, ci[32];
+	size_t bytes = (size_t)count * (size_t)extent(t);
+	const void *acc = in;
+	void *kid[32];
+	struct cop op;
+
+	op_init(&op, comm, zc, 33);
+	for (mask = 1; mask < p && !(me & mask); mask <<= 1)
+		if (me + mask < p) {
+			kid[nc] = vec_alloc(bytes);
+			ci[nc] = op_start(&op, ZR_RECV, kid[nc], count, t,
+					  me + mask);
+			nc++;
+		}
+	for (i = 0; i < nc; i++) {
+		op_wait(&op, ci[i]);
+		/* kid = acc op kid: the lower ranks on the left. */
+		reduce_local(acc, kid[i], count, t, mop, &op);
+		acc = kid[i];
+	}
+	if (me)
+		op_start(&op, ZR_SEND, acc, count, t, me - mask);
+	ret = op_end(&op);
+	if (!me && !ret && bytes && acc != res)
+		memcpy(res, acc, bytes);
+	for (i = 0; i < nc; i++)
+		free(kid[i]);
+	return ret;
+}
+
+static bool commutative(MPI_Op mop)
+{
+	int c = 1;
+
+	return PMPI_Op_commutative(mop, &c) != MPI_SUCCESS || c;
+}
+
+/*
+ * A reduction of count elements of t over zcrecv, or NULL. Only
+ * predefined types: MPI requires the same type on every rank of a
+ * reduction, so all decide alike, and a named type's elements lie one
+ * after another at its extent (a derived type's need not, whose blocks
+ * the ring would cut). Derived types go to the MPI.
+ */
+static struct zcomm *carry_red(MPI_Comm comm, int count, MPI_Datatype t,
+			       MPI_Op mop, uint64_t min)
+{
+	int ni, na, nd, comb = -1;
+
+	if (!set.on || count < 0 || t == MPI_DATATYPE_NULL ||
+	    mop == MPI_OP_NULL ||
+	    PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS ||
+	    comb != MPI_COMBINER_NAMED)
+		return NULL;
+	return carry(comm, bytes_of(count, t), min);
+}
+
+/*
+ * Allreduce: commutative, ring reduce-scatter into rbuf then the
+ * allgather ring over the reduced blocks; otherwise the rank-order tree
+ * to rank 0 and a broadcast.
+ */
+static int allreduce_zc(const void *sbuf, void *rbuf, int count,
+			MPI_Datatype t, MPI_Op mop, MPI_Comm comm,
+			struct zcomm *zc)
+{
+	size_t bytes = (size_t)count * (size_t)extent(t);
+	struct parts pt;
+	int ret, ret2;
+	void *tmp;
+
+	if (sbuf != MPI_IN_PLACE && bytes)
+		memcpy(rbuf, sbuf, bytes);
+	if (!commutative(mop)) {
+		ret = reduce_tree(rbuf, rbuf, count, t, mop, comm, zc);
+		/* Every rank takes part in each step, whatever the last gave. */
+		ret2 = bcast_zc(rbuf, count, t, 0, comm, zc);
+		return ret ? ret : ret2;
+	}
+	blocks_of(&pt, zc->size, NULL, count, t);
+	tmp = vec_alloc(bytes);
+	ret = rsc_ring(rbuf, tmp, &pt, t, mop, comm, zc);
+	ret2 = allgatherv_zc(MPI_IN_PLACE, 0, t, rbuf, &pt, t, comm, zc);
+	free(tmp);
+	parts_free(&pt);
+	return ret ? ret : ret2;
+}
+
+/*
+ * Reduce: commutative, ring reduce-scatter then the blocks gathered to
+ * the root; otherwise the rank-order tree to rank 0, which sends the
+ * result to the root. The root reduces in rbuf itself.
+ */
+static int reduce_zc(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
+		     MPI_Op mop, int root, MPI_Comm comm, struct zcomm *zc)
+{
+	size_t bytes = (size_t)count * (size_t)extent(t);
+	int me = zc->rank, ret, ret2;
+	struct parts pt;
+	void *acc, *tmp;
+	struct cop op;
+
+	if (me == root) {
+		acc = rbuf;
+		if (sbuf != MPI_IN_PLACE && bytes)
+			memcpy(rbuf, sbuf, bytes);
+	} else {
+		acc = vec_alloc(bytes);
+		if (bytes)
+			memcpy(acc, sbuf, bytes);
+	}
+	if (!commutative(mop)) {
+		ret = reduce_tree(acc, acc, count, t, mop, comm, zc);
+		op_init(&op, comm, zc, 1);
+		if (root && !me)
+			op_start(&op, ZR_SEND, acc, count, t, root);
+		else if (root && me == root)
+			op_start(&op, ZR_RECV, rbuf, count, t, 0);
+		ret2 = op_end(&op);
+	} else {
+		blocks_of(&pt, zc->size, NULL, count, t);
+		tmp = vec_alloc(bytes);
+		ret = rsc_ring(acc, tmp, &pt, t, mop, comm, zc);
+		free(tmp);
+		ret2 = gatherv_zc(me == root ? MPI_IN_PLACE : at(acc, &pt, me),
+				  pt.count[me], t, rbuf, &pt, t, root, comm,
+				  zc);
+		parts_free(&pt);
+	}
+	if (acc != rbuf)
+		free(acc);
+	return ret ? ret : ret2;
+}
+
+/*
+ * Reduce-scatter with counts[i] for rank i: commutative, the ring
+ * reduce-scatter on a copy of the vector (rbuf itself in place); otherwise
+ * the rank-order tree to rank 0, which sends each rank its block.
+ */
+static int reduce_scatter_zc(const void *sbuf, void *rbuf, const int *counts,
+			     MPI_Datatype t, MPI_Op mop, MPI_Comm comm,
+			     struct zcomm *zc)
+{
+	int p = zc->size, me = zc->rank, total = 0, i, ret, ret2 = 0;
+	MPI_Aint ext = extent(t);
+	struct parts pt;
+	void *acc, *tmp;
+	struct cop op;
+	size_t bytes;
+
+	for (i = 0; i < p; i++)
+		total += counts[i];
+	bytes = (size_t)total * (size_t)ext;
+	blocks_of(&pt, p, counts, 0, t);
+	if (sbuf == MPI_IN_PLACE) {
+		acc = rbuf;
+	} else {
+		acc = vec_alloc(bytes);
+		if (bytes)
+			memcpy(acc, sbuf, bytes);
+	}
+	if (commutative(mop)) {
+		tmp = vec_alloc(bytes);
+		ret = rsc_ring(acc, tmp, &pt, t, mop, comm, zc);
+		free(tmp);
+	} else {
+		ret = reduce_tree(acc, acc, total, t, mop, comm, zc);
+		op_init(&op, comm, zc, p);
+		for (i = 1; i < p; i++)
+			if (!me)
+				op_start(&op, ZR_SEND, at(acc, &pt, i),
+					 counts[i], t, i);
+		if (me)
+			op_start(&op, ZR_RECV, at(acc, &pt, me), counts[me],
+				 t, 0);
+		ret2 = op_end(&op);
+	}
+	if (counts[me] && at(acc, &pt, me) != (char *)rbuf)
+		memmove(rbuf, at(acc, &pt, me), (size_t)counts[me] * ext);
+	if (acc != rbuf)
+		free(acc);
+	parts_free(&pt);
+	return ret ? ret : ret2;
+}
+
 /* ---- the calls ---------------------------------------------------------- */
 
 int MPI_Barrier(MPI_Comm comm)
@@ -485,36 +854,136 @@ int MPI_Ibcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm,
 	return PMPI_Ibcast(buf, count, t, root, comm, req);
 }
 
+/*
+ * A rooted call over zcrecv, or NULL: its part is count of t at the root
+ * (rcount of rt for a gather, scount of st for a scatter), ocount of ot
+ * on the other ranks. The type signatures of the two match, so every rank
+ * finds the same bytes.
+ */
+static struct zcomm *carry_rooted(MPI_Comm comm, int root, int count,
+				  MPI_Datatype t, int ocount, MPI_Datatype ot,
+				  uint64_t min)
+{
+	struct zcomm *zc = set.on ? __zcmpi_zcomm_of(comm) : NULL;
+
+	if (!zc || root < 0 || root >= zc->size)
+		return NULL;
+	if (zc->rank != root) {
+		count = ocount;
+		t = ot;
+	}
+	return count >= 0 ? carry(comm, bytes_of(count, t), min) : NULL;
+}
+
+/*
+ * A rooted v-call: only the root has the counts, so it broadcasts the
+ * largest part (8 bytes, through the MPI) and every rank decides on that.
+ */
+static struct zcomm *carry_rooted_v(MPI_Comm comm, const int *counts,
+				    MPI_Datatype t, int root, uint64_t min)
+{
+	struct zcomm *zc = set.on ? __zcmpi_zcomm_of(comm) : NULL;
+	uint64_t part = 0, b;
+	int i;
+
+	if (!zc || root < 0 || root >= zc->size)
+		return NULL;
+	for (i = 0; zc->rank == root && i < zc->size; i++) {
+		b = counts[i] < 0 ? UINT64_MAX : bytes_of(counts[i], t);
+		part = b > part ? b : part;
+	}
+	if (PMPI_Bcast(&part, 1, MPI_UINT64_T, root, comm) != MPI_SUCCESS)
+		return NULL;
+	return carry(comm, part, min);
+}
+
 int MPI_Gather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 	       int rcount, MPI_Datatype rt, int root, MPI_Comm comm)
 {
-	note(rooted(root, comm, from_others(rcount, rt, comm), 0));
-	return PMPI_Gather(sbuf, scount, st, rbuf, rcount, rt, root, comm);
+	struct zcomm *zc = carry_rooted(comm, root, rcount, rt, scount, st,
+					set.gather_min);
+	struct parts rp;
+	int ret;
+
+	if (!zc) {
+		note(rooted(root, comm, from_others(rcount, rt, comm), 0));
+		return PMPI_Gather(sbuf, scount, st, rbuf, rcount, rt, root,
+				   comm);
+	}
+	ENTER;
+	note_zc(zc->rank == root ? from_others(rcount, rt, comm) : 0);
+	parts_of(&rp, zc->size, NULL, rcount, NULL, rt);
+	ret = gatherv_zc(sbuf, scount, st, rbuf, &rp, rt, root, comm, zc);
+	parts_free(&rp);
+	LEAVE(ret);
 }
 
 int MPI_Gatherv(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 		const int rcounts[], const int displs[], MPI_Datatype rt,
 		int root, MPI_Comm comm)
 {
-	note(rooted(root, comm, from_others_v(rcounts, rt, comm), 0));
-	return PMPI_Gatherv(sbuf, scount, st, rbuf, rcounts, displs, rt, root,
-			    comm);
+	struct zcomm *zc = carry_rooted_v(comm, rcounts, rt, root,
+					  set.gather_min);
+	struct parts rp = { 0 };
+	int ret;
+
+	if (!zc) {
+		note(rooted(root, comm, from_others_v(rcounts, rt, comm), 0));
+		return PMPI_Gatherv(sbuf, scount, st, rbuf, rcounts, displs,
+				    rt, root, comm);
+	}
+	ENTER;
+	note_zc(zc->rank == root ? from_others_v(rcounts, rt, comm) : 0);
+	if (zc->rank == root)
+		parts_of(&rp, zc->size, rcounts, 0, displs, rt);
+	ret = gatherv_zc(sbuf, scount, st, rbuf, &rp, rt, root, comm, zc);
+	parts_free(&rp);
+	LEAVE(ret);
 }
 
 int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 		int rcount, MPI_Datatype rt, int root, MPI_Comm comm)
 {
-	note(rooted(root, comm, 0, bytes_of(rcount, rt)));
-	return PMPI_Scatter(sbuf, scount, st, rbuf, rcount, rt, root, comm);
+	struct zcomm *zc = carry_rooted(comm, root, scount, st, rcount, rt,
+					set.scatter_min);
+	struct parts sp = { 0 };
+	int ret;
+
+	if (!zc) {
+		note(rooted(root, comm, 0, bytes_of(rcount, rt)));
+		return PMPI_Scatter(sbuf, scount, st, rbuf, rcount, rt, root,
+				    comm);
+	}
+	ENTER;
+	note_zc(zc->rank == root ? 0 : bytes_of(rcount, rt));
+	if (zc->rank == root)
+		parts_of(&sp, zc->size, NULL, scount, NULL, st);
+	ret = scatterv_zc(sbuf, &sp, st, rbuf, rcount, rt, root, comm, zc);
+	parts_free(&sp);
+	LEAVE(ret);
 }
 
 int MPI_Scatterv(const void *sbuf, const int scounts[], const int displs[],
 		 MPI_Datatype st, void *rbuf, int rcount, MPI_Datatype rt,
 		 int root, MPI_Comm comm)
 {
-	note(rooted(root, comm, 0, bytes_of(rcount, rt)));
-	return PMPI_Scatterv(sbuf, scounts, displs, st, rbuf, rcount, rt, root,
-			     comm);
+	struct zcomm *zc = carry_rooted_v(comm, scounts, st, root,
+					  set.scatter_min);
+	struct parts sp = { 0 };
+	int ret;
+
+	if (!zc) {
+		note(rooted(root, comm, 0, bytes_of(rcount, rt)));
+		return PMPI_Scatterv(sbuf, scounts, displs, st, rbuf, rcount,
+				     rt, root, comm);
+	}
+	ENTER;
+	note_zc(zc->rank == root ? 0 : bytes_of(rcount, rt));
+	if (zc->rank == root)
+		parts_of(&sp, zc->size, scounts, 0, displs, st);
+	ret = scatterv_zc(sbuf, &sp, st, rbuf, rcount, rt, root, comm, zc);
+	parts_free(&sp);
+	LEAVE(ret);
 }
 
 int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
@@ -652,15 +1121,29 @@ int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
 int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
 	       MPI_Op op, int root, MPI_Comm comm)
 {
-	note(rooted(root, comm, bytes_of(count, t), 0));
-	return PMPI_Reduce(sbuf, rbuf, count, t, op, root, comm);
+	struct zcomm *zc = carry_red(comm, count, t, op, set.reduce_min);
+
+	if (!zc || root < 0 || root >= zc->size) {
+		note(rooted(root, comm, bytes_of(count, t), 0));
+		return PMPI_Reduce(sbuf, rbuf, count, t, op, root, comm);
+	}
+	ENTER;
+	note_zc(zc->rank == root ? bytes_of(count, t) : 0);
+	LEAVE(reduce_zc(sbuf, rbuf, count, t, op, root, comm, zc));
 }
 
 int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
 		  MPI_Op op, MPI_Comm comm)
 {
-	note(bytes_of(count, t));
-	return PMPI_Allreduce(sbuf, rbuf, count, t, op, comm);
+	struct zcomm *zc = carry_red(comm, count, t, op, set.allreduce_min);
+
+	if (!zc) {
+		note(bytes_of(count, t));
+		return PMPI_Allreduce(sbuf, rbuf, count, t, op, comm);
+	}
+	ENTER;
+	note_zc(bytes_of(count, t));
+	LEAVE(allreduce_zc(sbuf, rbuf, count, t, op, comm, zc));
 }
 
 int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
@@ -670,21 +1153,67 @@ int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
 	return PMPI_Iallreduce(sbuf, rbuf, count, t, op, comm, req);
 }
 
+/*
+ * Reduce_scatter's vector: the sum of the counts every rank passes (-1
+ * when one is negative or the sum does not fit an int: to the MPI).
+ */
+static int vector_of(const int *counts, MPI_Comm comm)
+{
+	struct zcomm *zc = set.on ? __zcmpi_zcomm_of(comm) : NULL;
+	int64_t sum = 0;
+	int i;
+
+	for (i = 0; zc && counts && i < zc->size; i++) {
+		if (counts[i] < 0)
+			return -1;
+		sum += counts[i];
+	}
+	return sum > INT32_MAX ? -1 : (int)sum;
+}
+
 int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int rcounts[],
 		       MPI_Datatype t, MPI_Op op, MPI_Comm comm)
 {
+	struct zcomm *zc = carry_red(comm, vector_of(rcounts, comm), t, op,
+				     set.reduce_scatter_min);
 	int rank, size;
 
-	note(rcounts && intra(comm, &rank, &size) ?
-	     bytes_of(rcounts[rank], t) : 0);
-	return PMPI_Reduce_scatter(sbuf, rbuf, rcounts, t, op, comm);
+	if (!zc) {
+		note(rcounts && intra(comm, &rank, &size) ?
+		     bytes_of(rcounts[rank], t) : 0);
+		return PMPI_Reduce_scatter(sbuf, rbuf, rcounts, t, op, comm);
+	}
+	ENTER;
+	note_zc(bytes_of(rcounts[zc->rank], t));
+	LEAVE(reduce_scatter_zc(sbuf, rbuf, rcounts, t, op, comm, zc));
 }
 
 int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
 			     MPI_Datatype t, MPI_Op op, MPI_Comm comm)
 {
-	note(bytes_of(rcount, t));
-	return PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, t, op, comm);
+	struct zcomm *zc = set.on ? __zcmpi_zcomm_of(comm) : NULL;
+	int *counts, i, ret;
+
+	if (zc && rcount >= 0 && (int64_t)rcount * zc->size <= INT32_MAX)
+		zc = carry_red(comm, rcount * zc->size, t, op,
+			       set.reduce_scatter_min);
+	else
+		zc = NULL;
+	if (!zc) {
+		note(bytes_of(rcount, t));
+		return PMPI_Reduce_scatter_block(sbuf, rbuf, rcount, t, op,
+						 comm);
+	}
+	ENTER;
+	note_zc(bytes_of(rcount, t));
+	counts = malloc((size_t)zc->size * sizeof(*counts));
+	if (!counts)
+		__zcmpi_die("out of memory");
+	for (i = 0; i < zc->size; i++)
+		counts[i] = rcount;
+	ret = reduce_scatter_zc(sbuf, rbuf, counts, t, op, comm, zc);
+	free(counts);
+	LEAVE(ret);
 }
 
 int MPI_Scan(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
