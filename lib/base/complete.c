@@ -21,8 +21,10 @@ void __zcr_req_complete_locked(struct zcr_req *r, int error)
 	r->st.error = error;
 	r->done = true;
 	/* A send's prefetching plan (lib/prefetch) is of no more use. */
-	free(r->pf);
-	r->pf = NULL;
+	if (r->pf) {
+		free(r->pf);
+		r->pf = NULL;
+	}
 	if (!r->in_done) {
 		zcr_list_add_tail(&r->done_link, &r->ctx->done_reqs);
 		r->in_done = true;
