@@ -143,6 +143,7 @@ static void tcp_ep_free(struct zcr_ep *ep, void *ep_priv)
 
 	tcp_ep_close(ep, ep_priv);
 	__atomic_sub_fetch(&te->tc->neps, 1, __ATOMIC_RELAXED);
+	free(te->ra);
 	free(te);
 }
 
@@ -180,7 +181,8 @@ static void paused_error(struct zcr_ctx *ctx, int fd)
 	 * (a reset does not take them back).
 	 */
 	if (ioctl(fd, FIONREAD, &avail) == 0 && avail >= 0 &&
-	    (uint64_t)avail >= T(ep)->h.len - T(ep)->got) {
+	    (uint64_t)avail + tcp_ra_left(T(ep)) >=
+	    T(ep)->h.len - T(ep)->got) {
 		T(ep)->peer_done = true;
 		return;
 	}
@@ -289,6 +291,9 @@ static unsigned int tcp_poll_fill(struct zcr_ctx *ctx, void *priv,
 		if (ep->rx.state == ZCR_RX_STALLED && T(ep)->peer_done &&
 		    zcr_list_empty(&ep->sendq))
 			continue;
+		/* Bytes read ahead that can go on: work, no sleep. */
+		if (ep->rx.state != ZCR_RX_STALLED && tcp_ra_left(T(ep)))
+			*deadline = 0;
 		pfd[n].fd = T(ep)->fd;
 		if (ep->rx.state != ZCR_RX_STALLED)
 			pfd[n].events = POLLIN;

@@ -97,7 +97,27 @@ struct tcp_ep {
 	const struct zcr_pf_run *runs;
 	size_t nruns, run;
 	uint64_t run_got;
+	/*
+	 * Read-ahead (tcp_rx.c): when the state machine wants a header or
+	 * a short payload, one recv(2) takes up to ZCR_TCP_RA_LEN bytes
+	 * here, the next header and payload with them; ra[ra_off, ra_len)
+	 * is fed to the state machine before the socket is read again.
+	 * Allocated at the first use; only on an open connection with no
+	 * upgrade under way (bytes past the negotiation are another
+	 * transport's).
+	 */
+	char *ra;
+	uint32_t ra_off, ra_len;
+	bool ra_ring;			/* an io_uring recv fills ra */
 };
+
+/* Read-ahead buffer; wanted reads at least this long go straight in. */
+#define ZCR_TCP_RA_LEN		16384
+
+static inline uint32_t tcp_ra_left(const struct tcp_ep *te)
+{
+	return te->ra_len - te->ra_off;
+}
 
 _Static_assert(ZCR_WIRE_HDR_LEN <= ZCR_TX_SCRATCH, "header in r->tx");
 

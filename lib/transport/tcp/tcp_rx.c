@@ -7,6 +7,8 @@
  */
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #ifdef ZCR_HAVE_LIBURING
@@ -310,19 +312,85 @@ static bool rx_done(struct zcr_ep *ep, long r)
 	return true;
 }
 
-/* Read what is there with recv(2); returns how many reads moved data. */
+/*
+ * Read ahead into te->ra rather than straight where the bytes belong?
+ * Only for a header or a payload shorter than the buffer, on an open
+ * connection with no upgrade under way (what follows the negotiation on
+ * the socket is the new transport's, not ours to take).
+ */
+static bool ra_use(struct zcr_ep *ep, size_t want)
+{
+	struct tcp_ep *te = T(ep);
+
+	if (want >= ZCR_TCP_RA_LEN || ep->state != ZCR_EP_OPEN || te->hold ||
+	    te->up || te->ctl_rx)
+		return false;
+	if (!te->ra)
+		te->ra = malloc(ZCR_TCP_RA_LEN);
+	return te->ra != NULL;
+}
+
+/*
+ * Hand the read-ahead bytes to the state machine. False when it stopped
+ * with bytes left (the message is stalled or the connection ended): they
+ * wait in te->ra for the next call.
+ */
+static bool ra_feed(struct zcr_ep *ep)
+{
+	struct tcp_ep *te = T(ep);
+
+	while (tcp_ra_left(te)) {
+		uint32_t n;
+		size_t len;
+		char *p;
+
+		len = rx_target(ep, &p);
+		if (!len)
+			return false;
+		n = len < tcp_ra_left(te) ? (uint32_t)len : tcp_ra_left(te);
+		memcpy(p, te->ra + te->ra_off, n);
+		te->ra_off += n;
+		if (!rx_done(ep, n))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Read what is there with recv(2); returns how many reads moved data.
+ * A read that returns less than it asked for drained the socket: the
+ * next bytes are poll's to announce, not another recv's to fail on.
+ */
 int __zcr_tcp_read_ep(struct zcr_ep *ep)
 {
-	int n = 0;
+	struct tcp_ep *te = T(ep);
+	bool ahead;
 	size_t len;
+	int n = 0;
 	char *p;
 
+	if (is_tcp(ep) && !ra_feed(ep))
+		return 0;
 	while ((len = rx_target(ep, &p)) > 0) {
-		ssize_t r = recv(T(ep)->fd, p, len, 0);
+		ssize_t r;
 
+		ahead = ra_use(ep, len);
+		if (ahead) {
+			p = te->ra;
+			len = ZCR_TCP_RA_LEN;
+		}
+		r = recv(te->fd, p, len, 0);
 		if (r > 0)
 			n++;
-		if (!rx_done(ep, r < 0 ? -errno : (long)r))
+		if (ahead && r > 0) {
+			te->ra_off = 0;
+			te->ra_len = (uint32_t)r;
+			if (!ra_feed(ep))
+				break;
+		} else if (!rx_done(ep, r < 0 ? -errno : (long)r)) {
+			break;
+		}
+		if ((size_t)r < len)
 			break;
 	}
 	return n;
@@ -340,7 +408,7 @@ int __zcr_tcp_read_batch(struct zcr_ctx *ctx, struct io_uring *ring)
 	struct zcr_list *pos;
 	struct io_uring_cqe *cqe;
 	unsigned int queued = 0, i;
-	int n = 0;
+	int n = 0, res;
 
 	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
 		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
@@ -348,6 +416,11 @@ int __zcr_tcp_read_batch(struct zcr_ctx *ctx, struct io_uring *ring)
 		size_t len;
 		char *p;
 
+		if (is_tcp(ep) && tcp_ra_left(T(ep))) {
+			/* Bytes read ahead go first. */
+			n += __zcr_tcp_read_ep(ep);
+			continue;
+		}
 		len = rx_target(ep, &p);
 		if (!len)
 			continue;
@@ -355,6 +428,11 @@ int __zcr_tcp_read_batch(struct zcr_ctx *ctx, struct io_uring *ring)
 		if (!sqe) {
 			n += __zcr_tcp_read_ep(ep);	/* the ring is full */
 			continue;
+		}
+		T(ep)->ra_ring = ra_use(ep, len);
+		if (T(ep)->ra_ring) {
+			p = T(ep)->ra;
+			len = ZCR_TCP_RA_LEN;
 		}
 		io_uring_prep_recv(sqe, T(ep)->fd, p, len, MSG_DONTWAIT);
 		io_uring_sqe_set_data(sqe, ep);
@@ -370,12 +448,23 @@ int __zcr_tcp_read_batch(struct zcr_ctx *ctx, struct io_uring *ring)
 		if (io_uring_wait_cqe(ring, &cqe) < 0)
 			return -1;
 		ep = io_uring_cqe_get_data(cqe);
-		if (cqe->res > 0)
-			n++;
-		/* Bytes that arrived are in place; the rest by recv(2). */
-		if (rx_done(ep, cqe->res) && cqe->res > 0)
-			n += __zcr_tcp_read_ep(ep);
+		res = cqe->res;
 		io_uring_cqe_seen(ring, cqe);
+		if (res > 0)
+			n++;
+		if (T(ep)->ra_ring && res > 0) {
+			/* Read ahead: fed; a full buffer leaves more. */
+			T(ep)->ra_ring = false;
+			T(ep)->ra_off = 0;
+			T(ep)->ra_len = (uint32_t)res;
+			if (ra_feed(ep) && res == ZCR_TCP_RA_LEN)
+				n += __zcr_tcp_read_ep(ep);
+			continue;
+		}
+		T(ep)->ra_ring = false;
+		/* Bytes that arrived are in place; the rest by recv(2). */
+		if (rx_done(ep, res) && res > 0)
+			n += __zcr_tcp_read_ep(ep);
 	}
 	return n;
 }
