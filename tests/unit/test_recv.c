@@ -431,6 +431,48 @@ ZT_TEST(back_pressure)
 }
 
 /*
+ * Small messages are read ahead (TCP: one recv takes the next headers and
+ * payloads with it), so a stalled message may sit in the library while
+ * the socket is empty and poll(2) has nothing to announce. A receive
+ * posted later must still complete in zcr_wait_timeout() alone, with the
+ * sender doing nothing: every message intact, in order, none timing out.
+ */
+ZT_TEST(read_ahead_messages_wait_out_a_stall)
+{
+	struct zcr_ctx_attr a = { .staging_bytes = 4 << 10 };
+	enum { N = 12, LEN = 1000 };
+	char *sb = malloc(N * LEN), *buf = malloc(LEN);
+	struct zcr_req *s[N], *r;
+	struct zcr_status st;
+	struct pair p;
+	int i;
+
+	unsetenv("ZCRECV_SHM");
+	pair_open(&p, 2, &a);
+	for (i = 0; i < N; i++) {
+		pattern_fill(sb + i * LEN, LEN, (uint32_t)i);
+		ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb + i * LEN, LEN, i, &s[i]),
+			     0);
+	}
+	for (i = 0; i < N; i++)
+		PAIR_PUMP_UNTIL(&p, zcr_test(s[i], NULL) != 0);
+	PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).stalls > 0);
+	for (i = 0; i < N; i++) {
+		memset(buf, 0, LEN);
+		ZT_EXPECT_EQ(zcr_irecv(p.c[0], buf, LEN, 1, i, &r), 0);
+		ZT_ASSERT_MSG(zcr_wait_timeout(r, &st, 5000) == 0,
+			      "message %d did not complete", i);
+		ZT_EXPECT_EQ(st.error, 0);
+		ZT_EXPECT_EQ(st.len, LEN);
+		ZT_EXPECT_EQ(pattern_bad(buf, LEN, (uint32_t)i), 0);
+	}
+	ZT_EXPECT_EQ(pair_stats(p.c[0]).msgs_recv, N);
+	free(sb);
+	free(buf);
+	pair_close(&p);
+}
+
+/*
  * A peer (rank 5, a raw socket) dies in the middle of a message: the
  * receive waiting for it fails with -ECONNRESET, nothing partial is
  * delivered, and rank 1 goes on working.
