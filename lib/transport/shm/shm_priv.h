@@ -54,6 +54,12 @@ struct shm_ctx {
 	uint64_t frag_max;		/* eager over several cells up to */
 	uint64_t split_min;		/* share pulls of this many bytes */
 	unsigned int calls;		/* of shm_progress(): clock looks */
+	/*
+	 * sched_yield() calls in a row that came back at once (nobody
+	 * else wanted the processor): the more, the rarer the yields of a
+	 * look before sleeping (shm_poll_fill()).
+	 */
+	unsigned int quick_yields;
 };
 
 struct shm_ep {

@@ -46,6 +46,8 @@
 #include "transport/transport.h"
 
 #define SHM_SPINS_PER_YIELD	16
+#define SHM_QUICK_YIELDS	6
+#define SHM_YIELD_TAKEN_NS	(20 * 1000ULL)
 
 static int shm_init(struct zcr_ctx *ctx, void **priv)
 {
@@ -289,6 +291,24 @@ static uint64_t spin_for(struct zcr_ctx *ctx, struct shm_ctx *sc)
 	return ns;
 }
 
+/*
+ * Yield the processor in a look before sleeping, and learn whether anyone
+ * wanted it. A yield that nobody takes is a system call for nothing (half
+ * a microsecond here, as long as a small message's whole round trip over
+ * shm), and a message that lands during it waits for it: after each quick
+ * one the next comes after twice as many looks, up to SHM_QUICK_YIELDS
+ * doublings; one that another thread took (more ranks than processors)
+ * starts over at every SHM_SPINS_PER_YIELD looks.
+ */
+static void yielded(struct shm_ctx *sc, uint64_t t0)
+{
+	sched_yield();
+	if (zcr_now_ns() - t0 >= SHM_YIELD_TAKEN_NS)
+		sc->quick_yields = 0;
+	else if (sc->quick_yields < SHM_QUICK_YIELDS)
+		sc->quick_yields++;
+}
+
 static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 				  struct pollfd *pfd, unsigned int max,
 				  uint64_t *deadline)
@@ -332,7 +352,8 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 			break;
 		/*
 		 * sched_yield() is a system call (a few µs in some guests):
-		 * between two, look a few times with only a pause. Around
+		 * between two, look a few times with only a pause, and
+		 * more times while yields go untaken (yielded()). Around
 		 * it the context is unlocked, so that the application's
 		 * other threads are not held up by our look (nothing found
 		 * under the lock is kept across: the next look starts over).
@@ -341,13 +362,16 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 		 */
 		if (spins % SHM_SPINS_PER_YIELD) {
 			cpu_relax();
-		} else if (zcr_now_ns() >= until) {
+		} else if ((now = zcr_now_ns()) >= until) {
 			break;
 		} else {
 			uint64_t passes = sc->passes;
+			bool yield = !((spins / SHM_SPINS_PER_YIELD) &
+				       ((1u << sc->quick_yields) - 1));
 
 			pthread_mutex_unlock(&ctx->lock);
-			sched_yield();
+			if (yield)
+				yielded(sc, now);
 			pthread_mutex_lock(&ctx->lock);
 			/*
 			 * Another thread did work meanwhile (perhaps what our
