@@ -155,7 +155,8 @@ struct zcr_shm_ring {
 	size_t map_len;
 	uint32_t ncell;
 	uint64_t cell_size;
-	uint64_t head, tail;		/* local copies */
+	/* Local copies; a producer's head is the consumer's as last read. */
+	uint64_t head, tail;
 };
 
 /* Payload bytes one cell carries inline. */
