@@ -444,18 +444,41 @@ static bool any_ours_left(int n, const MPI_Request *reqs, const char *done)
 	return false;
 }
 
+/*
+ * A done flag per request, on the caller's stack for up to DONE_ON_STACK
+ * requests (a malloc and a free per call were a tenth of the layer's
+ * part of a small message's MPI_Waitall).
+ */
+#define DONE_ON_STACK	64
+
+static char *done_flags(char *stack, int n)
+{
+	char *done;
+
+	if (n < DONE_ON_STACK)
+		return memset(stack, 0, (size_t)n + 1);
+	done = calloc((size_t)n + 1, 1);
+	if (!done)
+		__zcmpi_die("out of memory");
+	return done;
+}
+
+static void done_flags_put(char *done, char *stack)
+{
+	if (done != stack)
+		free(done);
+}
+
 int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 {
 	int i, active, err = 0, ret = MPI_SUCCESS;
 	MPI_Comm ecomm = MPI_COMM_WORLD;
-	char *done;
+	char *done, stack[DONE_ON_STACK];
 	ENTER;
 
 	if (!any_ours(n, reqs))
 		LEAVE(PMPI_Waitall(n, reqs, sts));
-	done = calloc((size_t)n + 1, 1);
-	if (!done)
-		__zcmpi_die("out of memory");
+	done = done_flags(stack, n);
 	for (i = 0; i < n; i++)
 		if (inactive(reqs[i]))
 			empty_status(st_at(sts, i));
@@ -477,7 +500,7 @@ int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 		}
 		__zcmpi_idle();
 	}
-	free(done);
+	done_flags_put(done, stack);
 	__zcmpi_reap_freed();
 	if (err) {
 		ret = sts == MPI_STATUSES_IGNORE ? err : MPI_ERR_IN_STATUS;
@@ -551,12 +574,12 @@ static int any_some(int n, MPI_Request reqs[], int *outcount, int idx[],
 	int i, active, err = 0, k = 0, ndone;
 	MPI_Comm ecomm = MPI_COMM_WORLD;
 	MPI_Status *tmp = NULL;
-	char *done;
+	char *done, stack[DONE_ON_STACK];
 
-	done = calloc((size_t)n + 1, 1);
+	done = done_flags(stack, n);
 	if (one)
 		tmp = calloc((size_t)n + 1, sizeof(*tmp));
-	if (!done || (one && !tmp))
+	if (one && !tmp)
 		__zcmpi_die("out of memory");
 	for (;;) {
 		ndone = poll_all(n, reqs, one ? tmp : sts, done, &active,
@@ -590,7 +613,7 @@ static int any_some(int n, MPI_Request reqs[], int *outcount, int idx[],
 	} else {
 		*outcount = k;
 	}
-	free(done);
+	done_flags_put(done, stack);
 	free(tmp);
 	__zcmpi_reap_freed();
 	if (err) {
