@@ -513,7 +513,7 @@ static int wait_for(struct zcr_req *r, struct zcr_status *st,
 	 * poll, we may have taken the doorbells it was waiting on: wake it,
 	 * so that it sleeps again with its own announcements.
 	 */
-	if (!--ctx->waiters)
+	if (!--ctx->waiters && ctx->thread_on)
 		ctx->park_until = zcr_now_ns() + ZCR_PARK_GRACE_NS;
 	wake = !ctx->waiters && ctx->thread_busy;
 	done = r->done;
