@@ -292,18 +292,24 @@ static uint64_t spin_for(struct zcr_ctx *ctx, struct shm_ctx *sc)
 }
 
 /*
- * Yield the processor in a look before sleeping, and learn whether anyone
- * wanted it. A yield that nobody takes is a system call for nothing (half
- * a microsecond here, as long as a small message's whole round trip over
- * shm), and a message that lands during it waits for it: after each quick
+ * Yield the processor in a look before sleeping (unlocked), and learn
+ * whether anyone wanted it. A yield that nobody takes is a system call
+ * for nothing (half a microsecond here, as long as a small message's
+ * whole round trip over shm), and a message that lands during it waits for it: after each quick
  * one the next comes after twice as many looks, up to SHM_QUICK_YIELDS
  * doublings; one that another thread took (more ranks than processors)
  * starts over at every SHM_SPINS_PER_YIELD looks.
  */
-static void yielded(struct shm_ctx *sc, uint64_t t0)
+static bool yield_taken(uint64_t t0)
 {
 	sched_yield();
-	if (zcr_now_ns() - t0 >= SHM_YIELD_TAKEN_NS)
+	return zcr_now_ns() - t0 >= SHM_YIELD_TAKEN_NS;
+}
+
+/* What the yield taught, under the context's lock again. */
+static void yield_learn(struct shm_ctx *sc, bool taken)
+{
+	if (taken)
 		sc->quick_yields = 0;
 	else if (sc->quick_yields < SHM_QUICK_YIELDS)
 		sc->quick_yields++;
@@ -353,7 +359,7 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 		/*
 		 * sched_yield() is a system call (a few µs in some guests):
 		 * between two, look a few times with only a pause, and
-		 * more times while yields go untaken (yielded()). Around
+		 * more times while yields go untaken (yield_taken()). Around
 		 * it the context is unlocked, so that the application's
 		 * other threads are not held up by our look (nothing found
 		 * under the lock is kept across: the next look starts over).
@@ -368,11 +374,14 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 			uint64_t passes = sc->passes;
 			bool yield = !((spins / SHM_SPINS_PER_YIELD) &
 				       ((1u << sc->quick_yields) - 1));
+			bool taken = false;
 
 			pthread_mutex_unlock(&ctx->lock);
 			if (yield)
-				yielded(sc, now);
+				taken = yield_taken(now);
 			pthread_mutex_lock(&ctx->lock);
+			if (yield)
+				yield_learn(sc, taken);
 			/*
 			 * Another thread did work meanwhile (perhaps what our
 			 * caller waits for): back to it. Not a peer ending

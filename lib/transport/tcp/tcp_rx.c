@@ -258,6 +258,9 @@ static bool rx_header(struct zcr_ep *ep)
 				       (uint32_t)(te->h.seq >> 32) : 0,
 				       te->h.src, te->h.tag, te->h.len,
 				       sync ? ep->recv_seq : 0);
+	/* Nothing on the wire to wait for: complete it now. */
+	if (ep->rx.state == ZCR_RX_LANDING && te->want == 0)
+		finish_payload(ep);
 	return true;
 }
 
@@ -335,7 +338,7 @@ static bool ra_use(struct zcr_ep *ep, size_t want)
  * with bytes left (the message is stalled or the connection ended): they
  * wait in te->ra for the next call.
  */
-static bool ra_feed(struct zcr_ep *ep)
+static bool ra_feed(struct zcr_ep *ep, int *fed)
 {
 	struct tcp_ep *te = T(ep);
 
@@ -350,6 +353,7 @@ static bool ra_feed(struct zcr_ep *ep)
 		n = len < tcp_ra_left(te) ? (uint32_t)len : tcp_ra_left(te);
 		memcpy(p, te->ra + te->ra_off, n);
 		te->ra_off += n;
+		(*fed)++;	/* progress: the caller must not sleep */
 		if (!rx_done(ep, n))
 			return false;
 	}
@@ -369,8 +373,8 @@ int __zcr_tcp_read_ep(struct zcr_ep *ep)
 	int n = 0;
 	char *p;
 
-	if (is_tcp(ep) && !ra_feed(ep))
-		return 0;
+	if (is_tcp(ep) && !ra_feed(ep, &n))
+		return n;
 	while ((len = rx_target(ep, &p)) > 0) {
 		ssize_t r;
 
@@ -385,7 +389,7 @@ int __zcr_tcp_read_ep(struct zcr_ep *ep)
 		if (ahead && r > 0) {
 			te->ra_off = 0;
 			te->ra_len = (uint32_t)r;
-			if (!ra_feed(ep))
+			if (!ra_feed(ep, &n))
 				break;
 		} else if (!rx_done(ep, r < 0 ? -errno : (long)r)) {
 			break;
@@ -439,7 +443,7 @@ int __zcr_tcp_read_batch(struct zcr_ctx *ctx, struct io_uring *ring)
 		queued++;
 	}
 	if (!queued)
-		return 0;
+		return n;
 	if (io_uring_submit_and_wait(ring, queued) < 0)
 		return -1;
 	for (i = 0; i < queued; i++) {
@@ -457,7 +461,7 @@ int __zcr_tcp_read_batch(struct zcr_ctx *ctx, struct io_uring *ring)
 			T(ep)->ra_ring = false;
 			T(ep)->ra_off = 0;
 			T(ep)->ra_len = (uint32_t)res;
-			if (ra_feed(ep) && res == ZCR_TCP_RA_LEN)
+			if (ra_feed(ep, &n) && res == ZCR_TCP_RA_LEN)
 				n += __zcr_tcp_read_ep(ep);
 			continue;
 		}
