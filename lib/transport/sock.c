@@ -255,12 +255,7 @@ int __zcr_listener_accept(struct zcr_ctx *ctx, struct zcr_listener *l,
 	}
 	if (!l->ready) {
 		struct pollfd p = { .fd = l->fd, .events = POLLIN };
-		uint64_t now;
-
-		if (++l->passes < ZCR_ACCEPT_PASSES)
-			return 0;
-		l->passes = 0;
-		now = zcr_now_ns();
+		uint64_t now = zcr_coarse_ns();
 
 		if (now < l->next)
 			return 0;

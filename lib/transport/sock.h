@@ -34,7 +34,6 @@ struct zcr_listener {
 	int fd;
 	uint64_t resume;
 	uint64_t next;
-	unsigned int passes;		/* since the clock was last read */
 	bool ready;
 };
 
@@ -48,19 +47,13 @@ struct zcr_listener {
  * Without a poll that saw the listening socket readable, look at it at
  * most this often: progress runs once per message (more when spinning),
  * and a look is a system call, dear under virtualisation. A dialler then
- * waits for its accept this long, or ZCR_ACCEPT_PASSES calls (whichever
- * comes later), when the acceptor only ever calls progress with a zero
- * timeout.
+ * waits at most this long (plus a timer tick: the coarse clock tells
+ * when, as a precise read at every pass cost a tenth of a small shm
+ * round trip's work) for its accept when the acceptor only ever calls
+ * progress with a zero timeout. (A thread that sleeps in poll(2) hears
+ * the listener at once.)
  */
 #define ZCR_ACCEPT_POLL_NS	(1000000ULL)
-
-/*
- * ... and reads the clock for it only every ZCR_ACCEPT_PASSES progress
- * passes: a thread waiting for a small message runs a pass per look, and
- * a clock read cost as much as a tenth of a shm round trip's work. (A
- * thread that sleeps in poll(2) hears the listener at once.)
- */
-#define ZCR_ACCEPT_PASSES	32
 
 /**
  * __zcr_sock_resolve() - "HOST:PORT", "[IPV6]:PORT" or ":PORT" to addresses
