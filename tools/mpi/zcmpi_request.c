@@ -71,6 +71,8 @@ struct zreq *__zcmpi_zreq_new(int kind, MPI_Comm comm, struct zcomm *zc)
 void __zcmpi_zreq_release(struct zreq *z)
 {
 	free(z->tmp);
+	if (z->part)
+		__zcmpi_part_free(z);
 	if (z->preq) {
 		zcr_preq_free(z->preq);
 		z->preq = NULL;
@@ -133,6 +135,8 @@ static bool zreq_poll(struct zreq *z)
 
 	if (z->done)
 		return true;
+	if (z->part)
+		return __zcmpi_part_poll(z);
 	ret = zcr_test_sized(z->r, &st, sizeof(st));
 	if (!ret)
 		return false;
@@ -296,6 +300,8 @@ int MPI_Start(MPI_Request *req)
 	z = Z(*req);
 	if (!z->persistent || z->active)
 		LEAVE(__zcmpi_comm_error(z->comm, MPI_ERR_REQUEST));
+	if (z->part)
+		LEAVE(__zcmpi_part_start(z));
 	__zcmpi_zreq_reset(z);
 	z->active = true;
 	if (z->preq)
