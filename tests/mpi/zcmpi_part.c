@@ -234,6 +234,36 @@ static void init_order(void)
 }
 
 /*
+ * Partitions readied before the matching receive is even initialised,
+ * then only MPI_Parrived called on the receive: the send must progress
+ * inside it (MPI's progress rule), not wait for a Wait or Test on the
+ * send.
+ */
+static void ready_before_match(void)
+{
+	enum { P = 4, PB = 8192 };
+	unsigned char *sbuf = page_alloc(P * PB), *rbuf = page_alloc(P * PB);
+	MPI_Request s, r;
+
+	fill(sbuf, P * PB, 77, rank);
+	MPI_Psend_init(sbuf, P, PB, MPI_BYTE, right, 45, MPI_COMM_WORLD,
+		       MPI_INFO_NULL, &s);
+	MPI_Start(&s);
+	MPI_Pready_range(0, P - 1, s);
+	MPI_Barrier(MPI_COMM_WORLD);
+	MPI_Precv_init(rbuf, P, PB, MPI_BYTE, left, 45, MPI_COMM_WORLD,
+		       MPI_INFO_NULL, &r);
+	MPI_Start(&r);
+	poll_arrived(r, rbuf, P, PB, 77);
+	MPI_Wait(&s, MPI_STATUS_IGNORE);
+	MPI_Wait(&r, MPI_STATUS_IGNORE);
+	MPI_Request_free(&s);
+	MPI_Request_free(&r);
+	free(sbuf);
+	free(rbuf);
+}
+
+/*
  * Partitions of a non-contiguous datatype on one side and a contiguous one
  * on the other, both ways: the data as MPI types it.
  */
@@ -466,6 +496,7 @@ int main(int argc, char **argv)
 		restarts(5, 3000, 25, 0);
 		restarts(1, 65536, 10, 1);
 		init_order();
+		ready_before_match();
 		datatypes();
 		edges();
 		bad_args();

@@ -541,14 +541,16 @@ int __zcmpi_zwait_quiet(MPI_Request *req, MPI_Status *st)
 {
 	struct zreq *z = Z(*req);
 
-	while (z->part && !__zcmpi_part_poll(z))
-		__zcmpi_idle();
+	if (z->part)
+		__zcmpi_part_wait(z);
 	while (!z->done) {
 		struct zcr_status zs;
 		int ret = zcr_wait_sized(z->r, &zs, sizeof(zs), 200);
 
 		if (ret != -ETIMEDOUT)
 			__zcmpi_zreq_finish(z, ret, &zs);
+		else
+			__zcmpi_part_progress();
 	}
 	return __zcmpi_zreq_collect(z, st, req);
 }

@@ -148,6 +148,8 @@ ZCMPI_HIDDEN void __zcmpi_idle(void);
 struct zpart;
 ZCMPI_HIDDEN bool __zcmpi_part_poll(struct zreq *z);
 ZCMPI_HIDDEN int __zcmpi_part_start(struct zreq *z);
+ZCMPI_HIDDEN void __zcmpi_part_wait(struct zreq *z);
+ZCMPI_HIDDEN void __zcmpi_part_progress(void);
 ZCMPI_HIDDEN void __zcmpi_part_free(struct zreq *z);
 
 static inline uint64_t now_ns(void)

@@ -91,6 +91,9 @@ struct zpart {
 	struct zcr_req **r;	/* per message, started */
 	char *state;		/* per message: MSG_* */
 	int ndone;		/* messages completed this round */
+	struct zreq *z;		/* the request it is the partitioned part of */
+	struct zpart *next;	/* on the waiting list */
+	bool waiting;
 	char *ready;		/* a send's partitions readied this round */
 	int nready;
 	int *need;		/* per message: its send partitions not ready */
@@ -101,6 +104,16 @@ struct zpart {
 enum { MSG_IDLE, MSG_STARTED, MSG_DONE };
 
 static uint32_t next_base;
+
+/*
+ * Sends with partitions readied before the receive's hello came: the
+ * partitions go once it comes, and MPI wants them to arrive while the
+ * program is in any MPI call (a receiver polling MPI_Parrived on a rank
+ * that only polls too), so every call that waits or polls here looks at
+ * these hellos (__zcmpi_part_progress()). Empty nearly always: one load.
+ */
+static struct zpart *waiting;
+static pthread_mutex_t waiting_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void part_lock(struct zpart *p)
 {
@@ -189,25 +202,61 @@ static void send_round(struct zpart *p)
 			send_msg(p, i);
 }
 
-/*
- * The receive's hello, if it came: bind one persistent send per message of
- * its partitioning, and send what is ready of the round going on.
- */
-static void learn(struct zreq *z, struct zpart *p)
+static void waiting_lock_take(void)
 {
-	struct zcr_status st;
+	if (__zcmpi_threads)
+		pthread_mutex_lock(&waiting_lock);
+}
+
+static void waiting_lock_drop(void)
+{
+	if (__zcmpi_threads)
+		pthread_mutex_unlock(&waiting_lock);
+}
+
+/* Send p has partitions ready and no hello yet: on the waiting list. */
+static void wait_on(struct zpart *p)
+{
+	if (p->waiting)
+		return;
+	waiting_lock_take();
+	p->waiting = true;
+	p->next = waiting;
+	__atomic_store_n(&waiting, p, __ATOMIC_RELEASE);
+	waiting_lock_drop();
+}
+
+static void unwait(struct zpart *p)
+{
+	struct zpart **pp;
+
+	if (!p->waiting)
+		return;
+	waiting_lock_take();
+	for (pp = &waiting; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			__atomic_store_n(pp, p->next, __ATOMIC_RELEASE);
+			break;
+		}
+	p->waiting = false;
+	waiting_lock_drop();
+}
+
+/*
+ * The receive's hello came (its receive ended with ret, 0 or an error):
+ * bind one persistent send per message of its partitioning, and send what
+ * is ready of the round going on.
+ */
+static void hello_came(struct zreq *z, struct zpart *p, int ret,
+		       const struct zcr_status *st)
+{
 	struct zcr_ep *ep;
 	size_t lo, hi;
-	int ret, i;
+	int i;
 
-	if (p->known || !p->hello_r)
-		return;
-	ret = zcr_test_sized(p->hello_r, &st, sizeof(st));
-	if (!ret)
-		return;
 	p->hello_r = NULL;
 	p->known = true;
-	if (ret < 0 || st.len != sizeof(p->hello) ||
+	if (ret < 0 || st->len != sizeof(p->hello) ||
 	    p->hello.magic != PART_MAGIC) {
 		p->err = ret < 0 ? __zcmpi_mpi_code(ret, ZR_RECV, p->peer) :
 			 MPI_ERR_OTHER;
@@ -239,6 +288,19 @@ static void learn(struct zreq *z, struct zpart *p)
 		send_round(p);
 }
 
+/* Has the receive's hello come? */
+static void learn(struct zreq *z, struct zpart *p)
+{
+	struct zcr_status st;
+	int ret;
+
+	if (p->known || !p->hello_r)
+		return;
+	ret = zcr_test_sized(p->hello_r, &st, sizeof(st));
+	if (ret)
+		hello_came(z, p, ret == 1 ? 0 : ret, &st);
+}
+
 static int send_ready(struct zreq *z, struct zpart *p, int j)
 {
 	int first, last, i, pos;
@@ -255,6 +317,8 @@ static int send_ready(struct zreq *z, struct zpart *p, int j)
 	p->nready++;
 	if (!p->known) {
 		learn(z, p);
+		if (!p->known)
+			wait_on(p);
 		return MPI_SUCCESS;
 	}
 	if (!p->pbytes)
@@ -268,42 +332,89 @@ static int send_ready(struct zreq *z, struct zpart *p, int j)
 
 /* ---- receiving ---------------------------------------------------------- */
 
-/* Has receive partition i arrived (it is unpacked then)? */
-static bool recv_poll(struct zreq *z, struct zpart *p, int i)
+/*
+ * Message i of z ended with ret (0 or an error) and status st: a receive's
+ * partition is unpacked if it was packed.
+ */
+static void msg_came(struct zreq *z, struct zpart *p, int i, int ret,
+		     struct zcr_status *st)
 {
-	struct zcr_status st;
-	int ret, pos;
+	int pos;
 
-	if (p->state[i] == MSG_DONE)
-		return true;
-	ret = zcr_test_sized(p->r[i], &st, sizeof(st));
-	if (!ret)
-		return false;
 	p->r[i] = NULL;
 	p->state[i] = MSG_DONE;
 	p->ndone++;
-	if (ret == -EMSGSIZE) {
+	if (ret == -EMSGSIZE && p->recv) {
 		if (!p->err)
 			p->err = MPI_ERR_TRUNCATE;
-		st.len = p->pbytes;
+		st->len = p->pbytes;
 	} else if (ret < 0) {
 		if (!p->err)
-			p->err = __zcmpi_mpi_code(ret, ZR_RECV, p->peer);
-		return true;
+			p->err = __zcmpi_mpi_code(ret, p->recv ? ZR_RECV :
+						  ZR_SEND, p->peer);
+		return;
 	}
-	p->len += st.len;
+	if (!p->recv)
+		return;
+	p->len += st->len;
 	if (p->tmp && p->pbytes) {
 		pos = (int)((size_t)i * p->pbytes);
 		if (PMPI_Unpack(p->tmp, (int)p->total, &pos,
 				p->ubuf + i * p->stride,
-				(int)(st.len / (p->pbytes / (size_t)p->count)),
+				(int)(st->len / (p->pbytes / (size_t)p->count)),
 				p->type, z->comm) && !p->err)
 			p->err = MPI_ERR_OTHER;
 	}
+}
+
+/* Has message i (a receive's partition i) come (unpacked then)? */
+static bool msg_poll(struct zreq *z, struct zpart *p, int i)
+{
+	struct zcr_status st;
+	int ret;
+
+	if (p->state[i] != MSG_STARTED)
+		return p->state[i] == MSG_DONE;
+	ret = zcr_test_sized(p->r[i], &st, sizeof(st));
+	if (!ret)
+		return false;
+	msg_came(z, p, i, ret == 1 ? 0 : ret, &st);
 	return true;
 }
 
 /* ---- the request -------------------------------------------------------- */
+
+/*
+ * Send what waits for a hello that came (see waiting); sends that know
+ * their receive leave the list. The list's lock is held over the walk, so
+ * no send on it is freed meanwhile (__zcmpi_part_free() takes it); a
+ * send's own lock is only tried: MPI_Pready holds it and then takes the
+ * list's (wait_on()).
+ */
+void __zcmpi_part_progress(void)
+{
+	struct zpart **pp, *p;
+	bool known;
+
+	if (!__atomic_load_n(&waiting, __ATOMIC_ACQUIRE))
+		return;
+	waiting_lock_take();
+	for (pp = &waiting; (p = *pp);) {
+		if (!__zcmpi_threads || !pthread_mutex_trylock(&p->lock)) {
+			learn(p->z, p);
+			known = p->known;
+			if (__zcmpi_threads)
+				pthread_mutex_unlock(&p->lock);
+			if (known) {
+				__atomic_store_n(pp, p->next, __ATOMIC_RELEASE);
+				p->waiting = false;
+				continue;
+			}
+		}
+		pp = &p->next;
+	}
+	waiting_lock_drop();
+}
 
 /* Poll partitioned z; true when the round is complete (status in z). */
 bool __zcmpi_part_poll(struct zreq *z)
@@ -313,10 +424,11 @@ bool __zcmpi_part_poll(struct zreq *z)
 
 	if (z->done)
 		return true;
+	__zcmpi_part_progress();
 	part_lock(p);
 	if (p->recv) {
 		for (i = 0; i < p->parts; i++)
-			recv_poll(z, p, i);
+			msg_poll(z, p, i);
 		if (p->hello_r && zcr_test(p->hello_r, NULL))
 			p->hello_r = NULL;
 		if (p->ndone == p->parts && !p->hello_r) {
@@ -328,21 +440,8 @@ bool __zcmpi_part_poll(struct zreq *z)
 		}
 	} else {
 		learn(z, p);
-		for (i = 0; i < p->rparts; i++) {
-			int ret;
-
-			if (p->state[i] != MSG_STARTED)
-				continue;
-			ret = zcr_test(p->r[i], NULL);
-			if (!ret)
-				continue;
-			p->r[i] = NULL;
-			p->state[i] = MSG_DONE;
-			p->ndone++;
-			if (ret < 0 && !p->err)
-				p->err = __zcmpi_mpi_code(ret, ZR_SEND,
-							  p->peer);
-		}
+		for (i = 0; i < p->rparts; i++)
+			msg_poll(z, p, i);
 		if (p->known && p->nready == p->parts &&
 		    p->ndone == p->rparts) {
 			z->err = p->err;
@@ -351,6 +450,48 @@ bool __zcmpi_part_poll(struct zreq *z)
 	}
 	part_unlock(p);
 	return z->done;
+}
+
+/*
+ * Block until partitioned z's round completes. One thread calls the MPI
+ * at a time: wait in the library for each thing pending in turn (the
+ * hello, then the messages), no polling. Under MPI_THREAD_MULTIPLE other
+ * threads may be readying partitions meanwhile, and a message must not be
+ * waited for by one thread while another tests it: poll then.
+ */
+void __zcmpi_part_wait(struct zreq *z)
+{
+	struct zpart *p = z->part;
+	struct zcr_status st;
+	int i, ret, n;
+
+	while (!__zcmpi_part_poll(z)) {
+		if (__zcmpi_threads) {
+			__zcmpi_idle();
+			continue;
+		}
+		if (!p->recv && !p->known) {
+			ret = zcr_wait_sized(p->hello_r, &st, sizeof(st), 200);
+			if (ret != -ETIMEDOUT)
+				hello_came(z, p, ret, &st);
+			continue;
+		}
+		n = p->recv ? p->parts : p->rparts;
+		for (i = 0; i < n && p->state[i] != MSG_STARTED; i++)
+			;
+		if (i == n) {
+			if (p->recv && p->hello_r &&
+			    zcr_wait_sized(p->hello_r, NULL, 0, 200) !=
+			    -ETIMEDOUT)
+				p->hello_r = NULL;
+			else if (!p->recv)
+				__zcmpi_idle();	/* partitions not ready */
+			continue;
+		}
+		ret = zcr_wait_sized(p->r[i], &st, sizeof(st), 200);
+		if (ret != -ETIMEDOUT)
+			msg_came(z, p, i, ret, &st);
+	}
 }
 
 int __zcmpi_part_start(struct zreq *z)
@@ -397,6 +538,7 @@ void __zcmpi_part_free(struct zreq *z)
 	int i;
 
 	/* Only inactive or complete requests get here: nothing started. */
+	unwait(p);
 	if (p->hello_r) {
 		/* A hello not sent yet goes; one not received is cancelled. */
 		if (!p->recv)
@@ -467,6 +609,7 @@ static bool part_new(bool recv, const void *buf, int parts, MPI_Count count,
 	z->done = true;
 	z->part = p;
 	z->peer = p->peer;
+	p->z = z;
 	ret = __zcmpi_send_ep(p->peer, &ep);
 	if (recv) {
 		p->preq = zalloc((size_t)parts, sizeof(*p->preq));
@@ -618,8 +761,9 @@ int MPI_Parrived(MPI_Request req, int partition, int *flag)
 		*flag = 1;
 		LEAVE(MPI_SUCCESS);
 	}
+	__zcmpi_part_progress();
 	part_lock(p);
-	*flag = recv_poll(z, p, partition);
+	*flag = msg_poll(z, p, partition);
 	part_unlock(p);
 	LEAVE(MPI_SUCCESS);
 }
@@ -635,6 +779,15 @@ int __zcmpi_part_start(struct zreq *z)
 {
 	(void)z;
 	return MPI_ERR_REQUEST;
+}
+
+void __zcmpi_part_wait(struct zreq *z)
+{
+	(void)z;
+}
+
+void __zcmpi_part_progress(void)
+{
 }
 
 void __zcmpi_part_free(struct zreq *z)

@@ -226,6 +226,7 @@ void __zcmpi_reap_freed(void)
 /* Wait a little for something to happen on the context. */
 void __zcmpi_idle(void)
 {
+	__zcmpi_part_progress();
 	zcr_progress(__zcmpi_ctx, 1);
 }
 
