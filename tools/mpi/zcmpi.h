@@ -149,6 +149,7 @@ struct zpart;
 ZCMPI_HIDDEN bool __zcmpi_part_poll(struct zreq *z);
 ZCMPI_HIDDEN int __zcmpi_part_start(struct zreq *z);
 ZCMPI_HIDDEN void __zcmpi_part_wait(struct zreq *z);
+ZCMPI_HIDDEN bool __zcmpi_part_idle(struct zreq *z, int timeout_ms);
 ZCMPI_HIDDEN void __zcmpi_part_progress(void);
 ZCMPI_HIDDEN void __zcmpi_part_free(struct zreq *z);
 

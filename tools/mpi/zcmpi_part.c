@@ -453,45 +453,52 @@ bool __zcmpi_part_poll(struct zreq *z)
 }
 
 /*
- * Block until partitioned z's round completes. One thread calls the MPI
- * at a time: wait in the library for each thing pending in turn (the
- * hello, then the messages), no polling. Under MPI_THREAD_MULTIPLE other
- * threads may be readying partitions meanwhile, and a message must not be
- * waited for by one thread while another tests it: poll then.
+ * Wait in the library up to timeout_ms for one thing z's round waits for
+ * (the hello, then its messages in turn); false when there is nothing to
+ * wait on (partitions not ready yet) or other threads may be polling the
+ * same messages (MPI_THREAD_MULTIPLE): the caller polls then. The library
+ * wakes a thread waiting on a request when it completes, which a poll of
+ * the whole context (zcr_progress()) misses when the progress thread
+ * takes the message: a millisecond a round.
  */
-void __zcmpi_part_wait(struct zreq *z)
+bool __zcmpi_part_idle(struct zreq *z, int timeout_ms)
 {
 	struct zpart *p = z->part;
 	struct zcr_status st;
 	int i, ret, n;
 
-	while (!__zcmpi_part_poll(z)) {
-		if (__zcmpi_threads) {
-			__zcmpi_idle();
-			continue;
-		}
-		if (!p->recv && !p->known) {
-			ret = zcr_wait_sized(p->hello_r, &st, sizeof(st), 200);
-			if (ret != -ETIMEDOUT)
-				hello_came(z, p, ret, &st);
-			continue;
-		}
-		n = p->recv ? p->parts : p->rparts;
-		for (i = 0; i < n && p->state[i] != MSG_STARTED; i++)
-			;
-		if (i == n) {
-			if (p->recv && p->hello_r &&
-			    zcr_wait_sized(p->hello_r, NULL, 0, 200) !=
-			    -ETIMEDOUT)
-				p->hello_r = NULL;
-			else if (!p->recv)
-				__zcmpi_idle();	/* partitions not ready */
-			continue;
-		}
-		ret = zcr_wait_sized(p->r[i], &st, sizeof(st), 200);
+	if (__zcmpi_threads || z->done)
+		return false;
+	if (!p->recv && !p->known) {
+		ret = zcr_wait_sized(p->hello_r, &st, sizeof(st), timeout_ms);
+		if (ret != -ETIMEDOUT)
+			hello_came(z, p, ret, &st);
+		return true;
+	}
+	n = p->recv ? p->parts : p->rparts;
+	for (i = 0; i < n && p->state[i] != MSG_STARTED; i++)
+		;
+	if (i < n) {
+		ret = zcr_wait_sized(p->r[i], &st, sizeof(st), timeout_ms);
 		if (ret != -ETIMEDOUT)
 			msg_came(z, p, i, ret, &st);
+		return true;
 	}
+	if (p->recv && p->hello_r) {
+		if (zcr_wait_sized(p->hello_r, NULL, 0, timeout_ms) !=
+		    -ETIMEDOUT)
+			p->hello_r = NULL;
+		return true;
+	}
+	return false;
+}
+
+/* Block until partitioned z's round completes. */
+void __zcmpi_part_wait(struct zreq *z)
+{
+	while (!__zcmpi_part_poll(z))
+		if (!__zcmpi_part_idle(z, 200))
+			__zcmpi_idle();
 }
 
 int __zcmpi_part_start(struct zreq *z)
@@ -784,6 +791,13 @@ int __zcmpi_part_start(struct zreq *z)
 void __zcmpi_part_wait(struct zreq *z)
 {
 	(void)z;
+}
+
+bool __zcmpi_part_idle(struct zreq *z, int timeout_ms)
+{
+	(void)z;
+	(void)timeout_ms;
+	return false;
 }
 
 void __zcmpi_part_progress(void)

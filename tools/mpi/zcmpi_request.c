@@ -232,6 +232,22 @@ void __zcmpi_idle(void)
 
 static bool any_ours(int n, const MPI_Request *reqs);
 
+/*
+ * Nothing of reqs done yet: wait a little. On a partitioned request of
+ * ours, in the library (its wake-up is the request's own; see
+ * __zcmpi_part_idle()), else on the context.
+ */
+static void idle_on(int n, const MPI_Request *reqs, const char *done)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!done[i] && ours(reqs[i]) && Z(reqs[i])->part &&
+		    Z(reqs[i])->active && __zcmpi_part_idle(Z(reqs[i]), 1))
+			return;
+	__zcmpi_idle();
+}
+
 /* ---- persistent requests ------------------------------------------------ */
 
 /* A persistent request of ours, inactive: MPI_Start starts it. */
@@ -482,7 +498,7 @@ int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 				}
 			break;
 		}
-		__zcmpi_idle();
+		idle_on(n, reqs, done);
 	}
 	free(done);
 	__zcmpi_reap_freed();
@@ -570,7 +586,7 @@ static int any_some(int n, MPI_Request reqs[], int *outcount, int idx[],
 				 &err, &ecomm, true, one);
 		if (ndone || !active || !block)
 			break;
-		__zcmpi_idle();
+		idle_on(n, reqs, done);
 	}
 	for (i = 0; i < n; i++) {
 		if (!done[i])
