@@ -129,7 +129,7 @@ $(MPI_DIR)/%-mpich: tools/mpi/%.c
 # MPI-4 partitioned communication: MPICH only (Open MPI 4.1 lacks it).
 $(MPI_DIR)/zcmpi_part-mpich: tests/mpi/zcmpi_part.c
 	@mkdir -p $(dir $@)
-	$(MPICC_MPICH) $(MPI_CFLAGS) -Wno-stringop-overflow -o $@ $<
+	$(MPICC_MPICH) $(MPI_CFLAGS) -Wno-stringop-overflow -o $@ $< -lpthread
 ZCMPI_TESTS += $(MPI_DIR)/zcmpi_sem-mpich $(MPI_DIR)/zcmpi_coll-mpich \
 	$(MPI_DIR)/zcmpi_part-mpich \
 	$(addprefix $(MPI_DIR)/,$(addsuffix -mpich,$(MPI_APPS)))

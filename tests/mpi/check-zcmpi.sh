@@ -10,7 +10,7 @@
 #     Open MPI 4.1 has no partitioned calls, said by a "skip" line) prints
 #     the same with and without the layer, and partitions that arrive
 #     before their receive starts are staged at their partition and, with
-#     ZCRECV_POLICY=remap, land by remap;
+#     ZCRECV_POLICY=remap, land by remap; threads ready partitions at once;
 #   - the collectives' suite tests/mpi/zcmpi_coll.c passes without the
 #     layer and over it with the default thresholds, with all of them 0
 #     and with ZCRECV_MPI_COLL=0, carrying calls (or none) as it should;
@@ -225,6 +225,23 @@ part_early() {
 	fi
 }
 
+# part_threads LIB PROG: four threads of a rank ready one send's partitions
+# at once (MPI_THREAD_MULTIPLE), with and without the layer.
+part_threads() {
+	local lib=$1 prog=$2 out=$tmp/part-threads msgs
+	if mpich "$prog" threads >"$out.ref" 2>&1 &&
+	   mpich ZCRECV_REPORT=1 LD_PRELOAD="$root/$bin/$lib" "$prog" threads \
+		>"$out" 2>&1 &&
+	   grep -q 'checks passed' "$out.ref" &&
+	   [ "$(grep 'checks passed' "$out")" = "$(grep 'checks passed' "$out.ref")" ]; then
+		msgs=$(sumcount "$out" 'msgs')
+		ok "mpich-part: threads readying partitions at once: $(grep -o '[0-9]* checks' "$out"), $msgs messages carried"
+	else
+		bad "mpich-part: threads readying partitions at once"
+		tail -5 "$out.ref" "$out"
+	fi
+}
+
 latesend() {	# mpi lib name prog: the late sender with prefetching, over TCP
 	local mpi=$1 lib=$2 name=$3 prog=$4 cmd rows saved
 	if [ "$mpi" = ompi ]; then
@@ -280,6 +297,7 @@ if [ -f $bin/libzcrecv-mpi-mpich.so ]; then
 	if [ -x $bin/zcmpi_part-mpich ]; then
 		same mpich libzcrecv-mpi-mpich.so mpich-part $bin/zcmpi_part-mpich
 		part_early libzcrecv-mpi-mpich.so $bin/zcmpi_part-mpich
+		part_threads libzcrecv-mpi-mpich.so $bin/zcmpi_part-mpich
 	else
 		bad "build/tools/mpi/zcmpi_part-mpich missing"
 	fi

@@ -9,12 +9,15 @@
  *   zcmpi_part          the suite; rank 0 prints "part: N checks passed"
  *                       after one line per bad argument and the error
  *                       class the MPI gave (the same with the layer)
+ *   zcmpi_part threads  under MPI_THREAD_MULTIPLE, four threads ready the
+ *                       partitions of one send at once, round after round
  *   zcmpi_part early    partitions of page-aligned receive buffers sent
  *                       before their receive is started, so that over
  *                       the layer they arrive early (the check reads the
  *                       report line: expected and remapped)
  */
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -482,15 +485,81 @@ static void early(void)
 	free(rbuf);
 }
 
+struct readier {
+	MPI_Request req;
+	int first, n;
+};
+
+static void *ready_part(void *arg)
+{
+	struct readier *w = arg;
+	int i;
+
+	for (i = w->first; i < w->first + w->n; i++)
+		MPI_Pready(i, w->req);
+	return NULL;
+}
+
+/*
+ * What partitioned communication is for: threads each ready their own
+ * partitions of one send concurrently (MPI_THREAD_MULTIPLE), the main
+ * thread polls MPI_Parrived meanwhile.
+ */
+static void threads(void)
+{
+	enum { T = 4, P = 16, PB = 4096, ROUNDS = 30 };
+	unsigned char *sbuf = page_alloc(P * PB), *rbuf = page_alloc(P * PB);
+	struct readier w[T];
+	pthread_t th[T];
+	MPI_Request rq[2];
+	int r, k;
+
+	MPI_Psend_init(sbuf, P, PB, MPI_BYTE, right, 80, MPI_COMM_WORLD,
+		       MPI_INFO_NULL, &rq[0]);
+	MPI_Precv_init(rbuf, P, PB, MPI_BYTE, left, 80, MPI_COMM_WORLD,
+		       MPI_INFO_NULL, &rq[1]);
+	for (r = 0; r < ROUNDS; r++) {
+		fill(sbuf, P * PB, r, rank);
+		MPI_Startall(2, rq);
+		for (k = 0; k < T; k++) {
+			w[k].req = rq[0];
+			w[k].first = k * (P / T);
+			w[k].n = P / T;
+			pthread_create(&th[k], NULL, ready_part, &w[k]);
+		}
+		poll_arrived(rq[1], rbuf, P, PB, r);
+		for (k = 0; k < T; k++)
+			pthread_join(th[k], NULL);
+		MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+		CHECK(same(rbuf, 0, P * PB, r, left));
+	}
+	MPI_Request_free(&rq[0]);
+	MPI_Request_free(&rq[1]);
+	free(sbuf);
+	free(rbuf);
+}
+
 int main(int argc, char **argv)
 {
-	MPI_Init(&argc, &argv);
+	int provided = 0;
+
+	if (argc > 1 && !strcmp(argv[1], "threads")) {
+		MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+		if (provided < MPI_THREAD_MULTIPLE) {
+			fprintf(stderr, "part: no MPI_THREAD_MULTIPLE\n");
+			MPI_Abort(MPI_COMM_WORLD, 1);
+		}
+	} else {
+		MPI_Init(&argc, &argv);
+	}
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	right = (rank + 1) % size;
 	left = (rank + size - 1) % size;
 	if (argc > 1 && !strcmp(argv[1], "early")) {
 		early();
+	} else if (argc > 1 && !strcmp(argv[1], "threads")) {
+		threads();
 	} else {
 		restarts(8, 16384, 40, 1);
 		restarts(5, 3000, 25, 0);
