@@ -70,6 +70,29 @@ static void *page_alloc(size_t len)
 	return p;
 }
 
+/*
+ * rq[0] sends parts partitions of count t at sbuf to the right, rq[1]
+ * receives as many into rbuf from the left, with tag.
+ */
+static void pair_init(void *sbuf, void *rbuf, int parts, MPI_Count count,
+		      MPI_Datatype t, int tag, MPI_Request rq[2])
+{
+	MPI_Psend_init(sbuf, parts, count, t, right, tag, MPI_COMM_WORLD,
+		       MPI_INFO_NULL, &rq[0]);
+	MPI_Precv_init(rbuf, parts, count, t, left, tag, MPI_COMM_WORLD,
+		       MPI_INFO_NULL, &rq[1]);
+}
+
+/* Free the pair and its buffers. */
+static void pair_free(MPI_Request rq[2], void *sbuf, void *rbuf)
+{
+	MPI_Request_free(&rq[0]);
+	MPI_Request_free(&rq[1]);
+	CHECK(rq[0] == MPI_REQUEST_NULL && rq[1] == MPI_REQUEST_NULL);
+	free(sbuf);
+	free(rbuf);
+}
+
 /* A permutation of 0..n-1: ascending, reversed or shuffled. */
 static void order(int *o, int n, int how, unsigned int *seed)
 {
@@ -133,10 +156,7 @@ static void restarts(int parts, size_t pbytes, int rounds, int aligned)
 	MPI_Status st[2];
 	int r, i, n, flag;
 
-	MPI_Psend_init(sbuf, parts, (MPI_Count)pbytes, MPI_BYTE, right, 11,
-		       MPI_COMM_WORLD, MPI_INFO_NULL, &rq[0]);
-	MPI_Precv_init(rbuf, parts, (MPI_Count)pbytes, MPI_BYTE, left, 11,
-		       MPI_COMM_WORLD, MPI_INFO_NULL, &rq[1]);
+	pair_init(sbuf, rbuf, parts, (MPI_Count)pbytes, MPI_BYTE, 11, rq);
 	for (r = 0; r < rounds; r++) {
 		fill(sbuf, len, r, rank);
 		memset(rbuf, 0xee, len);
@@ -185,12 +205,8 @@ static void restarts(int parts, size_t pbytes, int rounds, int aligned)
 	/* Inactive: completes at once, still allocated. */
 	MPI_Wait(&rq[1], &st[1]);
 	CHECK(rq[1] != MPI_REQUEST_NULL);
-	MPI_Request_free(&rq[0]);
-	MPI_Request_free(&rq[1]);
-	CHECK(rq[0] == MPI_REQUEST_NULL && rq[1] == MPI_REQUEST_NULL);
+	pair_free(rq, smem, rmem);
 	free(o);
-	free(smem);
-	free(rmem);
 }
 
 /*
@@ -463,10 +479,7 @@ static void early(void)
 	MPI_Request rq[2];
 	int r;
 
-	MPI_Psend_init(sbuf, P, PB, MPI_BYTE, right, 70, MPI_COMM_WORLD,
-		       MPI_INFO_NULL, &rq[0]);
-	MPI_Precv_init(rbuf, P, PB, MPI_BYTE, left, 70, MPI_COMM_WORLD,
-		       MPI_INFO_NULL, &rq[1]);
+	pair_init(sbuf, rbuf, P, PB, MPI_BYTE, 70, rq);
 	for (r = 0; r < ROUNDS; r++) {
 		fill(sbuf, P * PB, r, rank);
 		memset(rbuf, 0, P * PB);
@@ -479,10 +492,7 @@ static void early(void)
 		MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
 		CHECK(same(rbuf, 0, P * PB, r, left));
 	}
-	MPI_Request_free(&rq[0]);
-	MPI_Request_free(&rq[1]);
-	free(sbuf);
-	free(rbuf);
+	pair_free(rq, sbuf, rbuf);
 }
 
 struct readier {
@@ -514,10 +524,7 @@ static void threads(void)
 	MPI_Request rq[2];
 	int r, k;
 
-	MPI_Psend_init(sbuf, P, PB, MPI_BYTE, right, 80, MPI_COMM_WORLD,
-		       MPI_INFO_NULL, &rq[0]);
-	MPI_Precv_init(rbuf, P, PB, MPI_BYTE, left, 80, MPI_COMM_WORLD,
-		       MPI_INFO_NULL, &rq[1]);
+	pair_init(sbuf, rbuf, P, PB, MPI_BYTE, 80, rq);
 	for (r = 0; r < ROUNDS; r++) {
 		fill(sbuf, P * PB, r, rank);
 		MPI_Startall(2, rq);
@@ -533,10 +540,7 @@ static void threads(void)
 		MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
 		CHECK(same(rbuf, 0, P * PB, r, left));
 	}
-	MPI_Request_free(&rq[0]);
-	MPI_Request_free(&rq[1]);
-	free(sbuf);
-	free(rbuf);
+	pair_free(rq, sbuf, rbuf);
 }
 
 int main(int argc, char **argv)

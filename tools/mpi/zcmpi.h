@@ -142,6 +142,22 @@ ZCMPI_HIDDEN void __zcmpi_status_set(MPI_Status *st, int src, int tag,
 ZCMPI_HIDDEN int __zcmpi_zreq_collect(struct zreq *z, MPI_Status *st,
 				      MPI_Request *req);
 ZCMPI_HIDDEN void __zcmpi_reap_freed(void);
+
+/*
+ * Locks shared between threads only where they may call the MPI at once
+ * (MPI_THREAD_MULTIPLE): otherwise two calls per use for nothing.
+ */
+static inline void zcmpi_mlock(pthread_mutex_t *m)
+{
+	if (__zcmpi_threads)
+		pthread_mutex_lock(m);
+}
+
+static inline void zcmpi_munlock(pthread_mutex_t *m)
+{
+	if (__zcmpi_threads)
+		pthread_mutex_unlock(m);
+}
 ZCMPI_HIDDEN void __zcmpi_idle(void);
 
 /* zcmpi_part.c */

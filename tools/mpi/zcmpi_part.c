@@ -115,18 +115,6 @@ static uint32_t next_base;
 static struct zpart *waiting;
 static pthread_mutex_t waiting_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void part_lock(struct zpart *p)
-{
-	if (__zcmpi_threads)
-		pthread_mutex_lock(&p->lock);
-}
-
-static void part_unlock(struct zpart *p)
-{
-	if (__zcmpi_threads)
-		pthread_mutex_unlock(&p->lock);
-}
-
 static void *zalloc(size_t n, size_t size)
 {
 	void *v = calloc(n ? n : 1, size);
@@ -164,7 +152,8 @@ static void part_msgs(const struct zpart *p, int j, int *first, int *last)
 
 /* ---- sending ------------------------------------------------------------ */
 
-static void send_msg(struct zpart *p, int i)
+/* Start message i (a send's, or a receive's partition i). */
+static void msg_start(struct zpart *p, int i)
 {
 	int ret = zcr_start(p->preq[i], &p->r[i]);
 
@@ -174,7 +163,8 @@ static void send_msg(struct zpart *p, int i)
 		p->state[i] = MSG_DONE;
 		p->ndone++;
 		if (!p->err)
-			p->err = __zcmpi_mpi_code(ret, ZR_SEND, p->peer);
+			p->err = __zcmpi_mpi_code(ret, p->recv ? ZR_RECV :
+						  ZR_SEND, p->peer);
 	}
 }
 
@@ -199,19 +189,7 @@ static void send_round(struct zpart *p)
 	}
 	for (i = 0; i < p->rparts; i++)
 		if (!p->need[i])
-			send_msg(p, i);
-}
-
-static void waiting_lock_take(void)
-{
-	if (__zcmpi_threads)
-		pthread_mutex_lock(&waiting_lock);
-}
-
-static void waiting_lock_drop(void)
-{
-	if (__zcmpi_threads)
-		pthread_mutex_unlock(&waiting_lock);
+			msg_start(p, i);
 }
 
 /* Send p has partitions ready and no hello yet: on the waiting list. */
@@ -219,11 +197,11 @@ static void wait_on(struct zpart *p)
 {
 	if (p->waiting)
 		return;
-	waiting_lock_take();
+	zcmpi_mlock(&waiting_lock);
 	p->waiting = true;
 	p->next = waiting;
 	__atomic_store_n(&waiting, p, __ATOMIC_RELEASE);
-	waiting_lock_drop();
+	zcmpi_munlock(&waiting_lock);
 }
 
 static void unwait(struct zpart *p)
@@ -232,14 +210,14 @@ static void unwait(struct zpart *p)
 
 	if (!p->waiting)
 		return;
-	waiting_lock_take();
+	zcmpi_mlock(&waiting_lock);
 	for (pp = &waiting; *pp; pp = &(*pp)->next)
 		if (*pp == p) {
 			__atomic_store_n(pp, p->next, __ATOMIC_RELEASE);
 			break;
 		}
 	p->waiting = false;
-	waiting_lock_drop();
+	zcmpi_munlock(&waiting_lock);
 }
 
 /*
@@ -326,7 +304,7 @@ static int send_ready(struct zreq *z, struct zpart *p, int j)
 	part_msgs(p, j, &first, &last);
 	for (i = first; i <= last; i++)
 		if (!--p->need[i])
-			send_msg(p, i);
+			msg_start(p, i);
 	return MPI_SUCCESS;
 }
 
@@ -398,7 +376,7 @@ void __zcmpi_part_progress(void)
 
 	if (!__atomic_load_n(&waiting, __ATOMIC_ACQUIRE))
 		return;
-	waiting_lock_take();
+	zcmpi_mlock(&waiting_lock);
 	for (pp = &waiting; (p = *pp);) {
 		if (!__zcmpi_threads || !pthread_mutex_trylock(&p->lock)) {
 			learn(p->z, p);
@@ -413,7 +391,7 @@ void __zcmpi_part_progress(void)
 		}
 		pp = &p->next;
 	}
-	waiting_lock_drop();
+	zcmpi_munlock(&waiting_lock);
 }
 
 /* Poll partitioned z; true when the round is complete (status in z). */
@@ -425,7 +403,7 @@ bool __zcmpi_part_poll(struct zreq *z)
 	if (z->done)
 		return true;
 	__zcmpi_part_progress();
-	part_lock(p);
+	zcmpi_mlock(&p->lock);
 	if (p->recv) {
 		for (i = 0; i < p->parts; i++)
 			msg_poll(z, p, i);
@@ -448,7 +426,7 @@ bool __zcmpi_part_poll(struct zreq *z)
 			z->done = true;
 		}
 	}
-	part_unlock(p);
+	zcmpi_munlock(&p->lock);
 	return z->done;
 }
 
@@ -504,29 +482,19 @@ void __zcmpi_part_wait(struct zreq *z)
 int __zcmpi_part_start(struct zreq *z)
 {
 	struct zpart *p = z->part;
-	int i, ret;
+	int i;
 
 	z->done = false;
 	z->err = 0;
 	z->len = 0;
 	z->active = true;
-	part_lock(p);
+	zcmpi_mlock(&p->lock);
 	p->err = 0;
 	p->ndone = 0;
 	p->len = 0;
 	if (p->recv) {
-		for (i = 0; i < p->parts; i++) {
-			ret = zcr_start(p->preq[i], &p->r[i]);
-			p->state[i] = MSG_STARTED;
-			if (ret) {
-				p->r[i] = NULL;
-				p->state[i] = MSG_DONE;
-				p->ndone++;
-				if (!p->err)
-					p->err = __zcmpi_mpi_code(ret, ZR_RECV,
-								  p->peer);
-			}
-		}
+		for (i = 0; i < p->parts; i++)
+			msg_start(p, i);
 	} else {
 		memset(p->ready, 0, (size_t)p->parts);
 		p->nready = 0;
@@ -535,7 +503,7 @@ int __zcmpi_part_start(struct zreq *z)
 		else
 			learn(z, p);
 	}
-	part_unlock(p);
+	zcmpi_munlock(&p->lock);
 	return MPI_SUCCESS;
 }
 
@@ -657,29 +625,22 @@ static bool part_new(bool recv, const void *buf, int parts, MPI_Count count,
 	return true;
 }
 
-int MPI_Psend_init(const void *buf, int partitions, MPI_Count count,
-		   MPI_Datatype t, int dest, int tag, MPI_Comm comm,
-		   MPI_Info info, MPI_Request *req)
-{
-	ENTER;
-
-	if (!part_new(false, buf, partitions, count, t, dest, tag, comm, req))
-		LEAVE(PMPI_Psend_init(buf, partitions, count, t, dest, tag,
-				      comm, info, req));
-	LEAVE(MPI_SUCCESS);
+/* MPI_Psend_init and MPI_Precv_init: ours, or the MPI's (part_new()). */
+#define PART_INIT(name, recv, qual)					\
+int MPI_##name(qual void *buf, int partitions, MPI_Count count,		\
+	       MPI_Datatype t, int rank, int tag, MPI_Comm comm,	\
+	       MPI_Info info, MPI_Request *req)				\
+{									\
+	ENTER;								\
+									\
+	if (!part_new(recv, buf, partitions, count, t, rank, tag, comm, \
+		      req))						\
+		LEAVE(PMPI_##name(buf, partitions, count, t, rank, tag,	\
+				  comm, info, req));			\
+	LEAVE(MPI_SUCCESS);						\
 }
-
-int MPI_Precv_init(void *buf, int partitions, MPI_Count count,
-		   MPI_Datatype t, int src, int tag, MPI_Comm comm,
-		   MPI_Info info, MPI_Request *req)
-{
-	ENTER;
-
-	if (!part_new(true, buf, partitions, count, t, src, tag, comm, req))
-		LEAVE(PMPI_Precv_init(buf, partitions, count, t, src, tag,
-				      comm, info, req));
-	LEAVE(MPI_SUCCESS);
-}
+PART_INIT(Psend_init, false, const)
+PART_INIT(Precv_init, true, )
 
 /* Our active partitioned send behind req, or NULL (*err: why). */
 static struct zreq *active_send(MPI_Request req, int *err)
@@ -709,10 +670,10 @@ static int ready_some(MPI_Request req, int lo, int n, const int *list)
 		if (j < 0 || j >= p->parts)
 			return __zcmpi_comm_error(z->comm, PART_ERR_INDEX);
 	}
-	part_lock(p);
+	zcmpi_mlock(&p->lock);
 	for (i = 0; i < n && !ret; i++)
 		ret = send_ready(z, p, list ? list[i] : lo + i);
-	part_unlock(p);
+	zcmpi_munlock(&p->lock);
 	if (ret)
 		__zcmpi_comm_error(z->comm, ret);
 	return ret;
@@ -769,9 +730,9 @@ int MPI_Parrived(MPI_Request req, int partition, int *flag)
 		LEAVE(MPI_SUCCESS);
 	}
 	__zcmpi_part_progress();
-	part_lock(p);
+	zcmpi_mlock(&p->lock);
 	*flag = msg_poll(z, p, partition);
-	part_unlock(p);
+	zcmpi_munlock(&p->lock);
 	LEAVE(MPI_SUCCESS);
 }
 

@@ -25,31 +25,15 @@ static unsigned int nfreed;	/* requests freed by the user, pending */
 pthread_mutex_t __zcmpi_lock = PTHREAD_MUTEX_INITIALIZER;
 
 
-/*
- * The pool's free list is shared between threads only where they may
- * call the MPI at once (MPI_THREAD_MULTIPLE): otherwise its lock is two
- * pairs of calls per message for nothing.
- */
+/* MPI_THREAD_MULTIPLE: the pool's free list is shared (zcmpi_mlock()). */
 bool __zcmpi_threads;
-
-static void pool_lock(void)
-{
-	if (__zcmpi_threads)
-		pthread_mutex_lock(&__zcmpi_lock);
-}
-
-static void pool_unlock(void)
-{
-	if (__zcmpi_threads)
-		pthread_mutex_unlock(&__zcmpi_lock);
-}
 
 struct zreq *__zcmpi_zreq_new(int kind, MPI_Comm comm, struct zcomm *zc)
 {
 	struct zreq *z = NULL;
 	int i;
 
-	pool_lock();
+	zcmpi_mlock(&__zcmpi_lock);
 	if (free_head >= 0) {
 		i = free_head;
 		free_head = __zcmpi_pool[i].next;
@@ -57,7 +41,7 @@ struct zreq *__zcmpi_zreq_new(int kind, MPI_Comm comm, struct zcomm *zc)
 	} else if (__zcmpi_pool_top < NREQ) {
 		z = &__zcmpi_pool[__zcmpi_pool_top++];
 	}
-	pool_unlock();
+	zcmpi_munlock(&__zcmpi_lock);
 	if (!z)
 		__zcmpi_die("more than %d requests pending", NREQ);
 	memset(z, 0, sizeof(*z));
@@ -78,10 +62,10 @@ void __zcmpi_zreq_release(struct zreq *z)
 		z->preq = NULL;
 	}
 	z->kind = ZR_FREE;
-	pool_lock();
+	zcmpi_mlock(&__zcmpi_lock);
 	z->next = free_head;
 	free_head = (int)(z - __zcmpi_pool);
-	pool_unlock();
+	zcmpi_munlock(&__zcmpi_lock);
 }
 
 /* ---- completion ------------------------------------------------------- */
