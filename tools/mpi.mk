@@ -71,7 +71,8 @@ endif
 # counted in zcmpi_coll.c; Documentation/mpi.md), one per MPI, linked to
 # the libzcrecv.so next to it in build/ (rpath), else the installed one.
 ZCMPI_SRCS := tools/mpi/zcmpi.c tools/mpi/zcmpi_request.c \
-	tools/mpi/zcmpi_fortran.c tools/mpi/zcmpi_coll.c lib/base/config.c
+	tools/mpi/zcmpi_part.c tools/mpi/zcmpi_fortran.c tools/mpi/zcmpi_coll.c \
+	lib/base/config.c
 ZCMPI_FLAGS = $(MPI_CFLAGS) -std=gnu11 -Iinclude -I$(B)/include -Ilib -fPIC -shared \
 	-Wl,-rpath,'$$ORIGIN/../../lib'
 ifneq ($(MPICC),)
@@ -125,7 +126,12 @@ $(MPI_DIR)/zcmpi_coll-mpich: tests/mpi/zcmpi_coll.c
 $(MPI_DIR)/%-mpich: tools/mpi/%.c
 	@mkdir -p $(dir $@)
 	$(MPICC_MPICH) $(MPI_CFLAGS) -Wno-stringop-overflow -o $@ $< -lm
+# MPI-4 partitioned communication: MPICH only (Open MPI 4.1 lacks it).
+$(MPI_DIR)/zcmpi_part-mpich: tests/mpi/zcmpi_part.c
+	@mkdir -p $(dir $@)
+	$(MPICC_MPICH) $(MPI_CFLAGS) -Wno-stringop-overflow -o $@ $< -lpthread
 ZCMPI_TESTS += $(MPI_DIR)/zcmpi_sem-mpich $(MPI_DIR)/zcmpi_coll-mpich \
+	$(MPI_DIR)/zcmpi_part-mpich \
 	$(addprefix $(MPI_DIR)/,$(addsuffix -mpich,$(MPI_APPS)))
 PROGS += $(MPI_DIR)/pingpong-mpich $(MPI_DIR)/latesend-mpich
 ifneq ($(MPIF90_MPICH),)

@@ -6,8 +6,12 @@
  * size, trials alternate the two forms (which goes first alternates too),
  * and the table gives the median time per round trip of each and their
  * ratio, with the range of the per-trial ratios. Run it under a stock MPI
- * and with libzcrecv-mpi preloaded to compare the layers.
+ * and with libzcrecv-mpi preloaded to compare the layers. With --parts P
+ * (an MPI-4 MPI: MPICH 4.0) it compares persistent requests against
+ * partitioned ones (MPI_Psend_init, MPI_Precv_init, P partitions readied
+ * in order with MPI_Pready) the same way.
  *   mpirun -np 2 pingpong [--min B] [--max B] [--iters N] [--trials T]
+ *                         [--parts P]
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -34,11 +38,15 @@ static void usage(FILE *f)
 		"               fewer for large messages, at least 20)\n"
 		"  --trials T   trials of each form per size, 1 to %d\n"
 		"               (default 9)\n"
+		"  --parts P    compare persistent requests against partitioned\n"
+		"               ones of P partitions instead (MPI-4: MPICH 4.0;\n"
+		"               every size a multiple of P)\n"
 		"  -h, --help   this text\n"
 		"\n"
 		"Output: one table row per size (us per round trip, medians;\n"
-		"persist/nb below 1: persistent faster) and a CSV line per size\n"
-		"starting with \"csv,\".\n", MAXT);
+		"persist/nb below 1: persistent faster; with --parts part/persist\n"
+		"below 1: partitioned faster) and a CSV line per size starting\n"
+		"with \"csv,\".\n", MAXT);
 }
 
 static long number(const char *opt, const char *v, long lo, long hi)
@@ -69,9 +77,33 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* iters round trips of len bytes; seconds per round trip. */
-static double trial(int persist, char *sb, char *rb, int len, int iters,
-		    MPI_Request *pr)
+enum { NB, PERSIST, PART };
+
+#if MPI_VERSION >= 4
+/* One partitioned round trip: pr[2] receives, pr[3] sends, parts each. */
+static void part_round(MPI_Request *pr, int parts)
+{
+	if (rank == 1) {
+		MPI_Start(&pr[2]);
+		MPI_Wait(&pr[2], MPI_STATUS_IGNORE);
+	}
+	if (rank == 0)
+		MPI_Start(&pr[2]);
+	MPI_Start(&pr[3]);
+	MPI_Pready_range(0, parts - 1, pr[3]);
+	if (rank == 0)
+		MPI_Waitall(2, &pr[2], MPI_STATUSES_IGNORE);
+	else
+		MPI_Wait(&pr[3], MPI_STATUS_IGNORE);
+}
+#endif
+
+/*
+ * iters round trips of len bytes of form (pr: persistent requests, and
+ * partitioned ones of parts partitions); seconds per round trip.
+ */
+static double trial(int form, char *sb, char *rb, int len, int iters,
+		    MPI_Request *pr, int parts)
 {
 	int peer = 1 - rank, i;
 	MPI_Request r[2];
@@ -80,7 +112,15 @@ static double trial(int persist, char *sb, char *rb, int len, int iters,
 	MPI_Barrier(MPI_COMM_WORLD);
 	t0 = MPI_Wtime();
 	for (i = 0; i < iters; i++) {
-		if (persist) {
+#if MPI_VERSION >= 4
+		if (form == PART) {
+			part_round(pr, parts);
+			continue;
+		}
+#else
+		(void)parts;
+#endif
+		if (form == PERSIST) {
 			/* The receive first: pr[0] is it. */
 			if (rank == 0) {
 				MPI_Startall(2, pr);
@@ -110,10 +150,10 @@ static double trial(int persist, char *sb, char *rb, int len, int iters,
 
 int main(int argc, char **argv)
 {
-	long min = 8, max = 4194304, iters = 4000, trials = 9, len;
+	long min = 8, max = 4194304, iters = 4000, trials = 9, parts = 0, len;
 	double nb[MAXT], pe[MAXT], ra[MAXT], mnb, mpe;
-	int size, i, t, it, bad;
-	MPI_Request pr[2];
+	int size, i, t, it, bad, fa = NB, fb = PERSIST;
+	MPI_Request pr[4];
 	char *sb, *rb;
 
 	MPI_Init(&argc, &argv);
@@ -143,6 +183,8 @@ int main(int argc, char **argv)
 			iters = number(argv[i], argv[i + 1], 1, 100000000);
 		else if (!strcmp(argv[i], "--trials"))
 			trials = number(argv[i], argv[i + 1], 1, MAXT);
+		else if (!strcmp(argv[i], "--parts"))
+			parts = number(argv[i], argv[i + 1], 1, 1 << 20);
 		else {
 			if (rank == 0) {
 				fprintf(stderr, "pingpong: unknown option "
@@ -161,6 +203,27 @@ int main(int argc, char **argv)
 		MPI_Finalize();
 		return 2;
 	}
+	if (parts) {
+#if MPI_VERSION >= 4
+		for (len = min; len <= max; len *= 4)
+			if (len % parts) {
+				if (rank == 0)
+					fprintf(stderr, "pingpong: %ld B is not "
+						"a multiple of --parts %ld\n",
+						len, parts);
+				MPI_Finalize();
+				return 2;
+			}
+		fa = PERSIST;
+		fb = PART;
+#else
+		if (rank == 0)
+			fprintf(stderr, "pingpong: --parts: this MPI (MPI %d)"
+				" has no partitioned calls\n", MPI_VERSION);
+		MPI_Finalize();
+		return 2;
+#endif
+	}
 	sb = malloc((size_t)max);
 	rb = malloc((size_t)max);
 	if (!sb || !rb) {
@@ -169,8 +232,11 @@ int main(int argc, char **argv)
 	}
 	memset(sb, rank + 1, (size_t)max);
 	if (rank == 0)
-		printf("%10s %12s %12s %12s %17s\n", "bytes", "nb us",
-		       "persist us", "persist/nb", "(trials' range)");
+		printf("%10s %12s %12s %12s %17s\n", "bytes",
+		       parts ? "persist us" : "nb us",
+		       parts ? "part us" : "persist us",
+		       parts ? "part/persist" : "persist/nb",
+		       "(trials' range)");
 	for (len = min; len <= max; len *= 4) {
 		it = (int)(iters * 8 / (len > 8 ? len : 8));
 		if (it > iters)
@@ -181,21 +247,35 @@ int main(int argc, char **argv)
 			      MPI_COMM_WORLD, &pr[0]);
 		MPI_Send_init(sb, (int)len, MPI_BYTE, 1 - rank, 1,
 			      MPI_COMM_WORLD, &pr[1]);
+#if MPI_VERSION >= 4
+		if (parts) {
+			MPI_Precv_init(rb, (int)parts, len / parts, MPI_BYTE,
+				       1 - rank, 2, MPI_COMM_WORLD,
+				       MPI_INFO_NULL, &pr[2]);
+			MPI_Psend_init(sb, (int)parts, len / parts, MPI_BYTE,
+				       1 - rank, 2, MPI_COMM_WORLD,
+				       MPI_INFO_NULL, &pr[3]);
+		}
+#endif
 		/* Warm-up: connections, registrations, first faults. */
-		trial(0, sb, rb, (int)len, it / 10 + 1, pr);
-		trial(1, sb, rb, (int)len, it / 10 + 1, pr);
+		trial(fa, sb, rb, (int)len, it / 10 + 1, pr, (int)parts);
+		trial(fb, sb, rb, (int)len, it / 10 + 1, pr, (int)parts);
 		for (t = 0; t < trials; t++) {
 			if (t % 2) {
-				pe[t] = trial(1, sb, rb, (int)len, it, pr);
-				nb[t] = trial(0, sb, rb, (int)len, it, pr);
+				pe[t] = trial(fb, sb, rb, (int)len, it, pr,
+					      (int)parts);
+				nb[t] = trial(fa, sb, rb, (int)len, it, pr,
+					      (int)parts);
 			} else {
-				nb[t] = trial(0, sb, rb, (int)len, it, pr);
-				pe[t] = trial(1, sb, rb, (int)len, it, pr);
+				nb[t] = trial(fa, sb, rb, (int)len, it, pr,
+					      (int)parts);
+				pe[t] = trial(fb, sb, rb, (int)len, it, pr,
+					      (int)parts);
 			}
 			ra[t] = pe[t] / nb[t];
 		}
-		MPI_Request_free(&pr[0]);
-		MPI_Request_free(&pr[1]);
+		for (i = 0; i < (parts ? 4 : 2); i++)
+			MPI_Request_free(&pr[i]);
 		/* The received bytes are the peer's. */
 		bad = rb[0] != 2 - rank || rb[len - 1] != 2 - rank;
 		MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX,

@@ -315,6 +315,16 @@ void __zcmpi_zreq_reset(struct zreq *z)
 	z->peer = -1;
 }
 
+/* The endpoint to world rank peer, dialled if need be, counted as used. */
+int __zcmpi_send_ep(int peer, struct zcr_ep **ep)
+{
+	int ret = zcr_ctx_job_ep(__zcmpi_ctx, peer, 0, ep);
+
+	if (!ret && peer_used)
+		peer_used[peer] = 1;
+	return ret;
+}
+
 /* Start a send on z (comm and zc set); an MPI error code. */
 static int send_into(struct zreq *z, const void *buf, int count,
 		     MPI_Datatype t, int dest, int tag, bool sync)
@@ -531,12 +541,16 @@ int __zcmpi_zwait_quiet(MPI_Request *req, MPI_Status *st)
 {
 	struct zreq *z = Z(*req);
 
+	if (z->part)
+		__zcmpi_part_wait(z);
 	while (!z->done) {
 		struct zcr_status zs;
 		int ret = zcr_wait_sized(z->r, &zs, sizeof(zs), 200);
 
 		if (ret != -ETIMEDOUT)
 			__zcmpi_zreq_finish(z, ret, &zs);
+		else
+			__zcmpi_part_progress();
 	}
 	return __zcmpi_zreq_collect(z, st, req);
 }

@@ -4,7 +4,8 @@
  * communicators, data types, starting operations, MPI_Init/Finalize, the
  * point-to-point calls), zcmpi_request.c (the request pool and its
  * handles, completion, persistent requests, the Wait/Test calls),
- * zcmpi_fortran.c (Open MPI's Fortran bindings) and zcmpi_coll.c. Nothing
+ * zcmpi_part.c (MPI-4 partitioned communication), zcmpi_fortran.c
+ * (Open MPI's Fortran bindings) and zcmpi_coll.c. Nothing
  * here is exported: the library's only interface is the MPI calls it
  * wraps.
  */
@@ -91,6 +92,11 @@ struct zreq {
 	 */
 	struct zcr_preq *preq;
 	size_t pbytes;
+	/*
+	 * Partitioned (MPI_Psend_init, MPI_Precv_init; zcmpi_part.c): a
+	 * persistent request whose rounds zcmpi_part.c starts and polls.
+	 */
+	struct zpart *part;
 };
 
 #define NREQ		(1 << 20)
@@ -119,6 +125,7 @@ ZCMPI_HIDDEN int __zcmpi_zreq_start(struct zreq *z, int kind, const void *buf,
 ZCMPI_HIDDEN int __zcmpi_zwait(MPI_Request *req, MPI_Status *st);
 ZCMPI_HIDDEN int __zcmpi_zwait_quiet(MPI_Request *req, MPI_Status *st);
 ZCMPI_HIDDEN void __zcmpi_zc_init(void);
+ZCMPI_HIDDEN int __zcmpi_send_ep(int peer, struct zcr_ep **ep);
 
 /* zcmpi_request.c */
 extern ZCMPI_HIDDEN struct zreq *__zcmpi_pool;
@@ -135,7 +142,32 @@ ZCMPI_HIDDEN void __zcmpi_status_set(MPI_Status *st, int src, int tag,
 ZCMPI_HIDDEN int __zcmpi_zreq_collect(struct zreq *z, MPI_Status *st,
 				      MPI_Request *req);
 ZCMPI_HIDDEN void __zcmpi_reap_freed(void);
+
+/*
+ * Locks shared between threads only where they may call the MPI at once
+ * (MPI_THREAD_MULTIPLE): otherwise two calls per use for nothing.
+ */
+static inline void zcmpi_mlock(pthread_mutex_t *m)
+{
+	if (__zcmpi_threads)
+		pthread_mutex_lock(m);
+}
+
+static inline void zcmpi_munlock(pthread_mutex_t *m)
+{
+	if (__zcmpi_threads)
+		pthread_mutex_unlock(m);
+}
 ZCMPI_HIDDEN void __zcmpi_idle(void);
+
+/* zcmpi_part.c */
+struct zpart;
+ZCMPI_HIDDEN bool __zcmpi_part_poll(struct zreq *z);
+ZCMPI_HIDDEN int __zcmpi_part_start(struct zreq *z);
+ZCMPI_HIDDEN void __zcmpi_part_wait(struct zreq *z);
+ZCMPI_HIDDEN bool __zcmpi_part_idle(struct zreq *z, int timeout_ms);
+ZCMPI_HIDDEN void __zcmpi_part_progress(void);
+ZCMPI_HIDDEN void __zcmpi_part_free(struct zreq *z);
 
 static inline uint64_t now_ns(void)
 {

@@ -25,31 +25,15 @@ static unsigned int nfreed;	/* requests freed by the user, pending */
 pthread_mutex_t __zcmpi_lock = PTHREAD_MUTEX_INITIALIZER;
 
 
-/*
- * The pool's free list is shared between threads only where they may
- * call the MPI at once (MPI_THREAD_MULTIPLE): otherwise its lock is two
- * pairs of calls per message for nothing.
- */
+/* MPI_THREAD_MULTIPLE: the pool's free list is shared (zcmpi_mlock()). */
 bool __zcmpi_threads;
-
-static void pool_lock(void)
-{
-	if (__zcmpi_threads)
-		pthread_mutex_lock(&__zcmpi_lock);
-}
-
-static void pool_unlock(void)
-{
-	if (__zcmpi_threads)
-		pthread_mutex_unlock(&__zcmpi_lock);
-}
 
 struct zreq *__zcmpi_zreq_new(int kind, MPI_Comm comm, struct zcomm *zc)
 {
 	struct zreq *z = NULL;
 	int i;
 
-	pool_lock();
+	zcmpi_mlock(&__zcmpi_lock);
 	if (free_head >= 0) {
 		i = free_head;
 		free_head = __zcmpi_pool[i].next;
@@ -57,7 +41,7 @@ struct zreq *__zcmpi_zreq_new(int kind, MPI_Comm comm, struct zcomm *zc)
 	} else if (__zcmpi_pool_top < NREQ) {
 		z = &__zcmpi_pool[__zcmpi_pool_top++];
 	}
-	pool_unlock();
+	zcmpi_munlock(&__zcmpi_lock);
 	if (!z)
 		__zcmpi_die("more than %d requests pending", NREQ);
 	memset(z, 0, sizeof(*z));
@@ -71,15 +55,17 @@ struct zreq *__zcmpi_zreq_new(int kind, MPI_Comm comm, struct zcomm *zc)
 void __zcmpi_zreq_release(struct zreq *z)
 {
 	free(z->tmp);
+	if (z->part)
+		__zcmpi_part_free(z);
 	if (z->preq) {
 		zcr_preq_free(z->preq);
 		z->preq = NULL;
 	}
 	z->kind = ZR_FREE;
-	pool_lock();
+	zcmpi_mlock(&__zcmpi_lock);
 	z->next = free_head;
 	free_head = (int)(z - __zcmpi_pool);
-	pool_unlock();
+	zcmpi_munlock(&__zcmpi_lock);
 }
 
 /* ---- completion ------------------------------------------------------- */
@@ -133,6 +119,8 @@ static bool zreq_poll(struct zreq *z)
 
 	if (z->done)
 		return true;
+	if (z->part)
+		return __zcmpi_part_poll(z);
 	ret = zcr_test_sized(z->r, &st, sizeof(st));
 	if (!ret)
 		return false;
@@ -222,10 +210,27 @@ void __zcmpi_reap_freed(void)
 /* Wait a little for something to happen on the context. */
 void __zcmpi_idle(void)
 {
+	__zcmpi_part_progress();
 	zcr_progress(__zcmpi_ctx, 1);
 }
 
 static bool any_ours(int n, const MPI_Request *reqs);
+
+/*
+ * Nothing of reqs done yet: wait a little. On a partitioned request of
+ * ours, in the library (its wake-up is the request's own; see
+ * __zcmpi_part_idle()), else on the context.
+ */
+static void idle_on(int n, const MPI_Request *reqs, const char *done)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (!done[i] && ours(reqs[i]) && Z(reqs[i])->part &&
+		    Z(reqs[i])->active && __zcmpi_part_idle(Z(reqs[i]), 1))
+			return;
+	__zcmpi_idle();
+}
 
 /* ---- persistent requests ------------------------------------------------ */
 
@@ -296,6 +301,8 @@ int MPI_Start(MPI_Request *req)
 	z = Z(*req);
 	if (!z->persistent || z->active)
 		LEAVE(__zcmpi_comm_error(z->comm, MPI_ERR_REQUEST));
+	if (z->part)
+		LEAVE(__zcmpi_part_start(z));
 	__zcmpi_zreq_reset(z);
 	z->active = true;
 	if (z->preq)
@@ -498,7 +505,7 @@ int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 				}
 			break;
 		}
-		__zcmpi_idle();
+		idle_on(n, reqs, done);
 	}
 	done_flags_put(done, stack);
 	__zcmpi_reap_freed();
@@ -586,7 +593,7 @@ static int any_some(int n, MPI_Request reqs[], int *outcount, int idx[],
 				 &err, &ecomm, true, one);
 		if (ndone || !active || !block)
 			break;
-		__zcmpi_idle();
+		idle_on(n, reqs, done);
 	}
 	for (i = 0; i < n; i++) {
 		if (!done[i])
