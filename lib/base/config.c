@@ -257,6 +257,10 @@ const struct zcr_env_var __zcr_env_vars[ZCR_ENV_COUNT] = {
 	    "type goes over zcrecv when its whole vector (the sum of the "
 	    "counts) has at least this many bytes; 0: always; the default, "
 	    "2^62, never."),
+	BOOL(MPI_COLL_BARRIER, ZCR_ENV_MPI, 0,
+	     "libzcrecv-mpi.so: 1: MPI_Barrier and MPI_Ibarrier of carried "
+	     "communicators go over zcrecv (a dissemination of zero-byte "
+	     "messages); 0: they stay with the MPI."),
 
 	STR(TRACE_DIR, ZCR_ENV_TRACE, PATH_MAX - 32, "the current directory",
 	    "The MPI tracer libzctrace.so writes rank-NNNN.trace here."),

@@ -531,13 +531,16 @@ int __zcmpi_zwait_quiet(MPI_Request *req, MPI_Status *st)
 {
 	struct zreq *z = Z(*req);
 
-	while (!z->done) {
-		struct zcr_status zs;
-		int ret = zcr_wait_sized(z->r, &zs, sizeof(zs), 200);
-
-		if (ret != -ETIMEDOUT)
-			__zcmpi_zreq_finish(z, ret, &zs);
-	}
+	if (z->kind == ZR_COLL)
+		__zcmpi_coll_wait(z);
+	/*
+	 * While nonblocking collectives run, in short slices: their
+	 * schedules move on between them (another rank may wait for this
+	 * one's next step before it sends what this wait waits for).
+	 */
+	while (!__zcmpi_zreq_wait_ms(z, __zcmpi_coll_running ? 1 : 200))
+		if (__atomic_load_n(&__zcmpi_coll_running, __ATOMIC_RELAXED))
+			__zcmpi_coll_progress();
 	return __zcmpi_zreq_collect(z, st, req);
 }
 
@@ -737,6 +740,8 @@ int MPI_Finalize(void)
 	struct mem *m;
 
 	if (__zcmpi_ctx) {
+		/* Nonblocking collectives the program freed run to the end. */
+		__zcmpi_coll_drain();
 		__zcmpi_reap_freed();
 		/*
 		 * Everyone is done receiving: no message is still on its
