@@ -9,8 +9,9 @@
 #   - the collectives' suite tests/mpi/zcmpi_coll.c passes without the
 #     layer and over it with the default thresholds, with all of them 0
 #     and with ZCRECV_MPI_COLL=0, carrying calls (or none) as it should;
-#     its nonblocking part and the barriers ("zcmpi_coll nb") on 2 and 4
-#     ranks with the real MPI and over the layer, every call carried;
+#     its nonblocking part, the barriers and scans ("zcmpi_coll nb") on
+#     2 and 4 ranks with the real MPI and over the layer, every call
+#     carried;
 #   - mixed Fortran/C (tests/mpi/mixed.f90) shares one path, also with
 #     the `use mpi` bindings under Open MPI (tests/mpi/usempi.f90);
 #   - MPICH with the environment wire-up (ZCRECV_JOB_DIR);
@@ -135,6 +136,7 @@ coll() {
 			   ZCRECV_MPI_COLL_REDUCE_SCATTER_MIN=0
 			   ZCRECV_MPI_COLL_ALLGATHER_MIN=0
 			   ZCRECV_MPI_COLL_BCAST_MIN=0
+			   ZCRECV_MPI_COLL_SCAN_MIN=0
 			   ZCRECV_MPI_COLL_BARRIER=1) ;;
 		none) env+=(ZCRECV_MPI_COLL=0) ;;
 		esac
@@ -167,7 +169,8 @@ nb() {
 	out=$tmp/$name.nb
 	NP=$np $mpi ZCRECV_REPORT=1 ZCRECV_MPI_COLL_ALLTOALL_MIN=0 \
 		ZCRECV_MPI_COLL_ALLGATHER_MIN=0 ZCRECV_MPI_COLL_BCAST_MIN=0 \
-		ZCRECV_MPI_COLL_ALLREDUCE_MIN=0 ZCRECV_MPI_COLL_BARRIER=1 \
+		ZCRECV_MPI_COLL_ALLREDUCE_MIN=0 ZCRECV_MPI_COLL_SCAN_MIN=0 \
+		ZCRECV_MPI_COLL_BARRIER=1 \
 		LD_PRELOAD="$root/$bin/$lib" "$prog" nb >"$out" 2>&1
 	carried=$(sumcount "$out" 'carried coll')
 	left=$(sumcount "$out" 'collectives')

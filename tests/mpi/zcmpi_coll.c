@@ -16,16 +16,17 @@
  * same way, completed by every completion call, with MPI_IN_PLACE, the
  * strided type, several in flight on one communicator, a blocking one
  * between them, point-to-point in flight, a request freed and one polled
- * with MPI_Test; MPI_Barrier and MPI_Ibarrier held up by a late rank.
+ * with MPI_Test; MPI_Barrier and MPI_Ibarrier held up by a late rank;
+ * MPI_Scan and MPI_Exscan with every reduction above.
  * Run by tests/mpi/check-zcmpi.sh with and without the layer, and with
  * ZCRECV_MPI_COLL_*_MIN=0 (every call over zcrecv). 4 ranks or more.
  *
  *   zcmpi_coll         the suite; rank 0 prints "coll: N checks passed,
  *                      M calls always to the MPI" (M: calls no threshold
  *                      carries, over all ranks)
- *   zcmpi_coll nb      the nonblocking collectives and the barriers only,
- *                      on MPI_COMM_WORLD, a dup and one rank alone; 2
- *                      ranks or more
+ *   zcmpi_coll nb      the nonblocking collectives, the barriers and
+ *                      scans only, on MPI_COMM_WORLD, a dup and (Open
+ *                      MPI) one rank alone; 2 ranks or more
  *   zcmpi_coll bench [FIRST [LAST]]
  *                      per collective (FIRST..LAST of coll_names, all by
  *                      default) and size, the median time of a call in
@@ -526,6 +527,35 @@ static void mulinc(void *in, void *inout, int *len, MPI_Datatype *t)
 }
 
 /*
+ * Scan and Exscan of n elements of y under o from s, each against the
+ * same call through PMPI and in place against that (a, b: len bytes of
+ * room); Exscan's result at rank 0 is undefined, not compared.
+ */
+static void scans(MPI_Comm comm, const struct ty *y, MPI_Op o, int n,
+		  const char *s, char *a, char *b, size_t len, MPI_Aint ext)
+{
+	int r;
+
+	MPI_Comm_rank(comm, &r);
+	memset(a, 0x5a, len);
+	memset(b, 0x5a, len);
+	MPI_Scan(s, a, n, y->t, o, comm);
+	PMPI_Scan(s, b, n, y->t, o, comm);
+	CHECK(agree(y, a, b, n, ext));
+	memcpy(a, s, len);
+	MPI_Scan(MPI_IN_PLACE, a, n, y->t, o, comm);
+	CHECK(agree(y, a, b, n, ext));
+	memset(a, 0x5a, len);
+	memset(b, 0x5a, len);
+	MPI_Exscan(s, a, n, y->t, o, comm);
+	PMPI_Exscan(s, b, n, y->t, o, comm);
+	CHECK(!r || agree(y, a, b, n, ext));
+	memcpy(a, s, len);
+	MPI_Exscan(MPI_IN_PLACE, a, n, y->t, o, comm);
+	CHECK(!r || agree(y, a, b, n, ext));
+}
+
+/*
  * The four reductions of n elements of y under o, each against the same
  * call through PMPI: Allreduce (and in place), Reduce to root (and in
  * place at it), Reduce_scatter_block of n / p per rank, Reduce_scatter of
@@ -600,6 +630,7 @@ static void reductions(MPI_Comm comm, const struct ty *y, MPI_Op o, int n,
 	memcpy(a, s, len);
 	MPI_Reduce_scatter(MPI_IN_PLACE, a, rc, y->t, o, comm);
 	CHECK(agree(y, a, b, rc[r], ext));
+	scans(comm, y, o, n, s, a, b, len, ext);
 	free(s);
 	free(a);
 	free(b);
@@ -696,7 +727,7 @@ static void user_ops(MPI_Comm comm, int n, unsigned int seed)
 	MPI_Type_contiguous(2, MPI_INT, &two.t);
 	MPI_Type_commit(&two.t);
 	reductions(comm, &two, cm, n / 2, 0, seed);
-	to_mpi += 7;
+	to_mpi += 11;
 	MPI_Type_free(&two.t);
 #else
 	(void)two;
@@ -1140,7 +1171,8 @@ static void barrier(MPI_Comm comm, int how)
  * The nonblocking collectives on comm (any size, 1 included): sizes below
  * and above the thresholds, ints and the strided type, MPI_IN_PLACE,
  * every completion call, point-to-point in flight; the non-commutative and
- * derived-type Iallreduce the layer leaves to the MPI.
+ * derived-type Iallreduce the layer leaves to the MPI. And Scan and
+ * Exscan, commutative and not (the full suite tries every op and type).
  */
 static void suite_nb(MPI_Comm comm, MPI_Datatype str)
 {
@@ -1169,6 +1201,25 @@ static void suite_nb(MPI_Comm comm, MPI_Datatype str)
 		iallgather(comm, n / 2, str, 4, how + 4);
 		ialltoall(comm, n / 2, str, 4, how + 5);
 	}
+	{
+		size_t len = 70000 * sizeof(uint64_t);
+		char *s = malloc(len), *a = malloc(len), *b = malloc(len);
+		int r;
+
+		if (!s || !a || !b)
+			MPI_Abort(MPI_COMM_WORLD, 3);
+		MPI_Comm_rank(comm, &r);
+		MPI_Op_create(affine, 0, &nc);
+		fill(&i32, s, 70000, sizeof(int), r, 7);
+		scans(comm, &i32, MPI_SUM, 70000, s, a, b, len, sizeof(int));
+		scans(comm, &i32, MPI_SUM, 0, s, a, b, len, sizeof(int));
+		fill(&u64, s, 50000, sizeof(uint64_t), r, 8);
+		scans(comm, &u64, nc, 50000, s, a, b, len, sizeof(uint64_t));
+		MPI_Op_free(&nc);
+		free(s);
+		free(a);
+		free(b);
+	}
 	overlap(comm, 5000, str, 1);
 	overlap(comm, 0, str, 4);
 	freed_and_tested(comm, 30000);
@@ -1195,7 +1246,7 @@ static int cmp_double(const void *a, const void *b)
 static const char *const coll_names[] = {
 	"alltoall", "allgather", "bcast", "allreduce", "reduce",
 	"reduce_scatter_block", "gather", "scatter", "ialltoall",
-	"iallgather", "ibcast", "iallreduce", "barrier",
+	"iallgather", "ibcast", "iallreduce", "barrier", "scan",
 };
 #define BARRIER		12
 
@@ -1251,8 +1302,11 @@ static double time_one(int c, int bytes, char *s, char *r, int p)
 		else if (c == 11)
 			MPI_Iallreduce(s, r, nd, MPI_DOUBLE, MPI_SUM,
 				       MPI_COMM_WORLD, &req);
-		else
+		else if (c == BARRIER)
 			MPI_Barrier(MPI_COMM_WORLD);
+		else
+			MPI_Scan(s, r, nd, MPI_DOUBLE, MPI_SUM,
+				 MPI_COMM_WORLD);
 		/* The nonblocking ones: started, then waited for at once. */
 		MPI_Wait(&req, MPI_STATUS_IGNORE);
 		t0 = MPI_Wtime() - t0;

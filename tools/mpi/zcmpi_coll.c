@@ -52,7 +52,7 @@ static struct zcmpi_coll_stats stats;
 static struct {
 	uint64_t on, alltoall_min, allgather_min, bcast_min;
 	uint64_t gather_min, scatter_min, reduce_min, allreduce_min;
-	uint64_t reduce_scatter_min, barrier;
+	uint64_t reduce_scatter_min, scan_min, barrier;
 } set;
 
 void __zcmpi_coll_init(const struct zcr_env_set *env)
@@ -66,6 +66,7 @@ void __zcmpi_coll_init(const struct zcr_env_set *env)
 	set.reduce_min = env->v[ZCR_ENV_MPI_COLL_REDUCE_MIN].u;
 	set.allreduce_min = env->v[ZCR_ENV_MPI_COLL_ALLREDUCE_MIN].u;
 	set.reduce_scatter_min = env->v[ZCR_ENV_MPI_COLL_REDUCE_SCATTER_MIN].u;
+	set.scan_min = env->v[ZCR_ENV_MPI_COLL_SCAN_MIN].u;
 	set.barrier = env->v[ZCR_ENV_MPI_COLL_BARRIER].u;
 	PMPI_Bcast(&set, sizeof(set), MPI_BYTE, 0, MPI_COMM_WORLD);
 }
@@ -824,6 +825,53 @@ static int reduce_scatter_zc(const void *sbuf, void *rbuf, const int *counts,
 		free(acc);
 	parts_free(&pt);
 	return ret ? ret : ret2;
+}
+
+/*
+ * Scan (inclusive) and Exscan, recursive doubling, any operation: at the
+ * step of distance d a rank sends its partial (the reduction of ranks
+ * rank - d + 1 .. rank, in a buffer of its own) to rank + d and receives
+ * rank - d's, which covers the ranks just below its partial: it goes on
+ * the left of both the partial and the result, so a non-commutative
+ * operation sees rank order. Exscan's result starts with the first block
+ * received; rank 0's is left as it was (MPI leaves it undefined).
+ */
+static int scan_zc(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
+		   MPI_Op mop, bool ex, MPI_Comm comm, struct zcomm *zc)
+{
+	size_t bytes = (size_t)count * (size_t)extent(t);
+	int p = zc->size, me = zc->rank, d, si, ri, ret;
+	const void *in = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+	void *part = vec_alloc(bytes), *tmp = vec_alloc(bytes);
+	bool have = false;
+	struct cop op;
+
+	if (bytes)
+		memcpy(part, in, bytes);
+	if (!ex && in != rbuf && bytes)
+		memcpy(rbuf, in, bytes);
+	op_init(&op, comm, zc, 64);
+	for (d = 1; d < p; d <<= 1) {
+		si = me + d < p ? op_start(&op, ZR_SEND, part, count, t,
+					   me + d) : -1;
+		ri = me - d >= 0 ? op_start(&op, ZR_RECV, tmp, count, t,
+					    me - d) : -1;
+		/* The partial changes below: its send must be done. */
+		op_wait(&op, si);
+		op_wait(&op, ri);
+		if (ri < 0 || op.err)
+			continue;
+		reduce_local(tmp, part, count, t, mop, &op);
+		if (ex && !have && bytes)
+			memcpy(rbuf, tmp, bytes);
+		else if (!ex || have)
+			reduce_local(tmp, rbuf, count, t, mop, &op);
+		have = true;
+	}
+	ret = op_end(&op);
+	free(part);
+	free(tmp);
+	return ret;
 }
 
 /* ---- nonblocking collectives -------------------------------------------- */
@@ -1812,15 +1860,29 @@ int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
 int MPI_Scan(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
 	     MPI_Op op, MPI_Comm comm)
 {
-	note(bytes_of(count, t));
-	return PMPI_Scan(sbuf, rbuf, count, t, op, comm);
+	struct zcomm *zc = carry_red(comm, count, t, op, set.scan_min);
+
+	if (!zc) {
+		note(bytes_of(count, t));
+		return PMPI_Scan(sbuf, rbuf, count, t, op, comm);
+	}
+	ENTER;
+	note_zc(bytes_of(count, t));
+	LEAVE(scan_zc(sbuf, rbuf, count, t, op, false, comm, zc));
 }
 
 int MPI_Exscan(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
 	       MPI_Op op, MPI_Comm comm)
 {
-	note(bytes_of(count, t));
-	return PMPI_Exscan(sbuf, rbuf, count, t, op, comm);
+	struct zcomm *zc = carry_red(comm, count, t, op, set.scan_min);
+
+	if (!zc) {
+		note(bytes_of(count, t));
+		return PMPI_Exscan(sbuf, rbuf, count, t, op, comm);
+	}
+	ENTER;
+	note_zc(bytes_of(count, t));
+	LEAVE(scan_zc(sbuf, rbuf, count, t, op, true, comm, zc));
 }
 
 /* The nonblocking forms, counted when they start, and the rest. */
