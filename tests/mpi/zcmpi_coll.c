@@ -146,11 +146,19 @@ static MPI_Datatype strided(void)
 	return t;
 }
 
+/*
+ * The calls checked below with how < 0 are the blocking ones; otherwise
+ * the nonblocking form, completed by complete(how) (how + 1 for a second
+ * call).
+ */
+static void complete(MPI_Request *req, int how);
+
 /* n elements of t per part; ipe: ints per element's extent. */
-static void alltoall(MPI_Comm comm, int n, MPI_Datatype t, int ipe)
+static void alltoall(MPI_Comm comm, int n, MPI_Datatype t, int ipe, int how)
 {
 	int r, p, i, k;
 	size_t len;
+	MPI_Request req;
 	int *s, *a, *b;
 
 	MPI_Comm_rank(comm, &r);
@@ -162,13 +170,24 @@ static void alltoall(MPI_Comm comm, int n, MPI_Datatype t, int ipe)
 	for (i = 0; i < p; i++)
 		for (k = 0; k < n * ipe; k++)
 			s[(size_t)i * n * ipe + k] = val(r, i, k);
-	MPI_Alltoall(s, n, t, a, n, t, comm);
+	if (how < 0) {
+		MPI_Alltoall(s, n, t, a, n, t, comm);
+	} else {
+		MPI_Ialltoall(s, n, t, a, n, t, comm, &req);
+		complete(&req, how);
+	}
 	PMPI_Alltoall(s, n, t, b, n, t, comm);
 	same(a, b, len);
 	/* In place: the same result from the send data in the buffer. */
 	memcpy(a, s, len * sizeof(int));
 	memcpy(b, s, len * sizeof(int));
-	MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, a, n, t, comm);
+	if (how < 0) {
+		MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, a, n, t, comm);
+	} else {
+		MPI_Ialltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, a, n, t,
+			      comm, &req);
+		complete(&req, how + 1);
+	}
 	PMPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, b, n, t, comm);
 	same(a, b, len);
 	free(s);
@@ -236,10 +255,12 @@ static void alltoallv(MPI_Comm comm, int n)
 	free(b);
 }
 
-static void allgather(MPI_Comm comm, int n, MPI_Datatype t, int ipe)
+static void allgather(MPI_Comm comm, int n, MPI_Datatype t, int ipe,
+		      int how)
 {
 	int r, p, k;
 	size_t len;
+	MPI_Request req;
 	int *s, *a, *b;
 
 	MPI_Comm_rank(comm, &r);
@@ -250,14 +271,26 @@ static void allgather(MPI_Comm comm, int n, MPI_Datatype t, int ipe)
 	b = ints(len, SENTINEL);
 	for (k = 0; k < n * ipe; k++)
 		s[k] = val(r, 0, k);
-	MPI_Allgather(s, n, t, a, n, t, comm);
+	if (how < 0) {
+		MPI_Allgather(s, n, t, a, n, t, comm);
+	} else {
+		MPI_Iallgather(s, n, t, a, n, t, comm, &req);
+		complete(&req, how);
+	}
 	PMPI_Allgather(s, n, t, b, n, t, comm);
 	same(a, b, len);
 	/* In place: this rank's part is in the buffer already. */
 	for (k = 0; k < n * ipe; k++)
 		a[(size_t)r * n * ipe + k] = b[(size_t)r * n * ipe + k] =
 			val(r, 1, k);
-	MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, a, n, t, comm);
+	if (how < 0) {
+		MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, a, n, t,
+			      comm);
+	} else {
+		MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, a, n, t,
+			       comm, &req);
+		complete(&req, how + 1);
+	}
 	PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, b, n, t, comm);
 	same(a, b, len);
 	free(s);
@@ -297,10 +330,12 @@ static void allgatherv(MPI_Comm comm, int n)
 	free(b);
 }
 
-static void bcast(MPI_Comm comm, int n, MPI_Datatype t, int ipe)
+/* Every root in turn; nonblocking: complete(how + root). */
+static void bcast(MPI_Comm comm, int n, MPI_Datatype t, int ipe, int how)
 {
 	int r, p, root, k;
 	size_t len = (size_t)n * ipe;
+	MPI_Request req;
 	int *a, *b;
 
 	MPI_Comm_rank(comm, &r);
@@ -310,7 +345,12 @@ static void bcast(MPI_Comm comm, int n, MPI_Datatype t, int ipe)
 	for (root = 0; root < p; root++) {
 		for (k = 0; r == root && k < (int)len; k++)
 			a[k] = b[k] = val(root, 4, k);
-		MPI_Bcast(a, n, t, root, comm);
+		if (how < 0) {
+			MPI_Bcast(a, n, t, root, comm);
+		} else {
+			MPI_Ibcast(a, n, t, root, comm, &req);
+			complete(&req, how + root);
+		}
 		PMPI_Bcast(b, n, t, root, comm);
 		same(a, b, len);
 		CHECK(!n || t != MPI_INT || a[len - 1] ==
@@ -331,18 +371,18 @@ static void suite(MPI_Comm comm, MPI_Datatype str)
 		int n = sizes[i];
 
 		p2p_start(&x, comm);
-		alltoall(comm, n, MPI_INT, 1);
+		alltoall(comm, n, MPI_INT, 1, -1);
 		alltoallv(comm, n);
-		allgather(comm, n, MPI_INT, 1);
+		allgather(comm, n, MPI_INT, 1, -1);
 		allgatherv(comm, n);
-		bcast(comm, n, MPI_INT, 1);
+		bcast(comm, n, MPI_INT, 1, -1);
 		p2p_end(&x, comm);
 		/* Non-contiguous: 2 ints of 4, parts up to 600 kB. */
 		if (n > 150000)
 			n /= 2;
-		alltoall(comm, n, str, 4);
-		allgather(comm, n, str, 4);
-		bcast(comm, n, str, 4);
+		alltoall(comm, n, str, 4, -1);
+		allgather(comm, n, str, 4, -1);
+		bcast(comm, n, str, 4, -1);
 	}
 }
 
@@ -534,25 +574,24 @@ static void mulinc(void *in, void *inout, int *len, MPI_Datatype *t)
 static void scans(MPI_Comm comm, const struct ty *y, MPI_Op o, int n,
 		  const char *s, char *a, char *b, size_t len, MPI_Aint ext)
 {
-	int r;
+	int (*const mine[])(const void *, void *, int, MPI_Datatype, MPI_Op,
+			    MPI_Comm) = { MPI_Scan, MPI_Exscan };
+	int (*const ref[])(const void *, void *, int, MPI_Datatype, MPI_Op,
+			   MPI_Comm) = { PMPI_Scan, PMPI_Exscan };
+	int r, ex;
 
 	MPI_Comm_rank(comm, &r);
-	memset(a, 0x5a, len);
-	memset(b, 0x5a, len);
-	MPI_Scan(s, a, n, y->t, o, comm);
-	PMPI_Scan(s, b, n, y->t, o, comm);
-	CHECK(agree(y, a, b, n, ext));
-	memcpy(a, s, len);
-	MPI_Scan(MPI_IN_PLACE, a, n, y->t, o, comm);
-	CHECK(agree(y, a, b, n, ext));
-	memset(a, 0x5a, len);
-	memset(b, 0x5a, len);
-	MPI_Exscan(s, a, n, y->t, o, comm);
-	PMPI_Exscan(s, b, n, y->t, o, comm);
-	CHECK(!r || agree(y, a, b, n, ext));
-	memcpy(a, s, len);
-	MPI_Exscan(MPI_IN_PLACE, a, n, y->t, o, comm);
-	CHECK(!r || agree(y, a, b, n, ext));
+	for (ex = 0; ex < 2; ex++) {
+		memset(a, 0x5a, len);
+		memcpy(b, a, len);
+		mine[ex](s, a, n, y->t, o, comm);
+		ref[ex](s, b, n, y->t, o, comm);
+		CHECK((ex && !r) || agree(y, a, b, n, ext));
+		/* In place, against the result above. */
+		memcpy(a, s, len);
+		mine[ex](MPI_IN_PLACE, a, n, y->t, o, comm);
+		CHECK((ex && !r) || agree(y, a, b, n, ext));
+	}
 }
 
 /*
@@ -872,95 +911,6 @@ static void complete(MPI_Request *req, int how)
 	CHECK(*req == MPI_REQUEST_NULL);
 }
 
-static void ibcast(MPI_Comm comm, int n, MPI_Datatype t, int ipe, int how)
-{
-	int r, p, root, k;
-	size_t len = (size_t)n * ipe;
-	MPI_Request req;
-	int *a, *b;
-
-	MPI_Comm_rank(comm, &r);
-	MPI_Comm_size(comm, &p);
-	a = ints(len, SENTINEL);
-	b = ints(len, SENTINEL);
-	for (root = 0; root < p; root++) {
-		for (k = 0; r == root && k < (int)len; k++)
-			a[k] = b[k] = val(root, 6, k);
-		MPI_Ibcast(a, n, t, root, comm, &req);
-		complete(&req, how + root);
-		PMPI_Bcast(b, n, t, root, comm);
-		same(a, b, len);
-		CHECK(!n || t != MPI_INT || a[len - 1] ==
-		      val(root, 6, (int)len - 1));
-	}
-	free(a);
-	free(b);
-}
-
-static void iallgather(MPI_Comm comm, int n, MPI_Datatype t, int ipe,
-		       int how)
-{
-	int r, p, k;
-	size_t len, part = (size_t)n * ipe;
-	MPI_Request req;
-	int *s, *a, *b;
-
-	MPI_Comm_rank(comm, &r);
-	MPI_Comm_size(comm, &p);
-	len = (size_t)p * part;
-	s = ints(part, 0);
-	a = ints(len, SENTINEL);
-	b = ints(len, SENTINEL);
-	for (k = 0; k < (int)part; k++)
-		s[k] = val(r, 7, k);
-	MPI_Iallgather(s, n, t, a, n, t, comm, &req);
-	complete(&req, how);
-	PMPI_Allgather(s, n, t, b, n, t, comm);
-	same(a, b, len);
-	for (k = 0; k < (int)part; k++)
-		a[r * part + k] = b[r * part + k] = val(r, 8, k);
-	MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, a, n, t, comm,
-		       &req);
-	complete(&req, how + 1);
-	PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, b, n, t, comm);
-	same(a, b, len);
-	free(s);
-	free(a);
-	free(b);
-}
-
-static void ialltoall(MPI_Comm comm, int n, MPI_Datatype t, int ipe,
-		      int how)
-{
-	int r, p, i, k;
-	size_t len;
-	MPI_Request req;
-	int *s, *a, *b;
-
-	MPI_Comm_rank(comm, &r);
-	MPI_Comm_size(comm, &p);
-	len = (size_t)p * n * ipe;
-	s = ints(len, 0);
-	a = ints(len, SENTINEL);
-	b = ints(len, SENTINEL);
-	for (i = 0; i < p; i++)
-		for (k = 0; k < n * ipe; k++)
-			s[(size_t)i * n * ipe + k] = val(r, i, k + 9);
-	MPI_Ialltoall(s, n, t, a, n, t, comm, &req);
-	complete(&req, how);
-	PMPI_Alltoall(s, n, t, b, n, t, comm);
-	same(a, b, len);
-	memcpy(a, s, len * sizeof(int));
-	memcpy(b, s, len * sizeof(int));
-	MPI_Ialltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, a, n, t, comm, &req);
-	complete(&req, how + 1);
-	PMPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, b, n, t, comm);
-	same(a, b, len);
-	free(s);
-	free(a);
-	free(b);
-}
-
 /*
  * Iallreduce of n elements of y under o, and in place, against
  * PMPI_Allreduce; in place only where inplace (MPICH 4.0.2's own in-place
@@ -1191,15 +1141,15 @@ static void suite_nb(MPI_Comm comm, MPI_Datatype str)
 		int n = sizes[i], how = (int)i * 3;
 
 		p2p_start(&x, comm);
-		ibcast(comm, n, MPI_INT, 1, how);
-		iallgather(comm, n, MPI_INT, 1, how + 1);
-		ialltoall(comm, n, MPI_INT, 1, how + 2);
+		bcast(comm, n, MPI_INT, 1, how);
+		allgather(comm, n, MPI_INT, 1, how + 1);
+		alltoall(comm, n, MPI_INT, 1, how + 2);
 		iallreduce(comm, &i32, MPI_SUM, n * p, how, 1);
 		iallreduce(comm, &f64, MPI_MAX, n, how + 1, 1);
 		p2p_end(&x, comm);
-		ibcast(comm, n / 2, str, 4, how + 3);
-		iallgather(comm, n / 2, str, 4, how + 4);
-		ialltoall(comm, n / 2, str, 4, how + 5);
+		bcast(comm, n / 2, str, 4, how + 3);
+		allgather(comm, n / 2, str, 4, how + 4);
+		alltoall(comm, n / 2, str, 4, how + 5);
 	}
 	{
 		size_t len = 70000 * sizeof(uint64_t);
@@ -1404,8 +1354,8 @@ int main(int argc, char **argv)
 	suite(MPI_COMM_WORLD, str);
 	suite(half, str);
 	/* Interleaved: calls on one communicator between those of another. */
-	bcast(rev, 20000, MPI_INT, 1);
-	alltoall(dup, 20000, MPI_INT, 1);
+	bcast(rev, 20000, MPI_INT, 1, -1);
+	alltoall(dup, 20000, MPI_INT, 1, -1);
 	allgatherv(rev, 30000);
 	alltoallv(dup, 30000);
 	suite(rev, str);

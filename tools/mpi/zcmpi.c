@@ -8,8 +8,8 @@
  *
  * Every point-to-point call on MPI_COMM_WORLD and on the communicators
  * derived from it (dup, split, create, cart, graph) goes through one
- * zcrecv context per rank, and so do their large Alltoall(v),
- * Allgather(v) and Bcast calls (zcmpi_coll.c); the other collectives,
+ * zcrecv context per rank, and so do their large collectives, blocking
+ * and nonblocking (zcmpi_coll.c); the other collectives,
  * one-sided, I/O and everything on other communicators stay with the
  * real MPI. Design, rules and limits: Documentation/mpi.md. Built once
  * per MPI (mpicc, mpicc.mpich).

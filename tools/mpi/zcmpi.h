@@ -141,6 +141,22 @@ extern ZCMPI_HIDDEN struct zreq *__zcmpi_pool;
 extern ZCMPI_HIDDEN int __zcmpi_pool_top;
 extern ZCMPI_HIDDEN pthread_mutex_t __zcmpi_lock;
 extern ZCMPI_HIDDEN bool __zcmpi_threads;
+
+/*
+ * The layer's locks are taken only where threads may call the MPI at once
+ * (MPI_THREAD_MULTIPLE): otherwise a pair of calls each time for nothing.
+ */
+static inline void __zcmpi_mt_lock(pthread_mutex_t *m)
+{
+	if (__zcmpi_threads)
+		pthread_mutex_lock(m);
+}
+
+static inline void __zcmpi_mt_unlock(pthread_mutex_t *m)
+{
+	if (__zcmpi_threads)
+		pthread_mutex_unlock(m);
+}
 ZCMPI_HIDDEN struct zreq *__zcmpi_zreq_new(int kind, MPI_Comm comm,
 					   struct zcomm *zc);
 ZCMPI_HIDDEN void __zcmpi_zreq_release(struct zreq *z);

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * zcmpi_coll.c - the collectives of libzcrecv-mpi. MPI_Alltoall(v),
- * MPI_Allgather(v), MPI_Bcast, MPI_Gather(v), MPI_Scatter(v) and, of a
- * predefined type, MPI_Reduce, MPI_Allreduce and MPI_Reduce_scatter(_block)
- * of a carried communicator go over zcrecv point-to-point from a size up
- * (Documentation/mpi.md, "Collectives");
+ * MPI_Allgather(v), MPI_Bcast, MPI_Gather(v), MPI_Scatter(v), the
+ * nonblocking MPI_Ialltoall, MPI_Iallgather, MPI_Ibcast and, of a
+ * predefined type, MPI_Reduce, MPI_Allreduce, MPI_Iallreduce,
+ * MPI_Reduce_scatter(_block), MPI_Scan and MPI_Exscan of a carried
+ * communicator go over zcrecv point-to-point from a size up, and
+ * MPI_Barrier and MPI_Ibarrier when asked for (Documentation/mpi.md,
+ * "Collectives"); the nonblocking ones as schedules their requests
+ * advance (struct zsched);
  * every other collective, and those below their size, pass through to
  * PMPI unchanged. Both kinds are counted: how many calls and how many
  * bytes this rank received through them, for the report at MPI_Finalize.
@@ -926,18 +930,6 @@ static pthread_mutex_t sched_lock = PTHREAD_MUTEX_INITIALIZER;
 /* What zero-byte messages point at. */
 static char nothing;
 
-static void sched_lock_take(void)
-{
-	if (__zcmpi_threads)
-		pthread_mutex_lock(&sched_lock);
-}
-
-static void sched_lock_drop(void)
-{
-	if (__zcmpi_threads)
-		pthread_mutex_unlock(&sched_lock);
-}
-
 static struct zsched *sched_new(MPI_Comm comm, struct zcomm *zc)
 {
 	uint32_t seq = __atomic_fetch_add(&zc->coll_seq, 1, __ATOMIC_RELAXED);
@@ -1114,9 +1106,9 @@ bool __zcmpi_coll_poll(struct zreq *z)
 {
 	bool done;
 
-	sched_lock_take();
+	__zcmpi_mt_lock(&sched_lock);
 	done = z->done || sched_advance(z->coll);
-	sched_lock_drop();
+	__zcmpi_mt_unlock(&sched_lock);
 	return done;
 }
 
@@ -1130,7 +1122,7 @@ void __zcmpi_coll_progress(void)
 		succ = s->succ;
 		sched_advance(s);
 	}
-	sched_lock_drop();
+	__zcmpi_mt_unlock(&sched_lock);
 }
 
 /*
@@ -1176,14 +1168,14 @@ static int sched_go(struct zsched *s, MPI_Request *req)
 	z->coll = s;
 	s->z = z;
 	*req = H(z);
-	sched_lock_take();
+	__zcmpi_mt_lock(&sched_lock);
 	s->succ = running;
 	if (running)
 		running->prev = s;
 	running = s;
 	__atomic_add_fetch(&__zcmpi_coll_running, 1, __ATOMIC_RELAXED);
 	sched_advance(s);
-	sched_lock_drop();
+	__zcmpi_mt_unlock(&sched_lock);
 	return MPI_SUCCESS;
 }
 
@@ -1607,25 +1599,41 @@ int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 	LEAVE(ret);
 }
 
-int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
-		   int rcount, MPI_Datatype rt, MPI_Comm comm,
-		   MPI_Request *req)
+/*
+ * MPI_Ialltoall (a2a) or MPI_Iallgather: both decide on a part, rcount of
+ * rt, against their blocking form's threshold, and take the same
+ * arguments.
+ */
+static int iparts(bool a2a, const void *sbuf, int scount, MPI_Datatype st,
+		  void *rbuf, int rcount, MPI_Datatype rt, MPI_Comm comm,
+		  MPI_Request *req)
 {
 	struct zcomm *zc = rcount >= 0 ?
 			   carry(comm, bytes_of(rcount, rt),
-				 set.allgather_min) : NULL;
+				 a2a ? set.alltoall_min : set.allgather_min) :
+			   NULL;
 	struct zsched *s;
 	ENTER;
 
 	if (!zc) {
 		note(from_others(rcount, rt, comm));
-		LEAVE(PMPI_Iallgather(sbuf, scount, st, rbuf, rcount, rt, comm,
-				      req));
+		LEAVE((a2a ? PMPI_Ialltoall : PMPI_Iallgather)(sbuf, scount, st,
+							      rbuf, rcount,
+							      rt, comm,
+							      req));
 	}
 	note_zc((uint64_t)(zc->size - 1) * bytes_of(rcount, rt));
 	s = sched_new(comm, zc);
-	iallgather_sched(s, sbuf, scount, st, rbuf, rcount, rt, zc);
+	(a2a ? ialltoall_sched : iallgather_sched)(s, sbuf, scount, st, rbuf,
+						   rcount, rt, zc);
 	LEAVE(sched_go(s, req));
+}
+
+int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
+		   int rcount, MPI_Datatype rt, MPI_Comm comm,
+		   MPI_Request *req)
+{
+	return iparts(false, sbuf, scount, st, rbuf, rcount, rt, comm, req);
 }
 
 int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
@@ -1684,21 +1692,7 @@ int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 		  int rcount, MPI_Datatype rt, MPI_Comm comm, MPI_Request *req)
 {
-	struct zcomm *zc = rcount >= 0 ?
-			   carry(comm, bytes_of(rcount, rt),
-				 set.alltoall_min) : NULL;
-	struct zsched *s;
-	ENTER;
-
-	if (!zc) {
-		note(from_others(rcount, rt, comm));
-		LEAVE(PMPI_Ialltoall(sbuf, scount, st, rbuf, rcount, rt, comm,
-				     req));
-	}
-	note_zc((uint64_t)(zc->size - 1) * bytes_of(rcount, rt));
-	s = sched_new(comm, zc);
-	ialltoall_sched(s, sbuf, scount, st, rbuf, rcount, rt, zc);
-	LEAVE(sched_go(s, req));
+	return iparts(true, sbuf, scount, st, rbuf, rcount, rt, comm, req);
 }
 
 int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
@@ -1857,32 +1851,32 @@ int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
 	LEAVE(ret);
 }
 
-int MPI_Scan(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
-	     MPI_Op op, MPI_Comm comm)
+/* MPI_Scan, or MPI_Exscan (ex): one threshold, one algorithm. */
+static int scan_call(bool ex, const void *sbuf, void *rbuf, int count,
+		     MPI_Datatype t, MPI_Op op, MPI_Comm comm)
 {
 	struct zcomm *zc = carry_red(comm, count, t, op, set.scan_min);
 
 	if (!zc) {
 		note(bytes_of(count, t));
-		return PMPI_Scan(sbuf, rbuf, count, t, op, comm);
+		return (ex ? PMPI_Exscan : PMPI_Scan)(sbuf, rbuf, count, t, op,
+						      comm);
 	}
 	ENTER;
 	note_zc(bytes_of(count, t));
-	LEAVE(scan_zc(sbuf, rbuf, count, t, op, false, comm, zc));
+	LEAVE(scan_zc(sbuf, rbuf, count, t, op, ex, comm, zc));
+}
+
+int MPI_Scan(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
+	     MPI_Op op, MPI_Comm comm)
+{
+	return scan_call(false, sbuf, rbuf, count, t, op, comm);
 }
 
 int MPI_Exscan(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
 	       MPI_Op op, MPI_Comm comm)
 {
-	struct zcomm *zc = carry_red(comm, count, t, op, set.scan_min);
-
-	if (!zc) {
-		note(bytes_of(count, t));
-		return PMPI_Exscan(sbuf, rbuf, count, t, op, comm);
-	}
-	ENTER;
-	note_zc(bytes_of(count, t));
-	LEAVE(scan_zc(sbuf, rbuf, count, t, op, true, comm, zc));
+	return scan_call(true, sbuf, rbuf, count, t, op, comm);
 }
 
 /* The nonblocking forms, counted when they start, and the rest. */

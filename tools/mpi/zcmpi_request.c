@@ -34,14 +34,12 @@ bool __zcmpi_threads;
 
 static void pool_lock(void)
 {
-	if (__zcmpi_threads)
-		pthread_mutex_lock(&__zcmpi_lock);
+	__zcmpi_mt_lock(&__zcmpi_lock);
 }
 
 static void pool_unlock(void)
 {
-	if (__zcmpi_threads)
-		pthread_mutex_unlock(&__zcmpi_lock);
+	__zcmpi_mt_unlock(&__zcmpi_lock);
 }
 
 struct zreq *__zcmpi_zreq_new(int kind, MPI_Comm comm, struct zcomm *zc)
