@@ -1035,8 +1035,9 @@ static void overlap(MPI_Comm comm, int n, MPI_Datatype str, int how)
  * The root of a broadcast frees its request at once where the layer
  * carries every broadcast (ZCRECV_MPI_COLL_BCAST_MIN=0): MPI calls this
  * erroneous and both MPIs may refuse it, the layer lets the call run to
- * its end. The others get the data. Then an Iallreduce advanced by a loop of MPI_Test with work
- * between, as a program overlapping computation does.
+ * its end. The others get the data. Then an Iallreduce advanced by a
+ * loop of MPI_Test with work between, as a program overlapping
+ * computation does.
  */
 static void freed_and_tested(MPI_Comm comm, int n)
 {

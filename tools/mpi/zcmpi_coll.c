@@ -917,7 +917,7 @@ struct zsched {
 	int next;		/* the first step not started */
 	int first;		/* the first step not complete */
 	int err;
-	bool cancelled;		/* after err: pending receives cancelled */
+	bool cancelled;		/* after err: receives left cancelled */
 	void *mem[2];		/* freed when the call completes */
 	struct zreq *z;		/* its request */
 	struct zsched *prev, *succ;	/* the running schedules */
