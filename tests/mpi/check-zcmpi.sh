@@ -11,7 +11,7 @@
 #     and with ZCRECV_MPI_COLL=0, carrying calls (or none) as it should;
 #     its nonblocking part, the barriers and scans ("zcmpi_coll nb") on
 #     2 and 4 ranks with the real MPI and over the layer, every call
-#     carried;
+#     carried, and over the layer under MPI_THREAD_MULTIPLE;
 #   - mixed Fortran/C (tests/mpi/mixed.f90) shares one path, also with
 #     the `use mpi` bindings under Open MPI (tests/mpi/usempi.f90);
 #   - MPICH with the environment wire-up (ZCRECV_JOB_DIR);
@@ -159,25 +159,27 @@ coll() {
 		fi
 	done
 }
-# nb MPI LIB PROG NAME NP: the nonblocking collectives and the barriers
-# ("zcmpi_coll nb") on NP ranks with the real MPI, then over the layer with
-# every threshold 0 and its barrier: every call carried but those the
-# suite says no threshold carries.
+# nb MPI LIB PROG NAME NP [mt]: the nonblocking collectives, barriers and
+# scans ("zcmpi_coll nb") on NP ranks with the real MPI, then over the
+# layer with every threshold 0 and its barrier: every call carried but
+# those the suite says no threshold carries. mt: over the layer only,
+# under MPI_THREAD_MULTIPLE.
 nb() {
-	local mpi=$1 lib=$2 prog=$3 name=$4 np=$5 out carried left always
-	NP=$np plain "$mpi" "$prog" "$name" "nonblocking suite, $np ranks," nb
+	local mpi=$1 lib=$2 prog=$3 name=$4 np=$5 mt=${6:-} out carried left always
+	[ -z "$mt" ] &&
+		NP=$np plain "$mpi" "$prog" "$name" "nonblocking suite, $np ranks," nb
 	out=$tmp/$name.nb
 	NP=$np $mpi ZCRECV_REPORT=1 ZCRECV_MPI_COLL_ALLTOALL_MIN=0 \
 		ZCRECV_MPI_COLL_ALLGATHER_MIN=0 ZCRECV_MPI_COLL_BCAST_MIN=0 \
 		ZCRECV_MPI_COLL_ALLREDUCE_MIN=0 ZCRECV_MPI_COLL_SCAN_MIN=0 \
 		ZCRECV_MPI_COLL_BARRIER=1 \
-		LD_PRELOAD="$root/$bin/$lib" "$prog" nb >"$out" 2>&1
+		LD_PRELOAD="$root/$bin/$lib" "$prog" nb $mt >"$out" 2>&1
 	carried=$(sumcount "$out" 'carried coll')
 	left=$(sumcount "$out" 'collectives')
 	always=$(sed -n 's/.*passed, \([0-9]*\) calls always.*/\1/p' "$out")
 	if grep -q 'checks passed' "$out" && [ "$carried" -gt 0 ] &&
 	   [ "$left" = "$always" ]; then
-		ok "$name: nonblocking suite over zcrecv, $np ranks: $(grep -o '[0-9]* checks' "$out"), $carried calls carried, $left left to the MPI"
+		ok "$name: nonblocking suite over zcrecv, $np ranks${mt:+, MPI_THREAD_MULTIPLE}: $(grep -o '[0-9]* checks' "$out"), $carried calls carried, $left left to the MPI"
 	else
 		bad "$name: nonblocking suite over zcrecv, $np ranks: $carried carried, $left left"
 		tail -5 "$out"
@@ -257,6 +259,7 @@ if [ -f $bin/libzcrecv-mpi.so ]; then
 	coll ompi libzcrecv-mpi.so $bin/zcmpi_coll ompi-coll
 	nb ompi libzcrecv-mpi.so $bin/zcmpi_coll ompi-nb2 2
 	nb ompi libzcrecv-mpi.so $bin/zcmpi_coll ompi-nb4 4
+	nb ompi libzcrecv-mpi.so $bin/zcmpi_coll ompi-nb4mt 4 mt
 	die ompi libzcrecv-mpi.so $bin/zcmpi_sem ompi
 	# The layer picked PMIx under Open MPI; the MPI_Allgather way too.
 	if ompi ZCRECV_MPI_WIREUP=mpi LD_PRELOAD="$root/$bin/libzcrecv-mpi.so" \
@@ -280,6 +283,7 @@ if [ -f $bin/libzcrecv-mpi-mpich.so ]; then
 	coll mpich libzcrecv-mpi-mpich.so $bin/zcmpi_coll-mpich mpich-coll
 	nb mpich libzcrecv-mpi-mpich.so $bin/zcmpi_coll-mpich mpich-nb2 2
 	nb mpich libzcrecv-mpi-mpich.so $bin/zcmpi_coll-mpich mpich-nb4 4
+	nb mpich libzcrecv-mpi-mpich.so $bin/zcmpi_coll-mpich mpich-nb2mt 2 mt
 	die mpich libzcrecv-mpi-mpich.so $bin/zcmpi_sem-mpich mpich
 	mkdir "$tmp/job"
 	if mpich ZCRECV_MPI_WIREUP=env ZCRECV_JOB_DIR="$tmp/job" \

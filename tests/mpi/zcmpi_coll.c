@@ -24,9 +24,10 @@
  *   zcmpi_coll         the suite; rank 0 prints "coll: N checks passed,
  *                      M calls always to the MPI" (M: calls no threshold
  *                      carries, over all ranks)
- *   zcmpi_coll nb      the nonblocking collectives, the barriers and
+ *   zcmpi_coll nb [mt] the nonblocking collectives, the barriers and
  *                      scans only, on MPI_COMM_WORLD, a dup and (Open
- *                      MPI) one rank alone; 2 ranks or more
+ *                      MPI) one rank alone; 2 ranks or more; mt: under
+ *                      MPI_THREAD_MULTIPLE
  *   zcmpi_coll bench [FIRST [LAST]]
  *                      per collective (FIRST..LAST of coll_names, all by
  *                      default) and size, the median time of a call in
@@ -1304,7 +1305,16 @@ int main(int argc, char **argv)
 	unsigned int seed;
 	int size;
 
-	MPI_Init(&argc, &argv);
+	/* "nb mt": under MPI_THREAD_MULTIPLE (the layer's locked paths). */
+	if (argc > 2 && !strcmp(argv[2], "mt")) {
+		MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &size);
+		if (size != MPI_THREAD_MULTIPLE) {
+			fprintf(stderr, "coll: no MPI_THREAD_MULTIPLE\n");
+			MPI_Abort(MPI_COMM_WORLD, 4);
+		}
+	} else {
+		MPI_Init(&argc, &argv);
+	}
 	MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	if (argc > 1 && !strcmp(argv[1], "bench")) {

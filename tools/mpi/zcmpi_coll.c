@@ -1128,16 +1128,22 @@ void __zcmpi_coll_progress(void)
 /*
  * Wait on the first step still pending, in short slices while other
  * schedules run (they advance between). Under MPI_THREAD_MULTIPLE another
- * thread may complete that step: there the context's progress instead.
+ * thread may complete that step, or the whole schedule, at any time:
+ * there the context's progress instead, z->coll never read unlocked.
  */
 void __zcmpi_coll_wait(struct zreq *z)
 {
 	while (!__zcmpi_coll_poll(z)) {
-		struct zsched *s = z->coll;
 		struct zreq *w = NULL;
+		struct zsched *s;
 		int i;
 
-		for (i = s->first; !__zcmpi_threads && i < s->next; i++)
+		if (__zcmpi_threads) {
+			__zcmpi_idle();
+			continue;
+		}
+		s = z->coll;
+		for (i = s->first; i < s->next; i++)
 			if (!s->st[i].done) {
 				w = Z(s->st[i].req);
 				break;
