@@ -34,6 +34,11 @@
 #define COLL_REDUCE_MIN		(1ULL << 62)
 #define COLL_ALLREDUCE_MIN	(1ULL << 62)
 #define COLL_REDUCE_SCATTER_MIN	(1ULL << 62)
+/*
+ * Scan and Exscan (2026-11-28, 2 and 4 ranks, vectors of 2 KiB to 16 MiB
+ * of doubles): 1.1 to 24x slower than stock Open MPI: off too.
+ */
+#define COLL_SCAN_MIN		(1ULL << 62)
 
 /* The longest spin any variable may ask for: one second. */
 #define SPIN_MAX_US	1000000
@@ -218,21 +223,26 @@ const struct zcr_env_var __zcr_env_vars[ZCR_ENV_COUNT] = {
 	BOOL(MPI_COLL, ZCR_ENV_MPI, 1,
 	     "libzcrecv-mpi.so: 1: MPI_Alltoall(v), MPI_Allgather(v), "
 	     "MPI_Bcast, MPI_Gather(v), MPI_Scatter(v), MPI_Reduce, "
-	     "MPI_Allreduce and MPI_Reduce_scatter(_block) of carried "
-	     "communicators go over zcrecv from their thresholds up; 0: "
-	     "every collective stays with the MPI."),
+	     "MPI_Allreduce, MPI_Reduce_scatter(_block), MPI_Scan, "
+	     "MPI_Exscan, MPI_Ialltoall, MPI_Iallgather, MPI_Ibcast and "
+	     "MPI_Iallreduce of carried communicators go over zcrecv from "
+	     "their thresholds up (the barriers when "
+	     "ZCRECV_MPI_COLL_BARRIER=1); 0: every collective stays with "
+	     "the MPI."),
 	NUM(MPI_COLL_ALLTOALL_MIN, ZCR_ENV_BYTES, ZCR_ENV_MPI, 0, 1ULL << 62,
 	    COLL_ALLTOALL_MIN,
-	    "libzcrecv-mpi.so: MPI_Alltoall(v) goes over zcrecv when a part "
-	    "(the largest, for v) has at least this many bytes; 0: always."),
+	    "libzcrecv-mpi.so: MPI_Alltoall(v) and MPI_Ialltoall go over "
+	    "zcrecv when a part (the largest, for v) has at least this many "
+	    "bytes; 0: always."),
 	NUM(MPI_COLL_ALLGATHER_MIN, ZCR_ENV_BYTES, ZCR_ENV_MPI, 0, 1ULL << 62,
 	    COLL_ALLGATHER_MIN,
-	    "libzcrecv-mpi.so: MPI_Allgather(v) goes over zcrecv when a part "
-	    "(the largest, for v) has at least this many bytes; 0: always."),
+	    "libzcrecv-mpi.so: MPI_Allgather(v) and MPI_Iallgather go over "
+	    "zcrecv when a part (the largest, for v) has at least this many "
+	    "bytes; 0: always."),
 	NUM(MPI_COLL_BCAST_MIN, ZCR_ENV_BYTES, ZCR_ENV_MPI, 0, 1ULL << 62,
 	    COLL_BCAST_MIN,
-	    "libzcrecv-mpi.so: MPI_Bcast goes over zcrecv when its message "
-	    "has at least this many bytes; 0: always."),
+	    "libzcrecv-mpi.so: MPI_Bcast and MPI_Ibcast go over zcrecv when "
+	    "the message has at least this many bytes; 0: always."),
 	NUM(MPI_COLL_GATHER_MIN, ZCR_ENV_BYTES, ZCR_ENV_MPI, 0, 1ULL << 62,
 	    COLL_GATHER_MIN,
 	    "libzcrecv-mpi.so: MPI_Gather(v) goes over zcrecv when a part "
@@ -248,15 +258,30 @@ const struct zcr_env_var __zcr_env_vars[ZCR_ENV_COUNT] = {
 	    "always; the default, 2^62, never."),
 	NUM(MPI_COLL_ALLREDUCE_MIN, ZCR_ENV_BYTES, ZCR_ENV_MPI, 0, 1ULL << 62,
 	    COLL_ALLREDUCE_MIN,
-	    "libzcrecv-mpi.so: MPI_Allreduce of a predefined type goes over "
-	    "zcrecv when its vector has at least this many bytes; 0: "
-	    "always; the default, 2^62, never."),
+	    "libzcrecv-mpi.so: MPI_Allreduce and MPI_Iallreduce (a "
+	    "commutative operation) of a predefined type go over zcrecv "
+	    "when the vector has at least this many bytes; 0: always; the "
+	    "default, 2^62, never."),
 	NUM(MPI_COLL_REDUCE_SCATTER_MIN, ZCR_ENV_BYTES, ZCR_ENV_MPI, 0,
 	    1ULL << 62, COLL_REDUCE_SCATTER_MIN,
 	    "libzcrecv-mpi.so: MPI_Reduce_scatter(_block) of a predefined "
 	    "type goes over zcrecv when its whole vector (the sum of the "
 	    "counts) has at least this many bytes; 0: always; the default, "
 	    "2^62, never."),
+	NUM(MPI_COLL_SCAN_MIN, ZCR_ENV_BYTES, ZCR_ENV_MPI, 0, 1ULL << 62,
+	    COLL_SCAN_MIN,
+	    "libzcrecv-mpi.so: MPI_Scan and MPI_Exscan of a predefined type "
+	    "go over zcrecv when the vector has at least this many bytes; "
+	    "0: always; the default, 2^62, never."),
+	/*
+	 * Off: stock Open MPI's barrier took 0.5-0.6 us at 2 ranks and
+	 * 7-11 us at 4 on the 2-core host, zcrecv's 2-23 and 17-42
+	 * (2026-11-28, Documentation/mpi.md, "Barrier and scans").
+	 */
+	BOOL(MPI_COLL_BARRIER, ZCR_ENV_MPI, 0,
+	     "libzcrecv-mpi.so: 1: MPI_Barrier and MPI_Ibarrier of carried "
+	     "communicators go over zcrecv (a dissemination of zero-byte "
+	     "messages); 0: they stay with the MPI."),
 
 	STR(TRACE_DIR, ZCR_ENV_TRACE, PATH_MAX - 32, "the current directory",
 	    "The MPI tracer libzctrace.so writes rank-NNNN.trace here."),

@@ -14,6 +14,9 @@
 #   - the collectives' suite tests/mpi/zcmpi_coll.c passes without the
 #     layer and over it with the default thresholds, with all of them 0
 #     and with ZCRECV_MPI_COLL=0, carrying calls (or none) as it should;
+#     its nonblocking part, the barriers and scans ("zcmpi_coll nb") on
+#     2 and 4 ranks with the real MPI and over the layer, every call
+#     carried, and over the layer under MPI_THREAD_MULTIPLE;
 #   - mixed Fortran/C (tests/mpi/mixed.f90) shares one path, also with
 #     the `use mpi` bindings under Open MPI (tests/mpi/usempi.f90);
 #   - MPICH with the environment wire-up (ZCRECV_JOB_DIR);
@@ -45,17 +48,18 @@ bad() { n=$((n + 1)); fail=1; echo "not ok $n $*"; }
 nskip=0
 skip() { n=$((n + 1)); nskip=$((nskip + 1)); echo "skip $n $*"; }
 
-ompi() {	# ompi [ENV=V...] PROG ARGS...: 4 ranks, shared memory
+# NP ranks (default 4).
+ompi() {	# ompi [ENV=V...] PROG ARGS...: NP ranks, shared memory
 	local env=()
 	while [[ $1 == *=* ]]; do env+=(-x "$1"); shift; done
 	timeout 60 mpirun --allow-run-as-root --oversubscribe \
 		--mca btl self,vader --mca btl_vader_single_copy_mechanism none \
-		"${env[@]}" -np 4 "$@" </dev/null
+		"${env[@]}" -np "${NP:-4}" "$@" </dev/null
 }
 mpich() {	# mpich [ENV=V...] PROG ARGS...
 	local env=()
 	while [[ $1 == *=* ]]; do env+=(-genv "${1%%=*}" "${1#*=}"); shift; done
-	timeout 60 mpiexec.mpich -launcher fork -n 4 "${env[@]}" "$@" </dev/null
+	timeout 60 mpiexec.mpich -launcher fork -n "${NP:-4}" "${env[@]}" "$@" </dev/null
 }
 
 # Ranks of one host reach each other over shm unless Yama forbids reading
@@ -94,10 +98,11 @@ same() {
 	fi
 }
 
-# plain MPI PROG NAME WHAT: a suite passes with the real MPI alone.
+# plain MPI PROG NAME WHAT [ARGS...]: a suite passes with the real MPI alone.
 plain() {
 	local mpi=$1 prog=$2 name=$3 what=$4
-	if $mpi "$prog" >"$tmp/$name.plain" 2>&1 &&
+	shift 4
+	if $mpi "$prog" "$@" >"$tmp/$name.plain" 2>&1 &&
 	   grep -q 'checks passed' "$tmp/$name.plain"; then
 		ok "$name: $what with the real MPI"
 	else
@@ -137,7 +142,9 @@ coll() {
 			   ZCRECV_MPI_COLL_ALLREDUCE_MIN=0
 			   ZCRECV_MPI_COLL_REDUCE_SCATTER_MIN=0
 			   ZCRECV_MPI_COLL_ALLGATHER_MIN=0
-			   ZCRECV_MPI_COLL_BCAST_MIN=0) ;;
+			   ZCRECV_MPI_COLL_BCAST_MIN=0
+			   ZCRECV_MPI_COLL_SCAN_MIN=0
+			   ZCRECV_MPI_COLL_BARRIER=1) ;;
 		none) env+=(ZCRECV_MPI_COLL=0) ;;
 		esac
 		out=$tmp/$name.$how
@@ -159,6 +166,33 @@ coll() {
 		fi
 	done
 }
+# nb MPI LIB PROG NAME NP [mt]: the nonblocking collectives, barriers and
+# scans ("zcmpi_coll nb") on NP ranks with the real MPI, then over the
+# layer with every threshold 0 and its barrier: every call carried but
+# those the suite says no threshold carries. mt: over the layer only,
+# under MPI_THREAD_MULTIPLE.
+nb() {
+	local mpi=$1 lib=$2 prog=$3 name=$4 np=$5 mt=${6:-} out carried left always
+	[ -z "$mt" ] &&
+		NP=$np plain "$mpi" "$prog" "$name" "nonblocking suite, $np ranks," nb
+	out=$tmp/$name.nb
+	NP=$np $mpi ZCRECV_REPORT=1 ZCRECV_MPI_COLL_ALLTOALL_MIN=0 \
+		ZCRECV_MPI_COLL_ALLGATHER_MIN=0 ZCRECV_MPI_COLL_BCAST_MIN=0 \
+		ZCRECV_MPI_COLL_ALLREDUCE_MIN=0 ZCRECV_MPI_COLL_SCAN_MIN=0 \
+		ZCRECV_MPI_COLL_BARRIER=1 \
+		LD_PRELOAD="$root/$bin/$lib" "$prog" nb $mt >"$out" 2>&1
+	carried=$(sumcount "$out" 'carried coll')
+	left=$(sumcount "$out" 'collectives')
+	always=$(sed -n 's/.*passed, \([0-9]*\) calls always.*/\1/p' "$out")
+	if grep -q 'checks passed' "$out" && [ "$carried" -gt 0 ] &&
+	   [ "$left" = "$always" ]; then
+		ok "$name: nonblocking suite over zcrecv, $np ranks${mt:+, MPI_THREAD_MULTIPLE}: $(grep -o '[0-9]* checks' "$out"), $carried calls carried, $left left to the MPI"
+	else
+		bad "$name: nonblocking suite over zcrecv, $np ranks: $carried carried, $left left"
+		tail -5 "$out"
+	fi
+}
+
 # Sum over the report lines of the number after WORDS: sumcount FILE WORDS.
 sumcount() {
 	sed -n "s/.*$2 \([0-9][0-9]*\).*/\1/p" "$1" | awk '{s += $1} END {print s + 0}'
@@ -274,6 +308,9 @@ if [ -f $bin/libzcrecv-mpi.so ]; then
 	sem ompi libzcrecv-mpi.so $bin/zcmpi_sem ompi-sem
 	skip "ompi-part: Open MPI 4.1 has no MPI-4 partitioned calls (MPI_Psend_init, MPI_Pready, ...): nothing to carry"
 	coll ompi libzcrecv-mpi.so $bin/zcmpi_coll ompi-coll
+	nb ompi libzcrecv-mpi.so $bin/zcmpi_coll ompi-nb2 2
+	nb ompi libzcrecv-mpi.so $bin/zcmpi_coll ompi-nb4 4
+	nb ompi libzcrecv-mpi.so $bin/zcmpi_coll ompi-nb4mt 4 mt
 	die ompi libzcrecv-mpi.so $bin/zcmpi_sem ompi
 	# The layer picked PMIx under Open MPI; the MPI_Allgather way too.
 	if ompi ZCRECV_MPI_WIREUP=mpi LD_PRELOAD="$root/$bin/libzcrecv-mpi.so" \
@@ -302,6 +339,9 @@ if [ -f $bin/libzcrecv-mpi-mpich.so ]; then
 		bad "build/tools/mpi/zcmpi_part-mpich missing"
 	fi
 	coll mpich libzcrecv-mpi-mpich.so $bin/zcmpi_coll-mpich mpich-coll
+	nb mpich libzcrecv-mpi-mpich.so $bin/zcmpi_coll-mpich mpich-nb2 2
+	nb mpich libzcrecv-mpi-mpich.so $bin/zcmpi_coll-mpich mpich-nb4 4
+	nb mpich libzcrecv-mpi-mpich.so $bin/zcmpi_coll-mpich mpich-nb2mt 2 mt
 	die mpich libzcrecv-mpi-mpich.so $bin/zcmpi_sem-mpich mpich
 	mkdir "$tmp/job"
 	if mpich ZCRECV_MPI_WIREUP=env ZCRECV_JOB_DIR="$tmp/job" \

@@ -8,8 +8,8 @@
  *
  * Every point-to-point call on MPI_COMM_WORLD and on the communicators
  * derived from it (dup, split, create, cart, graph) goes through one
- * zcrecv context per rank, and so do their large Alltoall(v),
- * Allgather(v) and Bcast calls (zcmpi_coll.c); the other collectives,
+ * zcrecv context per rank, and so do their large collectives, blocking
+ * and nonblocking (zcmpi_coll.c); the other collectives,
  * one-sided, I/O and everything on other communicators stay with the
  * real MPI. Design, rules and limits: Documentation/mpi.md. Built once
  * per MPI (mpicc, mpicc.mpich).
@@ -543,14 +543,18 @@ int __zcmpi_zwait_quiet(MPI_Request *req, MPI_Status *st)
 
 	if (z->part)
 		__zcmpi_part_wait(z);
-	while (!z->done) {
-		struct zcr_status zs;
-		int ret = zcr_wait_sized(z->r, &zs, sizeof(zs), 200);
-
-		if (ret != -ETIMEDOUT)
-			__zcmpi_zreq_finish(z, ret, &zs);
-		else
-			__zcmpi_part_progress();
+	if (z->kind == ZR_COLL)
+		__zcmpi_coll_wait(z);
+	/*
+	 * While nonblocking collectives run, in short slices: their
+	 * schedules move on between them (another rank may wait for this
+	 * one's next step before it sends what this wait waits for).
+	 * Partitioned sends waiting for their receiver's hello move on too.
+	 */
+	while (!__zcmpi_zreq_wait_ms(z, __zcmpi_coll_running ? 1 : 200)) {
+		__zcmpi_part_progress();
+		if (__atomic_load_n(&__zcmpi_coll_running, __ATOMIC_RELAXED))
+			__zcmpi_coll_progress();
 	}
 	return __zcmpi_zreq_collect(z, st, req);
 }
@@ -751,6 +755,8 @@ int MPI_Finalize(void)
 	struct mem *m;
 
 	if (__zcmpi_ctx) {
+		/* Nonblocking collectives the program freed run to the end. */
+		__zcmpi_coll_drain();
 		__zcmpi_reap_freed();
 		/*
 		 * Everyone is done receiving: no message is still on its

@@ -35,6 +35,21 @@ ZCMPI_HIDDEN void __zcmpi_coll_stats(struct zcmpi_coll_stats *s);
 struct zcr_env_set;
 /* At MPI_Init, collective over MPI_COMM_WORLD: rank 0's settings. */
 ZCMPI_HIDDEN void __zcmpi_coll_init(const struct zcr_env_set *env);
+/*
+ * Nonblocking collectives carried by zcrecv: a ZR_COLL request runs a
+ * schedule of sends, receives and local steps (struct zsched).
+ * coll_poll advances z's and says whether it is done (z->done, z->err
+ * set); coll_wait advances it until it is; coll_progress advances every
+ * schedule still running (any wait of the layer calls it, so a schedule
+ * moves while its rank waits for something else); coll_drain runs them
+ * all to the end (MPI_Finalize, for those the program freed).
+ */
+struct zreq;
+ZCMPI_HIDDEN bool __zcmpi_coll_poll(struct zreq *z);
+ZCMPI_HIDDEN void __zcmpi_coll_wait(struct zreq *z);
+ZCMPI_HIDDEN void __zcmpi_coll_progress(void);
+ZCMPI_HIDDEN void __zcmpi_coll_drain(void);
+extern ZCMPI_HIDDEN unsigned int __zcmpi_coll_running;
 
 /* ---- state (zcmpi.c) ---------------------------------------------------- */
 
@@ -51,7 +66,7 @@ struct zcomm {
 };
 
 /* ZR_SSEND: only as what to start (a synchronous ZR_SEND). */
-enum { ZR_FREE = 0, ZR_SEND, ZR_RECV, ZR_NULL, ZR_MSG, ZR_SSEND };
+enum { ZR_FREE = 0, ZR_SEND, ZR_RECV, ZR_NULL, ZR_MSG, ZR_SSEND, ZR_COLL };
 
 /* One of our requests: what MPI_Request handles of ours point at. */
 struct zreq {
@@ -62,6 +77,7 @@ struct zreq {
 	int err;		/* MPI error code of the completion */
 	struct zcr_req *r;	/* NULL once completed */
 	struct zcr_message *msg;	/* ZR_MSG: claimed by MPI_(I)mprobe */
+	struct zsched *coll;	/* ZR_COLL: its schedule, NULL once done */
 	MPI_Comm comm;
 	struct zcomm *zc;
 	/* receive */
@@ -132,6 +148,7 @@ extern ZCMPI_HIDDEN struct zreq *__zcmpi_pool;
 extern ZCMPI_HIDDEN int __zcmpi_pool_top;
 extern ZCMPI_HIDDEN pthread_mutex_t __zcmpi_lock;
 extern ZCMPI_HIDDEN bool __zcmpi_threads;
+
 ZCMPI_HIDDEN struct zreq *__zcmpi_zreq_new(int kind, MPI_Comm comm,
 					   struct zcomm *zc);
 ZCMPI_HIDDEN void __zcmpi_zreq_release(struct zreq *z);
@@ -141,6 +158,8 @@ ZCMPI_HIDDEN void __zcmpi_status_set(MPI_Status *st, int src, int tag,
 				     uint64_t len, bool cancelled, int err);
 ZCMPI_HIDDEN int __zcmpi_zreq_collect(struct zreq *z, MPI_Status *st,
 				      MPI_Request *req);
+ZCMPI_HIDDEN bool __zcmpi_zreq_poll(struct zreq *z);
+ZCMPI_HIDDEN bool __zcmpi_zreq_wait_ms(struct zreq *z, int ms);
 ZCMPI_HIDDEN void __zcmpi_reap_freed(void);
 
 /*
@@ -158,6 +177,7 @@ static inline void zcmpi_munlock(pthread_mutex_t *m)
 	if (__zcmpi_threads)
 		pthread_mutex_unlock(m);
 }
+
 ZCMPI_HIDDEN void __zcmpi_idle(void);
 
 /* zcmpi_part.c */

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * zcmpi_coll.c - the collectives of libzcrecv-mpi. MPI_Alltoall(v),
- * MPI_Allgather(v), MPI_Bcast, MPI_Gather(v), MPI_Scatter(v) and, of a
- * predefined type, MPI_Reduce, MPI_Allreduce and MPI_Reduce_scatter(_block)
- * of a carried communicator go over zcrecv point-to-point from a size up
- * (Documentation/mpi.md, "Collectives");
+ * MPI_Allgather(v), MPI_Bcast, MPI_Gather(v), MPI_Scatter(v), the
+ * nonblocking MPI_Ialltoall, MPI_Iallgather, MPI_Ibcast and, of a
+ * predefined type, MPI_Reduce, MPI_Allreduce, MPI_Iallreduce,
+ * MPI_Reduce_scatter(_block), MPI_Scan and MPI_Exscan of a carried
+ * communicator go over zcrecv point-to-point from a size up, and
+ * MPI_Barrier and MPI_Ibarrier when asked for (Documentation/mpi.md,
+ * "Collectives"); the nonblocking ones as schedules their requests
+ * advance (struct zsched);
  * every other collective, and those below their size, pass through to
  * PMPI unchanged. Both kinds are counted: how many calls and how many
  * bytes this rank received through them, for the report at MPI_Finalize.
@@ -33,6 +37,7 @@
  */
 #include <errno.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +56,7 @@ static struct zcmpi_coll_stats stats;
 static struct {
 	uint64_t on, alltoall_min, allgather_min, bcast_min;
 	uint64_t gather_min, scatter_min, reduce_min, allreduce_min;
-	uint64_t reduce_scatter_min;
+	uint64_t reduce_scatter_min, scan_min, barrier;
 } set;
 
 void __zcmpi_coll_init(const struct zcr_env_set *env)
@@ -65,6 +70,8 @@ void __zcmpi_coll_init(const struct zcr_env_set *env)
 	set.reduce_min = env->v[ZCR_ENV_MPI_COLL_REDUCE_MIN].u;
 	set.allreduce_min = env->v[ZCR_ENV_MPI_COLL_ALLREDUCE_MIN].u;
 	set.reduce_scatter_min = env->v[ZCR_ENV_MPI_COLL_REDUCE_SCATTER_MIN].u;
+	set.scan_min = env->v[ZCR_ENV_MPI_COLL_SCAN_MIN].u;
+	set.barrier = env->v[ZCR_ENV_MPI_COLL_BARRIER].u;
 	PMPI_Bcast(&set, sizeof(set), MPI_BYTE, 0, MPI_COMM_WORLD);
 }
 
@@ -824,12 +831,591 @@ static int reduce_scatter_zc(const void *sbuf, void *rbuf, const int *counts,
 	return ret ? ret : ret2;
 }
 
+/*
+ * Scan (inclusive) and Exscan, recursive doubling, any operation: at the
+ * step of distance d a rank sends its partial (the reduction of ranks
+ * rank - d + 1 .. rank, in a buffer of its own) to rank + d and receives
+ * rank - d's, which covers the ranks just below its partial: it goes on
+ * the left of both the partial and the result, so a non-commutative
+ * operation sees rank order. Exscan's result starts with the first block
+ * received; rank 0's is left as it was (MPI leaves it undefined).
+ */
+static int scan_zc(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
+		   MPI_Op mop, bool ex, MPI_Comm comm, struct zcomm *zc)
+{
+	size_t bytes = (size_t)count * (size_t)extent(t);
+	int p = zc->size, me = zc->rank, d, si, ri, ret;
+	const void *in = sbuf == MPI_IN_PLACE ? rbuf : sbuf;
+	void *part = vec_alloc(bytes), *tmp = vec_alloc(bytes);
+	bool have = false;
+	struct cop op;
+
+	if (bytes)
+		memcpy(part, in, bytes);
+	if (!ex && in != rbuf && bytes)
+		memcpy(rbuf, in, bytes);
+	op_init(&op, comm, zc, 64);
+	for (d = 1; d < p; d <<= 1) {
+		si = me + d < p ? op_start(&op, ZR_SEND, part, count, t,
+					   me + d) : -1;
+		ri = me - d >= 0 ? op_start(&op, ZR_RECV, tmp, count, t,
+					    me - d) : -1;
+		/* The partial changes below: its send must be done. */
+		op_wait(&op, si);
+		op_wait(&op, ri);
+		if (ri < 0 || op.err)
+			continue;
+		reduce_local(tmp, part, count, t, mop, &op);
+		if (ex && !have && bytes)
+			memcpy(rbuf, tmp, bytes);
+		else if (!ex || have)
+			reduce_local(tmp, rbuf, count, t, mop, &op);
+		have = true;
+	}
+	ret = op_end(&op);
+	free(part);
+	free(tmp);
+	return ret;
+}
+
+/* ---- nonblocking collectives -------------------------------------------- */
+
+/*
+ * A nonblocking collective is a schedule of steps that start in the order
+ * they were added, each once the step it names (after) is complete: the
+ * receives an algorithm can post at once are added first and so posted
+ * when the call starts (an early arrival is staged at its buffer's
+ * offset), and a send that forwards data waits for the receive that
+ * brings it. Sends and receives are requests of ours in the reserved
+ * space, with the call's tag; a reduction completes as it starts. Starting
+ * in order also keeps one source's receives in the order its sends come.
+ * Every schedule still running advances in every Test and Wait of the
+ * layer, whichever request it is for; the sends and receives it started
+ * move with the library's progress meanwhile.
+ */
+enum { S_SEND, S_RECV, S_REDUCE };
+
+struct step {
+	int kind;
+	int after;		/* the step to complete first, or -1 */
+	const void *in;		/* S_REDUCE: in op buf into buf */
+	void *buf;
+	int count;
+	MPI_Datatype t;
+	int peer;		/* S_SEND, S_RECV: comm rank */
+	MPI_Request req;	/* started send or receive, ours */
+	bool done;
+};
+
+struct zsched {
+	MPI_Comm comm;
+	struct zcomm cz;	/* the communicator, in the reserved space */
+	int tag;
+	MPI_Op mop;
+	struct step *st;
+	int n, cap;
+	int next;		/* the first step not started */
+	int first;		/* the first step not complete */
+	int err;
+	bool cancelled;		/* after err: receives left cancelled */
+	void *mem[2];		/* freed when the call completes */
+	struct zreq *z;		/* its request */
+	struct zsched *prev, *succ;	/* the running schedules */
+};
+
+unsigned int __zcmpi_coll_running;
+static struct zsched *running;
+/* Under MPI_THREAD_MULTIPLE: one thread advances schedules at a time. */
+static pthread_mutex_t sched_lock = PTHREAD_MUTEX_INITIALIZER;
+/* What zero-byte messages point at. */
+static char nothing;
+
+static struct zsched *sched_new(MPI_Comm comm, struct zcomm *zc)
+{
+	uint32_t seq = __atomic_fetch_add(&zc->coll_seq, 1, __ATOMIC_RELAXED);
+	struct zsched *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		__zcmpi_die("out of memory");
+	s->comm = comm;
+	s->cz = *zc;
+	s->cz.id = zc->id | COLL_ID;
+	s->tag = (int)(seq & ZCRECV_TAG_MAX);
+	s->mop = MPI_OP_NULL;
+	return s;
+}
+
+/* Add a step; its index. */
+static int sched_add(struct zsched *s, int kind, int after, const void *in,
+		     void *buf, int count, MPI_Datatype t, int peer)
+{
+	struct step *x;
+
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 16;
+		s->st = realloc(s->st, (size_t)s->cap * sizeof(*s->st));
+		if (!s->st)
+			__zcmpi_die("out of memory");
+	}
+	x = &s->st[s->n];
+	memset(x, 0, sizeof(*x));
+	x->kind = kind;
+	x->after = after;
+	x->in = in;
+	x->buf = buf;
+	x->count = count;
+	x->t = t;
+	x->peer = peer;
+	x->req = MPI_REQUEST_NULL;
+	return s->n++;
+}
+
+static int sched_send(struct zsched *s, int after, const void *buf,
+		      int count, MPI_Datatype t, int peer)
+{
+	return sched_add(s, S_SEND, after, NULL, (void *)buf, count, t, peer);
+}
+
+static int sched_recv(struct zsched *s, int after, void *buf, int count,
+		      MPI_Datatype t, int peer)
+{
+	return sched_add(s, S_RECV, after, NULL, buf, count, t, peer);
+}
+
+/* inout = in op inout, once step after is complete. */
+static int sched_reduce(struct zsched *s, int after, const void *in,
+			void *inout, int count, MPI_Datatype t)
+{
+	return sched_add(s, S_REDUCE, after, in, inout, count, t, -1);
+}
+
+static void sched_fail(struct zsched *s, int err)
+{
+	if (err && !s->err)
+		s->err = err;
+}
+
+static void step_start(struct zsched *s, struct step *x)
+{
+	int kind = x->kind == S_SEND ? ZR_SEND : ZR_RECV, ret;
+	struct zreq *z;
+
+	if (x->kind == S_REDUCE) {
+		if (x->count > 0)
+			sched_fail(s, PMPI_Reduce_local(x->in, x->buf,
+							x->count, x->t,
+							s->mop));
+		x->done = true;
+		return;
+	}
+	z = __zcmpi_zreq_new(kind, s->comm, &s->cz);
+	ret = __zcmpi_zreq_start(z, kind, x->buf, x->count, x->t, x->peer,
+				 s->tag);
+	if (ret) {
+		/* Said through the handler by the start already. */
+		__zcmpi_zreq_release(z);
+		sched_fail(s, ret);
+		x->done = true;
+		return;
+	}
+	x->req = H(z);
+}
+
+static void step_poll(struct zsched *s, struct step *x)
+{
+	if (x->done || !__zcmpi_zreq_poll(Z(x->req)))
+		return;
+	sched_fail(s, __zcmpi_zreq_collect(Z(x->req), MPI_STATUS_IGNORE,
+					   &x->req));
+	x->done = true;
+}
+
+/*
+ * After an error no step starts, and the receives still pending are
+ * cancelled: their senders may never come.
+ */
+static void sched_cancel(struct zsched *s)
+{
+	int i;
+
+	s->cancelled = true;
+	for (i = s->first; i < s->next; i++) {
+		struct step *x = &s->st[i];
+		struct zreq *z;
+
+		if (x->done)
+			continue;
+		z = Z(x->req);
+		if (z->kind == ZR_RECV && !z->done && z->r)
+			zcr_cancel(z->r);
+	}
+}
+
+/* The call is complete: its request says so, the schedule goes. */
+static void sched_end(struct zsched *s)
+{
+	struct zreq *z = s->z;
+
+	if (s->prev)
+		s->prev->succ = s->succ;
+	else
+		running = s->succ;
+	if (s->succ)
+		s->succ->prev = s->prev;
+	__atomic_sub_fetch(&__zcmpi_coll_running, 1, __ATOMIC_RELAXED);
+	free(s->mem[0]);
+	free(s->mem[1]);
+	free(s->st);
+	free(s);
+	z->coll = NULL;
+	z->done = true;
+}
+
+/* Advance s as far as it goes; true when the call completed (s freed). */
+static bool sched_advance(struct zsched *s)
+{
+	bool moved;
+	int i;
+
+	do {
+		moved = false;
+		for (i = s->first; i < s->next; i++)
+			step_poll(s, &s->st[i]);
+		while (s->first < s->next && s->st[s->first].done)
+			s->first++;
+		while (!s->err && s->next < s->n) {
+			struct step *x = &s->st[s->next];
+
+			if (x->after >= 0 && !s->st[x->after].done)
+				break;
+			step_start(s, x);
+			s->next++;
+			moved = true;
+		}
+	} while (moved);
+	if (s->err && !s->cancelled)
+		sched_cancel(s);
+	if (s->first < s->next || (!s->err && s->next < s->n))
+		return false;
+	s->z->err = s->err;
+	sched_end(s);
+	return true;
+}
+
+bool __zcmpi_coll_poll(struct zreq *z)
+{
+	bool done;
+
+	zcmpi_mlock(&sched_lock);
+	done = z->done || sched_advance(z->coll);
+	zcmpi_munlock(&sched_lock);
+	return done;
+}
+
+void __zcmpi_coll_progress(void)
+{
+	struct zsched *s, *succ;
+
+	if (__zcmpi_threads && pthread_mutex_trylock(&sched_lock))
+		return;
+	for (s = running; s; s = succ) {
+		succ = s->succ;
+		sched_advance(s);
+	}
+	zcmpi_munlock(&sched_lock);
+}
+
+/*
+ * Wait on the first step still pending, in short slices while other
+ * schedules run (they advance between). Under MPI_THREAD_MULTIPLE another
+ * thread may complete that step, or the whole schedule, at any time:
+ * there the context's progress instead, z->coll never read unlocked.
+ */
+void __zcmpi_coll_wait(struct zreq *z)
+{
+	while (!__zcmpi_coll_poll(z)) {
+		struct zreq *w = NULL;
+		struct zsched *s;
+		int i;
+
+		if (__zcmpi_threads) {
+			__zcmpi_idle();
+			continue;
+		}
+		s = z->coll;
+		for (i = s->first; i < s->next; i++)
+			if (!s->st[i].done) {
+				w = Z(s->st[i].req);
+				break;
+			}
+		if (!w) {
+			__zcmpi_idle();
+			continue;
+		}
+		__zcmpi_zreq_wait_ms(w, __zcmpi_coll_running > 1 ? 1 : 50);
+		if (__zcmpi_coll_running > 1)
+			__zcmpi_coll_progress();
+	}
+}
+
+void __zcmpi_coll_drain(void)
+{
+	while (__atomic_load_n(&__zcmpi_coll_running, __ATOMIC_RELAXED)) {
+		__zcmpi_coll_progress();
+		zcr_progress(__zcmpi_ctx, 1);
+	}
+}
+
+/* Start schedule s: its request in *req. */
+static int sched_go(struct zsched *s, MPI_Request *req)
+{
+	struct zreq *z = __zcmpi_zreq_new(ZR_COLL, s->comm, NULL);
+
+	z->coll = s;
+	s->z = z;
+	*req = H(z);
+	zcmpi_mlock(&sched_lock);
+	s->succ = running;
+	if (running)
+		running->prev = s;
+	running = s;
+	__atomic_add_fetch(&__zcmpi_coll_running, 1, __ATOMIC_RELAXED);
+	sched_advance(s);
+	zcmpi_munlock(&sched_lock);
+	return MPI_SUCCESS;
+}
+
+/*
+ * Broadcast: up to 4 ranks the root sends to every other rank, all at the
+ * start, so the data moves while the program computes whether or not it
+ * calls into the MPI; beyond, the binomial tree of bcast_zc, each rank's
+ * forwards waiting for its receive.
+ */
+#define IBCAST_LINEAR_MAX	4
+
+static void ibcast_sched(struct zsched *s, void *buf, int count,
+			 MPI_Datatype t, int root, struct zcomm *zc)
+{
+	int p = zc->size, vr = (zc->rank - root + p) % p, mask, from = -1;
+	int k;
+
+	if (p <= IBCAST_LINEAR_MAX) {
+		if (vr)
+			sched_recv(s, -1, buf, count, t, root);
+		for (k = 1; !vr && k < p; k++)
+			sched_send(s, -1, buf, count, t, (root + k) % p);
+		return;
+	}
+	for (mask = 1; mask < p; mask <<= 1)
+		if (vr & mask) {
+			from = sched_recv(s, -1, buf, count, t,
+					  (vr - mask + root) % p);
+			break;
+		}
+	for (mask >>= 1; mask > 0; mask >>= 1)
+		if (vr + mask < p)
+			sched_send(s, from, buf, count, t,
+				   (vr + mask + root) % p);
+}
+
+/*
+ * Allgather, direct: every part's receive and this rank's part's sends to
+ * every other rank, all at the start (the same bytes a rank sends as in
+ * the ring, none of them waiting for another).
+ */
+static void iallgather_sched(struct zsched *s, const void *sbuf, int scount,
+			     MPI_Datatype st, void *rbuf, int rcount,
+			     MPI_Datatype rt, struct zcomm *zc)
+{
+	int p = zc->size, me = zc->rank, k;
+	MPI_Aint part = (MPI_Aint)rcount * extent(rt);
+	char *r = rbuf;
+
+	for (k = 1; k < p; k++)
+		sched_recv(s, -1, r + (MPI_Aint)((me - k + p) % p) * part,
+			   rcount, rt, (me - k + p) % p);
+	if (sbuf == MPI_IN_PLACE) {
+		sbuf = r + me * part;
+		scount = rcount;
+		st = rt;
+	} else {
+		sched_fail(s, copy_self(sbuf, scount, st, r + me * part,
+					rcount, rt, s->comm));
+	}
+	for (k = 1; k < p; k++)
+		sched_send(s, -1, sbuf, scount, st, (me + k) % p);
+}
+
+/*
+ * All-to-all, pairwise as alltoallv_zc, every receive and send at the
+ * start. In place the parts to send are packed first into a buffer the
+ * schedule keeps.
+ */
+static void ialltoall_sched(struct zsched *s, const void *sbuf, int scount,
+			    MPI_Datatype st, void *rbuf, int rcount,
+			    MPI_Datatype rt, struct zcomm *zc)
+{
+	int p = zc->size, me = zc->rank, k, i, cap = 0, pos = 0, *poff;
+	MPI_Aint rpart = (MPI_Aint)rcount * extent(rt), spart = 0;
+	bool in_place = sbuf == MPI_IN_PLACE;
+	char *r = rbuf, *packed = NULL;
+
+	poff = malloc((size_t)(p + 1) * sizeof(*poff));
+	if (!poff)
+		__zcmpi_die("out of memory");
+	s->mem[1] = poff;
+	if (in_place) {
+		PMPI_Pack_size(rcount, rt, s->comm, &cap);
+		cap *= p;
+		packed = malloc(cap ? (size_t)cap : 1);
+		if (!packed)
+			__zcmpi_die("out of memory");
+		s->mem[0] = packed;
+		for (i = 0; i < p; i++) {
+			poff[i] = pos;
+			if (i != me)
+				PMPI_Pack(r + i * rpart, rcount, rt, packed,
+					  cap, &pos, s->comm);
+		}
+		poff[p] = pos;
+	}
+	for (k = 1; k < p; k++) {
+		i = (me - k + p) % p;
+		sched_recv(s, -1, r + i * rpart, rcount, rt, i);
+	}
+	if (!in_place) {
+		spart = (MPI_Aint)scount * extent(st);
+		sched_fail(s, copy_self((const char *)sbuf + me * spart,
+					scount, st, r + me * rpart, rcount,
+					rt, s->comm));
+	}
+	for (k = 1; k < p; k++) {
+		i = (me + k) % p;
+		if (in_place)
+			sched_send(s, -1, packed + poff[i],
+				   poff[i + 1] - poff[i], MPI_BYTE, i);
+		else
+			sched_send(s, -1, (const char *)sbuf + i * spart,
+				   scount, st, i);
+	}
+}
+
+/*
+ * Allreduce of a commutative operation on a predefined type: the ring
+ * reduce-scatter of rsc_ring, then the ring allgather of the reduced
+ * blocks, as allreduce_zc does, as one schedule. The receives of the
+ * first ring are posted at the start, into a buffer of the schedule's;
+ * a block's send waits for its reduction, which waits for its receive.
+ * The second ring's receives are posted once the first ring's last
+ * reduction is done (one source, one tag: in the order the left
+ * neighbour sends).
+ */
+static void iallreduce_sched(struct zsched *s, const void *sbuf, void *rbuf,
+			     int count, MPI_Datatype t, struct zcomm *zc)
+{
+	int p = zc->size, me = zc->rank, left, right, k, b, last, prev;
+	size_t bytes = (size_t)count * (size_t)extent(t);
+	struct parts pt;
+	int *ri, *gi;
+	void *tmp;
+
+	if (sbuf != MPI_IN_PLACE && bytes)
+		memcpy(rbuf, sbuf, bytes);
+	if (p < 2)
+		return;
+	blocks_of(&pt, p, NULL, count, t);
+	tmp = vec_alloc(bytes);
+	s->mem[0] = tmp;
+	ri = ring_of(zc, &left, &right);
+	gi = ring_of(zc, &left, &right);
+	for (k = 0; k < p - 1; k++) {
+		b = (me - k - 2 + 2 * p) % p;
+		ri[k] = sched_recv(s, -1, at(tmp, &pt, b), pt.count[b], t,
+				   left);
+	}
+	for (k = 0, prev = -1; k < p - 1; k++) {
+		b = (me - k - 1 + 2 * p) % p;
+		if (k)
+			prev = sched_reduce(s, ri[k - 1], at(tmp, &pt, b),
+					    at(rbuf, &pt, b), pt.count[b], t);
+		sched_send(s, prev, at(rbuf, &pt, b), pt.count[b], t, right);
+	}
+	last = sched_reduce(s, ri[p - 2], at(tmp, &pt, me),
+			    at(rbuf, &pt, me), pt.count[me], t);
+	for (k = 0; k < p - 1; k++) {
+		b = (me - k - 1 + 2 * p) % p;
+		gi[k] = sched_recv(s, -1, at(rbuf, &pt, b), pt.count[b], t,
+				   left);
+	}
+	for (k = 0; k < p - 1; k++) {
+		b = (me - k + 2 * p) % p;
+		sched_send(s, k ? gi[k - 1] : last, at(rbuf, &pt, b),
+			   pt.count[b], t, right);
+	}
+	free(ri);
+	free(gi);
+	parts_free(&pt);
+}
+
+/*
+ * Dissemination barrier: in round k a rank sends a zero-byte message to
+ * rank + 2^k and receives one from rank - 2^k; its send of round k + 1
+ * waits for its receive of round k (and, starting in order, for all
+ * before). Every receive is posted at the start.
+ */
+static void ibarrier_sched(struct zsched *s, struct zcomm *zc)
+{
+	int p = zc->size, me = zc->rank, d, prev = -1, k = 0, ri[32];
+
+	for (d = 1; d < p; d <<= 1)
+		ri[k++] = sched_recv(s, -1, &nothing, 0, MPI_BYTE,
+				     (me - d + p) % p);
+	for (d = 1, k = 0; d < p; d <<= 1, k++) {
+		sched_send(s, prev, &nothing, 0, MPI_BYTE, (me + d) % p);
+		prev = ri[k];
+	}
+}
+
 /* ---- the calls ---------------------------------------------------------- */
+
+/* The communicator if its barrier goes over zcrecv, else NULL. */
+static struct zcomm *carry_barrier(MPI_Comm comm)
+{
+	return set.on && set.barrier ? __zcmpi_zcomm_of(comm) : NULL;
+}
 
 int MPI_Barrier(MPI_Comm comm)
 {
-	note(0);
-	return PMPI_Barrier(comm);
+	struct zcomm *zc = carry_barrier(comm);
+	struct zsched *s;
+	MPI_Request req;
+	ENTER;
+
+	if (!zc) {
+		note(0);
+		LEAVE(PMPI_Barrier(comm));
+	}
+	note_zc(0);
+	s = sched_new(comm, zc);
+	ibarrier_sched(s, zc);
+	sched_go(s, &req);
+	LEAVE(__zcmpi_zwait(&req, MPI_STATUS_IGNORE));
+}
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
+{
+	struct zcomm *zc = carry_barrier(comm);
+	struct zsched *s;
+	ENTER;
+
+	if (!zc) {
+		note(0);
+		LEAVE(PMPI_Ibarrier(comm, req));
+	}
+	note_zc(0);
+	s = sched_new(comm, zc);
+	ibarrier_sched(s, zc);
+	LEAVE(sched_go(s, req));
 }
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm)
@@ -850,8 +1436,20 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm)
 int MPI_Ibcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm,
 	       MPI_Request *req)
 {
-	note(rooted(root, comm, 0, bytes_of(count, t)));
-	return PMPI_Ibcast(buf, count, t, root, comm, req);
+	uint64_t part = bytes_of(count, t);
+	struct zcomm *zc = count >= 0 ? carry(comm, part, set.bcast_min) :
+			   NULL;
+	struct zsched *s;
+	ENTER;
+
+	if (!zc || root < 0 || root >= zc->size) {
+		note(rooted(root, comm, 0, part));
+		LEAVE(PMPI_Ibcast(buf, count, t, root, comm, req));
+	}
+	note_zc(zc->rank == root ? 0 : part);
+	s = sched_new(comm, zc);
+	ibcast_sched(s, buf, count, t, root, zc);
+	LEAVE(sched_go(s, req));
 }
 
 /*
@@ -1007,14 +1605,42 @@ int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 	LEAVE(ret);
 }
 
+/*
+ * MPI_Ialltoall (a2a) or MPI_Iallgather: both decide on a part, rcount of
+ * rt, against their blocking form's threshold, and take the same
+ * arguments.
+ */
+static int iparts(bool a2a, const void *sbuf, int scount, MPI_Datatype st,
+		  void *rbuf, int rcount, MPI_Datatype rt, MPI_Comm comm,
+		  MPI_Request *req)
+{
+	struct zcomm *zc = rcount >= 0 ?
+			   carry(comm, bytes_of(rcount, rt),
+				 a2a ? set.alltoall_min : set.allgather_min) :
+			   NULL;
+	struct zsched *s;
+	ENTER;
+
+	if (!zc) {
+		note(from_others(rcount, rt, comm));
+		LEAVE((a2a ? PMPI_Ialltoall : PMPI_Iallgather)(sbuf, scount, st,
+							      rbuf, rcount,
+							      rt, comm,
+							      req));
+	}
+	note_zc((uint64_t)(zc->size - 1) * bytes_of(rcount, rt));
+	s = sched_new(comm, zc);
+	(a2a ? ialltoall_sched : iallgather_sched)(s, sbuf, scount, st, rbuf,
+						   rcount, rt, zc);
+	LEAVE(sched_go(s, req));
+}
+
 int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 		   int rcount, MPI_Datatype rt, MPI_Comm comm,
 		   MPI_Request *req)
 {
-	note(from_others(rcount, rt, comm));
-	return PMPI_Iallgather(sbuf, scount, st, rbuf, rcount, rt, comm, req);
+	return iparts(false, sbuf, scount, st, rbuf, rcount, rt, comm, req);
 }
-
 
 int MPI_Allgatherv(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 		   const int rcounts[], const int displs[], MPI_Datatype rt,
@@ -1072,8 +1698,7 @@ int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 		  int rcount, MPI_Datatype rt, MPI_Comm comm, MPI_Request *req)
 {
-	note(from_others(rcount, rt, comm));
-	return PMPI_Ialltoall(sbuf, scount, st, rbuf, rcount, rt, comm, req);
+	return iparts(true, sbuf, scount, st, rbuf, rcount, rt, comm, req);
 }
 
 int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
@@ -1146,11 +1771,27 @@ int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
 	LEAVE(allreduce_zc(sbuf, rbuf, count, t, op, comm, zc));
 }
 
+/*
+ * Of a commutative operation only (every predefined one): MPI requires the
+ * same operation on every rank, so all decide alike. A non-commutative
+ * user operation goes to the MPI.
+ */
 int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
 		   MPI_Op op, MPI_Comm comm, MPI_Request *req)
 {
-	note(bytes_of(count, t));
-	return PMPI_Iallreduce(sbuf, rbuf, count, t, op, comm, req);
+	struct zcomm *zc = carry_red(comm, count, t, op, set.allreduce_min);
+	struct zsched *s;
+	ENTER;
+
+	if (!zc || !commutative(op)) {
+		note(bytes_of(count, t));
+		LEAVE(PMPI_Iallreduce(sbuf, rbuf, count, t, op, comm, req));
+	}
+	note_zc(bytes_of(count, t));
+	s = sched_new(comm, zc);
+	s->mop = op;
+	iallreduce_sched(s, sbuf, rbuf, count, t, zc);
+	LEAVE(sched_go(s, req));
 }
 
 /*
@@ -1216,27 +1857,35 @@ int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int rcount,
 	LEAVE(ret);
 }
 
+/* MPI_Scan, or MPI_Exscan (ex): one threshold, one algorithm. */
+static int scan_call(bool ex, const void *sbuf, void *rbuf, int count,
+		     MPI_Datatype t, MPI_Op op, MPI_Comm comm)
+{
+	struct zcomm *zc = carry_red(comm, count, t, op, set.scan_min);
+
+	if (!zc) {
+		note(bytes_of(count, t));
+		return (ex ? PMPI_Exscan : PMPI_Scan)(sbuf, rbuf, count, t, op,
+						      comm);
+	}
+	ENTER;
+	note_zc(bytes_of(count, t));
+	LEAVE(scan_zc(sbuf, rbuf, count, t, op, ex, comm, zc));
+}
+
 int MPI_Scan(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
 	     MPI_Op op, MPI_Comm comm)
 {
-	note(bytes_of(count, t));
-	return PMPI_Scan(sbuf, rbuf, count, t, op, comm);
+	return scan_call(false, sbuf, rbuf, count, t, op, comm);
 }
 
 int MPI_Exscan(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
 	       MPI_Op op, MPI_Comm comm)
 {
-	note(bytes_of(count, t));
-	return PMPI_Exscan(sbuf, rbuf, count, t, op, comm);
+	return scan_call(true, sbuf, rbuf, count, t, op, comm);
 }
 
 /* The nonblocking forms, counted when they start, and the rest. */
-
-int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
-{
-	note(0);
-	return PMPI_Ibarrier(comm, req);
-}
 
 int MPI_Igather(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 		int rcount, MPI_Datatype rt, int root, MPI_Comm comm,

@@ -111,7 +111,10 @@ void __zcmpi_zreq_finish(struct zreq *z, int ret, const struct zcr_status *st)
 	}
 }
 
-/* Poll z once; true when it is done (its status recorded in z). */
+/*
+ * Poll z once; true when it is done (its status recorded in z). A
+ * collective's schedule is advanced as far as it goes.
+ */
 static bool zreq_poll(struct zreq *z)
 {
 	struct zcr_status st;
@@ -121,10 +124,32 @@ static bool zreq_poll(struct zreq *z)
 		return true;
 	if (z->part)
 		return __zcmpi_part_poll(z);
+	if (z->kind == ZR_COLL)
+		return __zcmpi_coll_poll(z);
 	ret = zcr_test_sized(z->r, &st, sizeof(st));
 	if (!ret)
 		return false;
 	__zcmpi_zreq_finish(z, ret == 1 ? 0 : ret, &st);
+	return true;
+}
+
+bool __zcmpi_zreq_poll(struct zreq *z)
+{
+	return zreq_poll(z);
+}
+
+/* Wait up to ms for send or receive z; true when it is done. */
+bool __zcmpi_zreq_wait_ms(struct zreq *z, int ms)
+{
+	struct zcr_status st;
+	int ret;
+
+	if (z->done)
+		return true;
+	ret = zcr_wait_sized(z->r, &st, sizeof(st), ms);
+	if (ret == -ETIMEDOUT)
+		return false;
+	__zcmpi_zreq_finish(z, ret, &st);
 	return true;
 }
 
@@ -207,11 +232,16 @@ void __zcmpi_reap_freed(void)
 		pthread_mutex_unlock(&reaping);
 }
 
-/* Wait a little for something to happen on the context. */
+/*
+ * Wait a little for something to happen on the context; the schedules
+ * of nonblocking collectives move on meanwhile.
+ */
 void __zcmpi_idle(void)
 {
 	__zcmpi_part_progress();
 	zcr_progress(__zcmpi_ctx, 1);
+	if (__atomic_load_n(&__zcmpi_coll_running, __ATOMIC_RELAXED))
+		__zcmpi_coll_progress();
 }
 
 static bool any_ours(int n, const MPI_Request *reqs);
@@ -728,11 +758,11 @@ int MPI_Request_get_status(MPI_Request req, int *flag, MPI_Status *st)
 	}
 	z = Z(req);
 	*flag = zreq_poll(z);
-	if (*flag)
-		__zcmpi_status_set(st,
-				   z->kind == ZR_SEND ? MPI_ANY_SOURCE : z->src,
-				   z->kind == ZR_SEND ? MPI_ANY_TAG : z->tag,
-				   z->kind == ZR_SEND ? 0 : z->len,
-				   z->cancelled, z->err);
+	if (*flag && (z->kind == ZR_RECV || z->kind == ZR_NULL))
+		__zcmpi_status_set(st, z->src, z->tag, z->len, z->cancelled,
+				   z->err);
+	else if (*flag)
+		__zcmpi_status_set(st, MPI_ANY_SOURCE, MPI_ANY_TAG, 0, false,
+				   z->err);
 	LEAVE(MPI_SUCCESS);
 }
