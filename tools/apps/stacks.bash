@@ -65,14 +65,14 @@ command_of() {
 # hang in MPI_Finalize across nodes when the host is busy: the work and
 # its timings are done by then). A stopped job's group is killed.
 launch_and_wait() {
-	local log=$1 pid start now seen= first rc
+	local log=$1 pid start now seen= rc
 	setsid "${CMD[@]}" > "$log.out" 2> "$log.err" < /dev/null &
 	pid=$!
 	start=$SECONDS
 	while kill -0 "$pid" 2>/dev/null; do
 		now=$SECONDS
 		if [ -z "$seen" ] && [ -s "$log.out" ] &&
-		   IFS= read -r first < "$log.out" && [[ $first == zcapp:* ]]; then
+		   grep -q "^zcapp: " "$log.out"; then
 			seen=$now
 		fi
 		rc=
