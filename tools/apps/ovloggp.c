@@ -6,12 +6,11 @@
  * other, their receives posted late (after the sends) or early (before the
  * opening barrier, --post). With nothing between the sends, the time
  * each MPI_Isend takes is the gap g and the whole flood, per byte sent in
- * one direction, is G; with a computation between the sends long enough
- * for the previous message to have left (--work), the time each
- * MPI_Isend takes is the overhead o. L is half the round trip of an
- * 8-byte ping-pong; copy the time per byte of a rank's put to itself (a
- * memcpy, the probes' own slab). Medians over --iters repetitions, with
- * their range.
+ * one direction, is G; with a computation before each send (--work) and
+ * each message completed before the next, the time each MPI_Isend takes
+ * is the overhead o. L is half the round trip of an 8-byte ping-pong;
+ * copy the time per byte of a rank's put to itself (a memcpy, the
+ * probes' own slab). Medians over --iters repetitions, with their range.
  * Checks: after the timed part the receive area is cleared and one more
  * flood of every size runs; every message must hold the peer's pattern.
  *   mpirun -np 2 ovloggp [--sizes LIST] [--size BYTES] [--iters K]
@@ -40,9 +39,9 @@ static const struct app_opt opts[] = {
 	  "                   (default 8,65536,262144,1048576,4194304,8388608:\n"
 	  "                   the overlap probes' messages at their defaults)" },
 	{ "work", "F",
-	  "                   the computation between two sends when o is\n"
-	  "                   measured, as a multiple of the no-work flood's\n"
-	  "                   time per message (default 2; > 0)" },
+	  "                   the computation before each send when o is\n"
+	  "                   measured (one message at a time), as a multiple\n"
+	  "                   of the flood's time per message (default 2; > 0)" },
 	{ NULL, NULL, NULL }
 };
 
@@ -135,40 +134,55 @@ static char pattern(int q, long j)
 	return (char)(app_mix(((uint64_t)q << 40) ^ (uint64_t)j ^ SEED) & 0xff);
 }
 
+static void recv_slot(struct app *a, struct flood *f, struct app_xchg *x,
+		      long i)
+{
+	app_irecv(a, x, f->rbuf + i * f->m, (int)f->m, MPI_BYTE, 1 - a->rank,
+		  TAG_FLOOD, MPI_COMM_WORLD);
+}
+
 /*
- * One flood: n sends of m bytes to the peer with secs of computation
- * before each, the receives of the peer's n posted as --post says. Adds
- * the time spent in MPI_Isend to *init and returns the time from the
- * opening barrier to the last completion, on this rank.
+ * n sends of m bytes to the peer, the receives of the peer's n posted as
+ * --post says. Without computation (secs 0) a flood: the sends back to
+ * back, then the receives, then one wait. With it, one message at a
+ * time, each after secs of computation and completed (with its receive)
+ * before the next: every send finds the way clear, as with the full
+ * computation of the recipe. Adds the time spent in MPI_Isend to *init
+ * and returns the time from the opening barrier to the last completion,
+ * on this rank.
  */
 static double flood(struct app *a, struct flood *f, struct app_xchg *x,
 		    double secs, double *init)
 {
-	int peer = 1 - a->rank;
 	double t0, t1, s;
 	long i;
 
-	if (a->post == APP_EARLY)
+	if (a->post == APP_EARLY && !secs)
 		for (i = 0; i < f->n; i++)
-			app_irecv(a, x, f->rbuf + i * f->m, (int)f->m, MPI_BYTE,
-				  peer, TAG_FLOOD, MPI_COMM_WORLD);
+			recv_slot(a, f, x, i);
 	app_barrier(a);
 	t0 = app_now();
 	for (i = 0; i < f->n; i++) {
 		if (secs > 0) {
+			if (a->post == APP_EARLY)
+				recv_slot(a, f, x, i);
 			s = app_now();
 			work(secs);
 			app_comp(a, s);
 		}
 		s = app_now();
-		app_isend(a, x, f->sbuf, (int)f->m, MPI_BYTE, peer, TAG_FLOOD,
-			  MPI_COMM_WORLD);
+		app_isend(a, x, f->sbuf, (int)f->m, MPI_BYTE, 1 - a->rank,
+			  TAG_FLOOD, MPI_COMM_WORLD);
 		*init += app_now() - s;
+		if (secs > 0) {
+			if (a->post == APP_LATE)
+				recv_slot(a, f, x, i);
+			app_waitall(a, x);
+		}
 	}
-	if (a->post == APP_LATE)
+	if (a->post == APP_LATE && !secs)
 		for (i = 0; i < f->n; i++)
-			app_irecv(a, x, f->rbuf + i * f->m, (int)f->m, MPI_BYTE,
-				  peer, TAG_FLOOD, MPI_COMM_WORLD);
+			recv_slot(a, f, x, i);
 	app_waitall(a, x);
 	t1 = app_now();
 	app_barrier(a);
