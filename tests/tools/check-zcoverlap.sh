@@ -3,8 +3,9 @@
 # H from made-up runs (--report), the FT and SpMV models from hand-made
 # LogGP parameters against numbers worked out by hand, a digest that
 # differs, its refusals, the dry run's commands (one taskset per rank,
-# ovloggp per stack), and, where Open MPI and the probes are built, a
-# tiny real run that ends in the tables.
+# ovloggp per stack), that an interrupted driver stops its job, and,
+# where Open MPI and the probes are built, a tiny real run that ends in
+# the tables.
 # Prints ok/not ok lines and "N passed, N failed".
 #
 # Usage: tests/tools/check-zcoverlap.sh   (no arguments; make test runs it)
@@ -150,6 +151,23 @@ tools/zcoverlap.sh --dry-run --stacks ompi --apps ovft --versions P --no-model \
 	--trials 5 > "$tmp/dry2" 2>&1
 t "zcoverlap: --no-model runs no ovloggp" \
 	eval 'grep -q "^\[15/15\] " "$tmp/dry2" && ! grep -q ovloggp "$tmp/dry2"'
+
+# A driver stopped by a signal stops the job it was waiting for.
+cat > "$tmp/drv" <<EOF
+die() { exit 2; }
+. "$root/tools/apps/stacks.bash"
+timeout=100 grace=20
+CMD=(sleep 77.$$)
+launch_and_wait "$tmp/job"
+EOF
+bash "$tmp/drv" &
+drv=$!
+for i in 1 2 3 4 5 6 7 8 9 10; do pgrep -f "sleep 77.$$" >/dev/null && break; sleep 0.2; done
+kill -TERM "$drv"
+wait "$drv" 2>/dev/null
+sleep 1.5
+t "stacks.bash: an interrupted driver stops its running job" \
+	eval '! pgrep -f "sleep 77.$$" >/dev/null'
 
 if command -v mpirun >/dev/null && command -v taskset >/dev/null &&
    [ -x build/tools/apps/ovft ] && [ -x build/tools/apps/ovspmv ]; then

@@ -68,6 +68,7 @@ launch_and_wait() {
 	local log=$1 pid start now seen= rc
 	setsid "${CMD[@]}" > "$log.out" 2> "$log.err" < /dev/null &
 	pid=$!
+	job=$pid
 	start=$SECONDS
 	while kill -0 "$pid" 2>/dev/null; do
 		now=$SECONDS
@@ -86,11 +87,15 @@ launch_and_wait() {
 			sleep 2
 			kill -KILL -- "-$pid" 2>/dev/null
 			wait "$pid" 2>/dev/null
+			job=
 			return "$rc"
 		fi
 		sleep 0.5
 	done
 	wait "$pid"
+	rc=$?
+	job=
+	return "$rc"
 }
 
 # Key=value from the program's result line: kv LINE KEY.
@@ -150,9 +155,16 @@ check_needs() {
 
 # The emulated nodes of a configuration: made by config_up (nothing for
 # node; 1 when they cannot be made), taken down by cleanup, which the
-# traps call at exit.
-cluster_up=0
+# traps call at exit; cleanup also stops the job running then (an
+# interrupted driver left it running, beside the next measurement).
+cluster_up=0 job=
 cleanup() {
+	if [ -n "$job" ]; then
+		kill -TERM -- "-$job" 2>/dev/null
+		sleep 1
+		kill -KILL -- "-$job" 2>/dev/null
+		job=
+	fi
 	[ "$cluster_up" = 1 ] && "$cluster" down --prefix "$prefix" >/dev/null 2>&1
 	cluster_up=0
 }
