@@ -7,8 +7,8 @@
  * opening barrier, --post). With nothing between the sends, the time
  * each MPI_Isend takes is the gap g and the whole flood, per byte sent in
  * one direction, is G; with a computation before each send (--work) and
- * each message completed before the next, the time each MPI_Isend takes
- * is the overhead o. L is half the round trip of an 8-byte ping-pong;
+ * each message completed before the next, the time an MPI_Isend takes
+ * (the median) is the overhead o. L is half the round trip of an 8-byte ping-pong;
  * copy the time per byte of a rank's put to itself (a memcpy, the
  * probes' own slab). Medians over --iters repetitions, with their range.
  * Checks: after the timed part the receive area is cleared and one more
@@ -87,9 +87,10 @@ static const char *parse(int i, const char *val)
 static const struct app_desc desc = {
 	.name = "ovloggp",
 	.what = "LogGP parameters of the stack, per message size, for the\n"
-		"overlap models: L (half an 8-byte round trip), o (one send with\n"
-		"computation between), g (one send right after another), G (a\n"
-		"flood both ways, per byte) and the cost of a put to oneself.",
+		"overlap models: L (half an 8-byte round trip), o (one send after\n"
+		"computation), g (one send right after another), G (a flood both\n"
+		"ways, per byte) and the cost of a put to oneself; a table and\n"
+		"csv, lines before the result line.",
 	.size_help = "BYTES each flood moves one way (the message count is\n"
 		"                   BYTES / size, at least 4, at most 1024)",
 	.iters_help = "repetitions of every measurement (medians reported)",
@@ -147,12 +148,12 @@ static void recv_slot(struct app *a, struct flood *f, struct app_xchg *x,
  * back, then the receives, then one wait. With it, one message at a
  * time, each after secs of computation and completed (with its receive)
  * before the next: every send finds the way clear, as with the full
- * computation of the recipe. Adds the time spent in MPI_Isend to *init
- * and returns the time from the opening barrier to the last completion,
- * on this rank.
+ * computation of the recipe. Leaves the time each MPI_Isend took in
+ * ti[0..n) and returns the time from the opening barrier to the last
+ * completion, on this rank.
  */
 static double flood(struct app *a, struct flood *f, struct app_xchg *x,
-		    double secs, double *init)
+		    double secs, double *ti)
 {
 	double t0, t1, s;
 	long i;
@@ -173,7 +174,7 @@ static double flood(struct app *a, struct flood *f, struct app_xchg *x,
 		s = app_now();
 		app_isend(a, x, f->sbuf, (int)f->m, MPI_BYTE, 1 - a->rank,
 			  TAG_FLOOD, MPI_COMM_WORLD);
-		*init += app_now() - s;
+		ti[i] = app_now() - s;
 		if (secs > 0) {
 			if (a->post == APP_LATE)
 				recv_slot(a, f, x, i);
@@ -256,6 +257,16 @@ static double median(double *v, long n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+static double mean(const double *v, long n)
+{
+	double s = 0;
+	long i;
+
+	for (i = 0; i < n; i++)
+		s += v[i];
+	return s / (double)n;
+}
+
 /* Every slot of the receive area holds the peer's pattern; digest word. */
 static uint64_t check(struct app *a, struct flood *f)
 {
@@ -285,7 +296,7 @@ int main(int argc, char **argv)
 	struct app a;
 	struct app_xchg x;
 	struct flood *f;
-	double *v[NPARAM], init, t, per;
+	double *v[NPARAM], *ti, t, per;
 	double med[MAX_SIZES][NPARAM], lo[MAX_SIZES][NPARAM],
 	       hi[MAX_SIZES][NPARAM];
 	uint64_t w[2] = { 0, 0 };
@@ -337,6 +348,9 @@ int main(int argc, char **argv)
 	memset(f[0].rbuf, 0, (size_t)maxb);
 	memset(f[0].cbuf, 0, (size_t)maxb);
 	app_xchg_init(&a, &x, 2 * (int)maxn);
+	ti = calloc((size_t)maxn, sizeof(*ti));
+	if (!ti)
+		app_die(&a, "out of memory");
 	snprintf(a.tail, sizeof(a.tail), "sizes=%d work=%g", opt_nsizes,
 		 opt_work);
 
@@ -344,15 +358,16 @@ int main(int argc, char **argv)
 	for (s = 0; s < opt_nsizes; s++) {
 		for (it = 0; it < a.iters; it++) {
 			v[P_L][it] = mean2(pingpong(&a));
-			init = 0;
-			t = max2(flood(&a, &f[s], &x, 0, &init));
-			v[P_G][it] = mean2(init / (double)f[s].n);
+			/* g: the mean, queueing behind earlier sends included. */
+			t = max2(flood(&a, &f[s], &x, 0, ti));
+			v[P_G][it] = mean2(mean(ti, f[s].n));
 			v[P_GB][it] = t / ((double)f[s].n * (double)f[s].m);
 			/* Long enough for the previous message to have gone. */
 			per = opt_work * t / (double)f[s].n;
-			init = 0;
-			flood(&a, &f[s], &x, per, &init);
-			v[P_O][it] = mean2(init / (double)f[s].n);
+			/* o: the median, one message at a time; a send the
+			 * scheduler stopped does not make it. */
+			flood(&a, &f[s], &x, per, ti);
+			v[P_O][it] = mean2(median(ti, f[s].n));
 			v[P_COPY][it] = mean2(selfcopy(&f[s]));
 		}
 		for (k = 0; k < NPARAM; k++) {
@@ -366,8 +381,7 @@ int main(int argc, char **argv)
 	/* One more flood of every size into a cleared area, for the checks. */
 	for (s = 0; s < opt_nsizes; s++) {
 		memset(f[s].rbuf, 0, (size_t)(f[s].n * f[s].m));
-		init = 0;
-		flood(&a, &f[s], &x, 0, &init);
+		flood(&a, &f[s], &x, 0, ti);
 		w[0] += check(&a, &f[s]);
 		w[1] += (uint64_t)f[s].m;
 	}
@@ -409,6 +423,7 @@ int main(int argc, char **argv)
 		fflush(stdout);
 	}
 	app_xchg_free(&x);
+	free(ti);
 	for (s = 1; s < opt_nsizes; s++)
 		free(f[s].sbuf);
 	free(f[0].sbuf);
