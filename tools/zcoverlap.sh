@@ -22,8 +22,9 @@
 #                    default scale; ovft its own default)
 #   --post MODE      late or early (default late)
 #   --trials N       alternating trials of every stack (default 3)
-#   --bind MODE      cpu: on this host rank r runs on processor r
-#                    (taskset, the launcher's binding off); none: unbound
+#   --bind MODE      cpu: rank r runs on processor r (taskset, the
+#                    launcher's binding off; on the emulated nodes too,
+#                    which share this host's processors); none: unbound
 #                    (default cpu)
 #   --timeout S      seconds one run may take (default 120)
 #   --grace S        a job hung after its result is stopped (default 20)

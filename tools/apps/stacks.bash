@@ -6,8 +6,9 @@
 # result and status. Not a command. The caller sets: bin (the programs), mpi (the layer's
 # libraries), cluster (zccluster), prefix (its node names), zc_env
 # (NAME=VALUE words for the zcrecv stacks' ranks), timeout, grace, and
-# pin (1: on this host each rank is bound to one processor of its own by
-# taskset, the launcher's binding off, so two busy ranks never share one).
+# pin (1: each rank is bound to one processor of its own by taskset, the
+# launcher's binding off, so two busy ranks never share one; on the
+# emulated nodes too, which share this host's processors).
 
 # The command line of one run: stack $1, configuration $2, then the program.
 command_of() {
@@ -54,6 +55,12 @@ command_of() {
 		CMD=("${launch[@]:0:${#launch[@]}-2}" "${env[@]}"
 		     "${ctx[@]}" taskset -c 0 "$prog" "$@" :
 		     "${ctx[@]}" taskset -c 1 "$prog" "$@")
+	elif [ "${pin:-0}" = 1 ]; then
+		# The emulated nodes share this host's processors: rank r on
+		# processor r, by the rank its launcher gives it.
+		CMD=("${launch[@]}" "${env[@]}" sh -c \
+		     'exec taskset -c "${OMPI_COMM_WORLD_RANK:-$PMI_RANK}" "$0" "$@"' \
+		     "$prog" "$@")
 	else
 		CMD=("${launch[@]}" "${env[@]}" "$prog" "$@")
 	fi
