@@ -147,6 +147,11 @@ t "zcoverlap: one taskset per rank, the layer in each context" \
 	grep -q '^\[4/16\] mpirun --bind-to none -np 1 -x LD_PRELOAD=.*libzcrecv-mpi.so .*taskset -c 0 .*ovft --post late --version E --scale 0.08 : -np 1 -x LD_PRELOAD=.* taskset -c 1 ' "$tmp/dry"
 t "zcoverlap: ovloggp first in a trial, each stack, with --loggp's options" \
 	grep -q '^\[2/16\] mpirun --bind-to none -np 1 -x LD_PRELOAD=.*libzcrecv-mpi.so .*taskset -c 0 .*ovloggp --post late --iters 3 : ' "$tmp/dry"
+tools/zcoverlap.sh --dry-run --configs 2n-1g --stacks ompi,mpich --apps ovft \
+	--versions S --trials 1 > "$tmp/dry3" 2>&1
+t "zcoverlap: across the emulated nodes each rank pinned by its rank number" \
+	eval 'grep -q "^\[1/8\] .*zccluster mpirun -- --host zco1:1,zco2:1 -np 2 sh -c exec taskset -c \"\${OMPI_COMM_WORLD_RANK:-\$PMI_RANK}\" \"\$0\" \"\$@\" .*/ovloggp --post late\$" "$tmp/dry3" &&
+	      grep -q "^\[2/8\] .*zccluster mpiexec -- .* -n 2 sh -c exec taskset .*/ovloggp-mpich --post late\$" "$tmp/dry3"'
 tools/zcoverlap.sh --dry-run --stacks ompi --apps ovft --versions P --no-model \
 	--trials 5 > "$tmp/dry2" 2>&1
 t "zcoverlap: --no-model runs no ovloggp" \
