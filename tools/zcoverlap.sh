@@ -255,6 +255,7 @@ model_report() {
 		else
 			t = spmv(cs, ranks[key], size[key], rows[key], ver[key], C)
 		M_START = M_start * it
+		M_BAR = 2 * lat[cs] * it
 		# No wait when the initiations are the longer (rounding aside).
 		M_WAIT = max(0, M_total - C - M_start) * it
 		return t * it
@@ -289,6 +290,7 @@ model_report() {
 		}
 		add(key SUBSEP "wall", $col["wall"]); add(key SUBSEP "comp", $col["comp"])
 		add(key SUBSEP "start", $col["start"]); add(key SUBSEP "wait", $col["wait"])
+		add(key SUBSEP "barrier", $col["barrier"])
 		t = $col["trial"]; tw[key, t] = $col["wall"]; tc[key, t] = $col["comp"]
 		add(key SUBSEP "trials", t)
 	}
@@ -314,15 +316,16 @@ model_report() {
 					pm[cs, m, "copy"] * 1e9 > ptxt
 			}
 		}
-		printf "%-6s %-7s %-9s %-5s %-5s %8s %8s %7s %-15s %8s %8s %8s %8s %-8s %9s\n",
+		printf "%-6s %-7s %-9s %-5s %-5s %8s %8s %7s %-15s %8s %8s %8s %8s %8s %8s %-8s %9s\n",
 			"config", "app", "stack", "ver", "scale", "T", "model", "err",
-			"(trials)", "start", "m.start", "wait", "m.wait", "bound", "msg B"
-		print "config,app,stack,kind,version,scale,msg_bytes,T,T_model,err,err_min,err_max,start,start_model,wait,wait_model,bound" > mcsv
+			"(trials)", "start", "m.start", "wait", "m.wait", "barrier",
+			"m.bar", "bound", "msg B"
+		print "config,app,stack,kind,version,scale,msg_bytes,T,T_model,err,err_min,err_max,start,start_model,wait,wait_model,barrier,barrier_model,bound" > mcsv
 		for (i = 1; i <= nk; i++) {
 			key = keys[i]; split(key, p, SUBSEP)
 			if (!(cfgst[key] in ncs)) { nopar[p[1] " " p[3]] = 1; continue }
 			w = median(key SUBSEP "wall"); c = median(key SUBSEP "comp")
-			mt = model(key, c); ms = M_START; mw = M_WAIT
+			mt = model(key, c); ms = M_START; mw = M_WAIT; mb = M_BAR
 			e = mt / w - 1
 			lo = ""; hi = ""
 			nt = split(vals[key SUBSEP "trials"], tl, " ")
@@ -338,15 +341,15 @@ model_report() {
 			npt[g]++; if (e >= -tol && e <= tol) nin[g]++
 			ncfg[p[1]]++; if (e >= -tol && e <= tol) ncin[p[1]]++
 			tolof[p[1]] = tol
-			printf "%-6s %-7s %-9s %-5s %-5s %8.4f %8.4f %+6.1f%% %-15s %8.4f %8.4f %8.4f %8.4f %-8s %9d\n",
+			printf "%-6s %-7s %-9s %-5s %-5s %8.4f %8.4f %+6.1f%% %-15s %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f %-8s %9d\n",
 				p[1], p[2], p[3], p[5], p[6], w, mt, 100 * e,
 				sprintf("(%+.0f..%+.0f%%)", 100 * lo, 100 * hi),
 				median(key SUBSEP "start"), ms, median(key SUBSEP "wait"), mw,
-				BOUND, MSG
-			printf "%s,%s,%s,%s,%s,%s,%d,%s,%.6f,%.4f,%.4f,%.4f,%s,%.6f,%s,%.6f,%s\n",
+				median(key SUBSEP "barrier"), mb, BOUND, MSG
+			printf "%s,%s,%s,%s,%s,%s,%d,%s,%.6f,%.4f,%.4f,%.4f,%s,%.6f,%s,%.6f,%s,%.6f,%s\n",
 				p[1], p[2], p[3], p[4], p[5], p[6], MSG, w, mt, e, lo, hi,
 				median(key SUBSEP "start"), ms, median(key SUBSEP "wait"), mw,
-				BOUND > mcsv
+				median(key SUBSEP "barrier"), mb, BOUND > mcsv
 		}
 		for (i = 1; i <= ng; i++) {
 			split(grp[i], p, SUBSEP)

@@ -95,28 +95,28 @@ mcsv=$tmp/mout/model.csv
 # C + o + m G + L = 1 + 0.04 + 4.194304 + 0.01 ms, + 2 L of barriers =
 # 5.264304 ms a step; the start is o + the 4 MiB put to itself (0.4194 ms).
 t "model: FT Exchange, transfer-bound, medians and the per-trial range" \
-	grep -q '^node,ovft,zc-auto,bulk,E,0.08,4194304,0.055,0.052643,-0.0429,-0.1226,0.0529,0.001,0.004594,0.002,0.037849,transfer$' "$mcsv"
+	grep -q '^node,ovft,zc-auto,bulk,E,0.08,4194304,0.055,0.052643,-0.0429,-0.1226,0.0529,0.001,0.004594,0.002,0.037849,0.0001,0.000200,transfer$' "$mcsv"
 # S, 100 ms a step: two halves of 50 ms, o, the put to itself: 100.4594
 # ms + 2 L; no wait.
 t "model: FT Slabs, bound by the computation and initiation" \
-	grep -q '^node,ovft,zc-auto,x,S,0.08,4194304,1.0,1.004794,0.0048,0.0048,0.0048,0.001,0.004594,0.002,0.000000,init$' "$mcsv"
+	grep -q '^node,ovft,zc-auto,x,S,0.08,4194304,1.0,1.004794,0.0048,0.0048,0.0048,0.001,0.004594,0.002,0.000000,0.0001,0.000200,init$' "$mcsv"
 # X:4 at scale 0: 1 MiB messages, parameters 5/21 of the way from 64 KiB
 # to 4 MiB (o 17.14 us, G 1.7619 ns/B): o + 4 m G + L = 7.417 ms + 2 L.
 t "model: FT X:4, parameters between two measured sizes" \
-	grep -q '^node,ovft,zc-auto,x,X:4,0,1048576,0.1,0.074371,-0.2563,-0.2563,-0.2563,0.001,0.004880,0.002,0.069291,transfer$' "$mcsv"
+	grep -q '^node,ovft,zc-auto,x,X:4,0,1048576,0.1,0.074371,-0.2563,-0.2563,-0.2563,0.001,0.004880,0.002,0.069291,0.0001,0.000200,transfer$' "$mcsv"
 # G: blocks of 10 ms, the request's o at 8 B, the answer's at 4 MiB:
 # (2 + 10000) + 10000 + 40 us beats 2 + 5000 (the owner looks after 4096
 # of 8192 rows) + 40 + 20 + 4194.3 + 10000 us.
 t "model: SpMV Gather, the owner's answer and its look" \
-	grep -q '^node,ovspmv,zc-auto,x,G,0.02,4194304,0.2,0.200620,0.0031,0.0031,0.0031,0.001,0.000420,0.002,0.000000,init$' "$mcsv"
+	grep -q '^node,ovspmv,zc-auto,x,G,0.02,4194304,0.2,0.200620,0.0031,0.0031,0.0031,0.001,0.000420,0.002,0.000000,0.0001,0.000200,init$' "$mcsv"
 # With 5 ms blocks the answer is the longer: 2 + 2500 + 40 + 20 + 4194.3
 # + 5000 us against 2 + 10000 + 40.
 t "model: SpMV Gather, bound by the answer" \
-	grep -q '^node,ovspmv,zc-auto,x,G,0.01,4194304,0.12,0.117763,-0.0186,-0.0186,-0.0186,0.001,0.000420,0.002,0.017143,transfer$' "$mcsv"
+	grep -q '^node,ovspmv,zc-auto,x,G,0.01,4194304,0.12,0.117763,-0.0186,-0.0186,-0.0186,0.001,0.000420,0.002,0.017143,0.0001,0.000200,transfer$' "$mcsv"
 t "model: SpMV Scatter without computation: o + L + b G" \
-	grep -q '^node,ovspmv,zc-auto,x,S,0,4194304,0.04,0.042643,0.0661,0.0661,0.0661,0.001,0.000400,0.002,0.042043,transfer$' "$mcsv"
+	grep -q '^node,ovspmv,zc-auto,x,S,0,4194304,0.04,0.042643,0.0661,0.0661,0.0661,0.001,0.000400,0.002,0.042043,0.0001,0.000200,transfer$' "$mcsv"
 t "model: SpMV Bulk: fetch everything, then compute" \
-	grep -q '^node,ovspmv,zc-auto,bulk,B,0.02,4194304,0.3,0.242763,-0.1908,-0.1908,-0.1908,0.001,0.000420,0.002,0.042143,transfer$' "$mcsv"
+	grep -q '^node,ovspmv,zc-auto,bulk,B,0.02,4194304,0.3,0.242763,-0.1908,-0.1908,-0.1908,0.001,0.000420,0.002,0.042143,0.0001,0.000200,transfer$' "$mcsv"
 t "model: +-15% on one host: 5 of 7" \
 	grep -q '^model: node zc-auto: 5 of 7 points within +-15%$' "$tmp/mlog"
 t "model: +-25% across nodes: +19.9% is in" \
