@@ -34,7 +34,7 @@
 #                    --size 8388608"; default none: its defaults)
 #   --dry-run        print the runs, run nothing
 #   --report RUNS.CSV OUTDIR  the tables again from an earlier run (the
-#                    models too when LOGGP.CSV lies beside RUNS.CSV)
+#                    models too when a loggp.csv lies beside RUNS.CSV)
 #   -h, --help       this text
 #   PROGRAM-OPTIONS go to every program (e.g. -- --iters 20)
 #   ZCAPPS_BIN, ZCAPPS_ZC_ENV as for tools/zcapps.sh

@@ -222,7 +222,7 @@ for post in late early; do
 		run $stack 2 ovloggp p2p $post
 		[ -s "$tmp/out" ] || continue
 		if [ "$(grep -c '^csv,[0-9]' "$tmp/out")" = 3 ] &&
-		   grep -q '^ *65536 *16 ' "$tmp/out" &&
+		   grep -q '^ *65536 *4 ' "$tmp/out" &&
 		   grep -q '^csv,262144,4,[0-9.e+-]*,[0-9.e+-]*,' "$tmp/out"; then
 			ok "ovloggp $stack $post: a table row and a csv line per size"
 		else
