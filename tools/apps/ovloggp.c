@@ -147,10 +147,10 @@ static void recv_slot(struct app *a, struct flood *f, struct app_xchg *x,
  * --post says. Without computation (secs 0) a flood: the sends back to
  * back, then the receives, then one wait. With it, one message at a
  * time, each after secs of computation and completed (with its receive)
- * before the next: every send finds the way clear, as with the full
- * computation of the recipe. Leaves the time each MPI_Isend took in
- * ti[0..n) and returns the time from the opening barrier to the last
- * completion, on this rank.
+ * before the next: every send finds the way clear, which is what the
+ * computation before each send is for. Leaves the time each MPI_Isend
+ * took in ti[0..n) and returns the time from the opening barrier to the
+ * last completion, on this rank.
  */
 static double flood(struct app *a, struct flood *f, struct app_xchg *x,
 		    double secs, double *ti)
