@@ -1,5 +1,5 @@
 # tools/apps.mk - the application programs of Documentation/apps.md (PES,
-# M3, N-Body, FT, IS, and the overlap probes OVFT and OVSPMV:
+# M3, N-Body, FT, IS, the overlap probes OVFT and OVSPMV, and OVLOGGP:
 # tools/apps/*.c with the shared tools/apps/apps.c and fft.c),
 # one build per MPI: build/tools/apps/NAME with Open MPI's `mpicc`,
 # build/tools/apps/NAME-mpich with `mpicc.mpich`, each only where that
@@ -7,6 +7,10 @@
 # tests/apps/check-apps.sh checks them.
 APPS_DIR    := $(B)/tools/apps
 APPS_NAMES  := pes m3 nbody ft is ovft ovspmv
+# Built alike but not an application (zcapps.sh runs APPS_NAMES only):
+# ovloggp measures the LogGP parameters tools/zcoverlap.sh models with.
+APPS_PROBES := ovloggp
+APPS_BUILT  := $(APPS_NAMES) $(APPS_PROBES)
 # Those that refuse --comm coll (the overlap probes: when each
 # point-to-point send starts is what they measure); zcapps.sh skips it.
 APPS_P2P_ONLY := ovft ovspmv
@@ -32,11 +36,11 @@ $(APPS_OBJS): $(APPS_DIR)/%.o: tools/apps/%.c $(APPS_HDRS)
 	@mkdir -p $(dir $@)
 	$(APPS_MPICC) $(APPS_CFLAGS) -c -o $@ $<
 
-$(addprefix $(APPS_DIR)/,$(APPS_NAMES)): $(APPS_DIR)/%: tools/apps/%.c \
+$(addprefix $(APPS_DIR)/,$(APPS_BUILT)): $(APPS_DIR)/%: tools/apps/%.c \
 		$(APPS_OBJS) $(APPS_HDRS)
 	@mkdir -p $(dir $@)
 	$(APPS_MPICC) $(APPS_CFLAGS) -o $@ $< $(APPS_OBJS) -lm
-PROGS += $(addprefix $(APPS_DIR)/,$(APPS_NAMES))
+PROGS += $(addprefix $(APPS_DIR)/,$(APPS_BUILT))
 endif
 
 ifneq ($(APPS_MPICC_MPICH),)
@@ -47,11 +51,11 @@ $(APPS_OBJS_MPICH): $(APPS_DIR)/%-mpich.o: tools/apps/%.c $(APPS_HDRS)
 	@mkdir -p $(dir $@)
 	$(APPS_MPICC_MPICH) $(APPS_CFLAGS_MPICH) -c -o $@ $<
 
-$(addprefix $(APPS_DIR)/,$(addsuffix -mpich,$(APPS_NAMES))): \
+$(addprefix $(APPS_DIR)/,$(addsuffix -mpich,$(APPS_BUILT))): \
 		$(APPS_DIR)/%-mpich: tools/apps/%.c $(APPS_OBJS_MPICH) \
 		$(APPS_HDRS)
 	@mkdir -p $(dir $@)
 	$(APPS_MPICC_MPICH) $(APPS_CFLAGS_MPICH) -o $@ $< \
 		$(APPS_OBJS_MPICH) -lm
-PROGS += $(addprefix $(APPS_DIR)/,$(addsuffix -mpich,$(APPS_NAMES)))
+PROGS += $(addprefix $(APPS_DIR)/,$(addsuffix -mpich,$(APPS_BUILT)))
 endif

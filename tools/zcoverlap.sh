@@ -22,14 +22,19 @@
 #                    default scale; ovft its own default)
 #   --post MODE      late or early (default late)
 #   --trials N       alternating trials of every stack (default 3)
-#   --bind MODE      cpu: on this host rank r runs on processor r
-#                    (taskset, the launcher's binding off); none: unbound
+#   --bind MODE      cpu: rank r runs on processor r (taskset, the
+#                    launcher's binding off; on the emulated nodes too,
+#                    which share this host's processors); none: unbound
 #                    (default cpu)
 #   --timeout S      seconds one run may take (default 120)
 #   --grace S        a job hung after its result is stopped (default 20)
 #   --out DIR        results directory (default build/overlap)
+#   --no-model       no ovloggp runs, no model table
+#   --loggp ARGS     options for ovloggp (one word list, e.g. "--iters 3
+#                    --size 8388608"; default none: its defaults)
 #   --dry-run        print the runs, run nothing
-#   --report RUNS.CSV OUTDIR  the tables again from an earlier run
+#   --report RUNS.CSV OUTDIR  the tables again from an earlier run (the
+#                    models too when a loggp.csv lies beside RUNS.CSV)
 #   -h, --help       this text
 #   PROGRAM-OPTIONS go to every program (e.g. -- --iters 20)
 #   ZCAPPS_BIN, ZCAPPS_ZC_ENV as for tools/zcapps.sh
@@ -46,6 +51,14 @@
 # receive, the shared copies and the seconds in the layer, summed over
 # the ranks) and DIR/logs/. Exits 1 when a run fails or the
 # digests of one program at one scale disagree.
+#
+# The models (unless --no-model): per trial and stack ovloggp measures
+# the stack's LogGP parameters per message size (DIR/loggp.csv); the FT
+# and SpMV models of Documentation/apps.md ("The models") are evaluated
+# from their medians for every run (bulk, no computation, each X) beside
+# its measured wall time, with the error, model / measured - 1, and the
+# share of points within +-15% (this host) or +-25% (two nodes):
+# DIR/model.txt, DIR/model.csv, DIR/loggp.txt.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; }
@@ -54,11 +67,9 @@ die() { echo "zcoverlap: $*" >&2; exit 2; }
 # shared with tools/zcapps.sh.
 . "$root/tools/apps/stacks.bash"
 
-# The table from runs.csv: per configuration, program, stack and version.
-report() {
-	local runs=$1 dir=$2
-	mkdir -p "$dir"
-	awk -F, -v csv="$dir/overlap.csv" '
+# The awk both tables share: values gathered per key (add) and their
+# median (empty when there are none).
+awk_lib='
 	function median(key,   n, i, j, t, v) {
 		n = split(vals[key], v, " ")
 		if (!n) return ""
@@ -69,6 +80,13 @@ report() {
 		return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
 	}
 	function add(key, x) { vals[key] = vals[key] " " x }
+'
+
+# The table from runs.csv: per configuration, program, stack and version.
+report() {
+	local runs=$1 dir=$2
+	mkdir -p "$dir"
+	awk -F, -v csv="$dir/overlap.csv" "$awk_lib"'
 	function h(te, tx, tc, tp,   m) {
 		m = tc < tp ? tc : tp
 		return m > 0 ? (te - tx) / m : ""
@@ -154,9 +172,204 @@ report() {
 	END { exit bad }' "$runs"
 }
 
+# The models beside the runs (Documentation/apps.md, "The models"): the
+# LogGP parameters of each configuration and stack from loggp.csv
+# (medians over the trials, per message size; between two sizes linear,
+# outside them the nearest), the FT model for every ovft run and the
+# SpMV model for every ovspmv run, from the run's own computation time,
+# against its wall time. model RUNS.CSV LOGGP.CSV OUTDIR
+model_report() {
+	local runs=$1 lg=$2 dir=$3
+	mkdir -p "$dir"
+	awk -F, -v mcsv="$dir/model.csv" -v ptxt="$dir/loggp.txt" "$awk_lib"'
+	function max(a, b) { return a > b ? a : b }
+	function min(a, b) { return a < b ? a : b }
+	# Parameter p of configuration and stack cs at message size m.
+	function par(cs, p, m,   n, i, a, b) {
+		n = nsz[cs]
+		if (m <= sz[cs, 1]) return pm[cs, sz[cs, 1], p]
+		if (m >= sz[cs, n]) return pm[cs, sz[cs, n], p]
+		for (i = 1; sz[cs, i + 1] < m; i++)
+			;
+		a = sz[cs, i]; b = sz[cs, i + 1]
+		return pm[cs, a, p] + (pm[cs, b, p] - pm[cs, a, p]) * (m - a) / (b - a)
+	}
+	# One exchange of ovft on P ranks of N rows of R, k messages per
+	# destination (e: all computation first), C seconds of computation.
+	function ft(cs, P, N, R, k, e, C,   m, o, g, G, s, L, T, init, xfer) {
+		m = N / (P * k) * R * 16
+		o = par(cs, "o", m); g = par(cs, "g", m); G = par(cs, "G", m)
+		s = m * par(cs, "copy", m); L = lat[cs]
+		if (e) {
+			init = C + o + (P - 2) * max(o, g) + s
+			xfer = C + o + (P - 1) * m * G + L
+		} else {
+			T = C / (P * k)
+			init = k * ((P - 2) * max(g, T + o) + max(g, 2 * T + o + s))
+			xfer = T + o + k * (P - 1) * m * G + L
+		}
+		MSG = m
+		M_start = init - C
+		M_total = max(init, xfer)
+		BOUND = xfer > init ? "transfer" : "init"
+		return M_total + 2 * L
+	}
+	# One product of ovspmv, version v, blocks of N/P rows, rows of each
+	# multiplied, C seconds of computation.
+	function spmv(cs, P, N, rows, v, C,   b, oq, gq, ob, gb, G, L, T, d, cp, cm) {
+		b = N / P * 8
+		oq = par(cs, "o", 4); gq = par(cs, "g", 4)
+		ob = par(cs, "o", b); gb = par(cs, "g", b); G = par(cs, "G", b)
+		L = lat[cs]; T = C / P
+		# The owner answers at its next look, every 4096 rows.
+		d = rows > 0 ? T * min(1, 4096 / rows) : 0
+		MSG = b
+		if (v == "B") {
+			M_start = oq + (P - 2) * max(oq, gq) + (P - 1) * ob
+			M_total = M_start + 2 * L + (P - 1) * b * G + C
+			BOUND = "transfer"
+		} else {
+			if (v == "G") {
+				M_start = (P - 1) * (oq + ob)
+				cp = (oq + T) * (P - 1) + T + (P - 1) * ob
+				cm = oq + d + ob + 2 * L + b * G + T
+				cm += (P - 2) * (max(oq, gq) + d + ob + 2 * L + b * G)
+			} else {
+				M_start = (P - 1) * ob
+				cp = (ob + T) * (P - 1) + T
+				cm = ob + L + b * G + T
+				cm += (P - 2) * (max(ob, gb) + L + b * G)
+			}
+			M_total = max(cp, cm)
+			BOUND = cm > cp ? "transfer" : "init"
+		}
+		return M_total + 2 * L
+	}
+	# The model of one run of point key with computation comp (seconds,
+	# the whole run): its wall time; M_START and M_WAIT for the run.
+	function model(key, comp,   a, cs, it, C, t) {
+		a = app[key]; cs = cfgst[key]; it = iters[key]; C = comp / it
+		if (a == "ovft")
+			t = ft(cs, ranks[key], size[key], len[key], kk[key],
+			       ver[key] == "E", C)
+		else
+			t = spmv(cs, ranks[key], size[key], rows[key], ver[key], C)
+		M_START = M_start * it
+		M_BAR = 2 * lat[cs] * it
+		# No wait when the initiations are the longer (rounding aside).
+		M_WAIT = max(0, M_total - C - M_start) * it
+		return t * it
+	}
+	FNR == 1 {
+		file++
+		delete col
+		for (i = 1; i <= NF; i++) col[$i] = i
+		next
+	}
+	file == 1 {
+		if ($col["status"] != "ok") next
+		cs = $col["config"] SUBSEP $col["stack"]; m = $col["bytes"] + 0
+		if (!(cs in ncs)) { ncs[cs] = 1; css[++ncss] = cs }
+		if (!((cs, m) in szseen)) { szseen[cs, m] = 1; sz[cs, ++nsz[cs]] = m }
+		for (i = 1; i <= 5; i++) add(cs SUBSEP m SUBSEP pn[i], $col[pn[i]])
+		add(cs SUBSEP "L", $col["L"])
+		next
+	}
+	{
+		if ($col["status"] != "ok" || !("ranks" in col) || $col["ranks"] == "") next
+		v = $col["version"]; a = $col["app"]
+		if (a != "ovft" && a != "ovspmv") next
+		key = $col["config"] SUBSEP a SUBSEP $col["stack"] SUBSEP $col["kind"] SUBSEP v SUBSEP $col["scale"]
+		if (!(key in app)) {
+			keys[++nk] = key; app[key] = a; ver[key] = v
+			cfgst[key] = $col["config"] SUBSEP $col["stack"]
+			ranks[key] = $col["ranks"]; size[key] = $col["size"]
+			iters[key] = $col["iters"]; len[key] = $col["len"]
+			rows[key] = $col["rows"]
+			kk[key] = v == "E" || v == "S" ? 1 : v == "P" ? size[key] / ranks[key] : substr(v, 3) + 0
+		}
+		add(key SUBSEP "wall", $col["wall"]); add(key SUBSEP "comp", $col["comp"])
+		add(key SUBSEP "start", $col["start"]); add(key SUBSEP "wait", $col["wait"])
+		add(key SUBSEP "barrier", $col["barrier"])
+		t = $col["trial"]; tw[key, t] = $col["wall"]; tc[key, t] = $col["comp"]
+		add(key SUBSEP "trials", t)
+	}
+	BEGIN { pn[1] = "L"; pn[2] = "o"; pn[3] = "g"; pn[4] = "G"; pn[5] = "copy" }
+	END {
+		printf "%-6s %-9s %10s %9s %9s %9s %9s %9s\n", "config", "stack",
+			"bytes", "L us", "o us", "g us", "G ns/B", "copy ns/B" > ptxt
+		for (j = 1; j <= ncss; j++) {
+			cs = css[j]; n = nsz[cs]; split(cs, p, SUBSEP)
+			# Sizes in order.
+			for (i = 2; i <= n; i++)
+				for (k = i; k > 1 && sz[cs, k - 1] > sz[cs, k]; k--) {
+					t = sz[cs, k]; sz[cs, k] = sz[cs, k - 1]; sz[cs, k - 1] = t
+				}
+			lat[cs] = median(cs SUBSEP "L")
+			for (i = 1; i <= n; i++) {
+				m = sz[cs, i]
+				for (k = 1; k <= 5; k++)
+					pm[cs, m, pn[k]] = median(cs SUBSEP m SUBSEP pn[k])
+				printf "%-6s %-9s %10d %9.3f %9.3f %9.3f %9.4f %9.4f\n",
+					p[1], p[2], m, pm[cs, m, "L"] * 1e6, pm[cs, m, "o"] * 1e6,
+					pm[cs, m, "g"] * 1e6, pm[cs, m, "G"] * 1e9,
+					pm[cs, m, "copy"] * 1e9 > ptxt
+			}
+		}
+		printf "%-6s %-7s %-9s %-5s %-5s %8s %8s %7s %-15s %8s %8s %8s %8s %8s %8s %-8s %9s\n",
+			"config", "app", "stack", "ver", "scale", "T", "model", "err",
+			"(trials)", "start", "m.start", "wait", "m.wait", "barrier",
+			"m.bar", "bound", "msg B"
+		print "config,app,stack,kind,version,scale,msg_bytes,T,T_model,err,err_min,err_max,start,start_model,wait,wait_model,barrier,barrier_model,bound" > mcsv
+		for (i = 1; i <= nk; i++) {
+			key = keys[i]; split(key, p, SUBSEP)
+			if (!(cfgst[key] in ncs)) { nopar[p[1] " " p[3]] = 1; continue }
+			w = median(key SUBSEP "wall"); c = median(key SUBSEP "comp")
+			mt = model(key, c); ms = M_START; mw = M_WAIT; mb = M_BAR
+			e = mt / w - 1
+			lo = ""; hi = ""
+			nt = split(vals[key SUBSEP "trials"], tl, " ")
+			for (k = 1; k <= nt; k++) {
+				et = model(key, tc[key, tl[k]]) / tw[key, tl[k]] - 1
+				if (lo == "" || et < lo) lo = et
+				if (hi == "" || et > hi) hi = et
+			}
+			# The interval of the criterion: 15% on one host, 25% across nodes.
+			tol = p[1] == "node" ? 0.15 : 0.25
+			g = p[1] SUBSEP p[3]
+			if (!(g in npt)) grp[++ng] = g
+			npt[g]++; if (e >= -tol && e <= tol) nin[g]++
+			ncfg[p[1]]++; if (e >= -tol && e <= tol) ncin[p[1]]++
+			tolof[p[1]] = tol
+			printf "%-6s %-7s %-9s %-5s %-5s %8.4f %8.4f %+6.1f%% %-15s %8.4f %8.4f %8.4f %8.4f %8.4f %8.4f %-8s %9d\n",
+				p[1], p[2], p[3], p[5], p[6], w, mt, 100 * e,
+				sprintf("(%+.0f..%+.0f%%)", 100 * lo, 100 * hi),
+				median(key SUBSEP "start"), ms, median(key SUBSEP "wait"), mw,
+				median(key SUBSEP "barrier"), mb, BOUND, MSG
+			printf "%s,%s,%s,%s,%s,%s,%d,%s,%.6f,%.4f,%.4f,%.4f,%s,%.6f,%s,%.6f,%s,%.6f,%s\n",
+				p[1], p[2], p[3], p[4], p[5], p[6], MSG, w, mt, e, lo, hi,
+				median(key SUBSEP "start"), ms, median(key SUBSEP "wait"), mw,
+				median(key SUBSEP "barrier"), mb, BOUND > mcsv
+		}
+		for (i = 1; i <= ng; i++) {
+			split(grp[i], p, SUBSEP)
+			printf "model: %s %s: %d of %d points within +-%d%%\n", p[1], p[2],
+				nin[grp[i]], npt[grp[i]], 100 * tolof[p[1]]
+		}
+		for (c in ncfg)
+			printf "model: %s: %d of %d points within +-%d%% (%.0f%%; the criterion: 80%%)\n",
+				c, ncin[c], ncfg[c], 100 * tolof[c], 100 * ncin[c] / ncfg[c]
+		for (c in nopar)
+			printf "model: %s: no LogGP parameters, not modelled\n", c
+	}' "$lg" "$runs" | tee "$dir/model.txt"
+	echo "zcoverlap: LogGP parameters (medians over the trials):"
+	cat "$dir/loggp.txt"
+}
+
 apps=ovft,ovspmv versions=S,P,X:8,G stacks=ompi,zc-auto configs=node
 scales=ovft=0.08,ovspmv=0.02 iters=ovspmv=800
 post=late trials=3 timeout=120 grace=20 out=$root/build/overlap dry=0 pin=1
+models=1 loggp_args=""
 prog_args=()
 val() { [ $# -ge 2 ] || { echo "zcoverlap: $1 needs a value" >&2; usage >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
@@ -176,12 +389,17 @@ while [ $# -gt 0 ]; do
 	--timeout) val "$@"; timeout=$2; shift ;;
 	--grace) val "$@"; grace=$2; shift ;;
 	--out) val "$@"; out=$2; shift ;;
+	--no-model) models=0 ;;
+	--loggp) val "$@"; loggp_args=$2; shift ;;
 	--dry-run) dry=1 ;;
 	--report)
 		[ $# = 3 ] || { usage >&2; exit 2; }
 		[ -s "$2" ] || die "$2: no such runs.csv"
 		report "$2" "$3"
-		exit $? ;;
+		rc=$?
+		lg=$(dirname "$2")/loggp.csv
+		[ ! -s "$lg" ] || model_report "$2" "$lg" "$3"
+		exit $rc ;;
 	-h|--help) usage; exit 0 ;;
 	--) shift; prog_args=("$@"); break ;;
 	*) usage >&2; exit 2 ;;
@@ -247,8 +465,17 @@ for a in "${APPS[@]}"; do
 	[ -n "${scale_of[$a]:-}" ] || die "--scale: none given for $a"
 	[ -n "$(versions_of "$a")" ] || die "--versions $versions: none of them is a version of $a"
 done
+read -ra LOGGP_ARGS <<< "$loggp_args"
 if [ "$dry" = 0 ]; then
 	check_needs
+	if [ "$models" = 1 ]; then
+		for s in "${STACKS[@]}"; do
+			case $s in
+			mpich|zc-mpich) need "$bin/ovloggp-mpich" "run make (needs MPICH's mpicc.mpich)" ;;
+			*) need "$bin/ovloggp" "run make (needs Open MPI's mpicc)" ;;
+			esac
+		done
+	fi
 	[ "$pin" = 0 ] || command -v taskset >/dev/null ||
 		die "taskset not found (util-linux); or --bind none"
 fi
@@ -259,8 +486,11 @@ runs=$out/runs.csv
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 [ "$dry" = 1 ] ||
-	echo "config,app,stack,trial,kind,version,scale,status,wall,comp,start,wait,barrier,msgs,check,digest,early,hits,remaps,copied,deferred,shared,layer_s" > "$runs"
-nruns=0
+	echo "config,app,stack,trial,kind,version,scale,status,wall,comp,start,wait,barrier,msgs,check,digest,early,hits,remaps,copied,deferred,shared,layer_s,ranks,size,iters,len,rows" > "$runs"
+lgcsv=$out/loggp.csv
+[ "$dry" = 1 ] || [ "$models" = 0 ] ||
+	echo "config,stack,trial,status,bytes,count,L,o,g,G,copy" > "$lgcsv"
+nruns=$models
 for a in "${APPS[@]}"; do
 	nruns=$((nruns + 2 + $(wc -w <<< "$(versions_of "$a")")))
 done
@@ -291,9 +521,35 @@ run_one() {	# config app stack trial kind version scale
 		tail -n 5 "$log.err" >&2
 	fi
 	local f=$log.err
-	echo "$cfg,$app,$stack,$t,$kind,$v,$sc,$status,$(kv "$line" wall),$(kv "$line" comp),$(kv "$line" start),$(kv "$line" wait),$(kv "$line" barrier),$(kv "$line" msgs),$(kv "$line" check),$(kv "$line" digest),$(sumr "$f" early),$(sumr "$f" hits),$(sumr "$f" remaps),$(sumr "$f" copied),$(sumr "$f" deferred),$(sumr "$f" shared),$(sed -n 's/.*in layer \([0-9.]*\) s.*/\1/p' "$f" | awk '{s += $1} END {printf "%.3f", s}')" >> "$runs"
+	echo "$cfg,$app,$stack,$t,$kind,$v,$sc,$status,$(kv "$line" wall),$(kv "$line" comp),$(kv "$line" start),$(kv "$line" wait),$(kv "$line" barrier),$(kv "$line" msgs),$(kv "$line" check),$(kv "$line" digest),$(sumr "$f" early),$(sumr "$f" hits),$(sumr "$f" remaps),$(sumr "$f" copied),$(sumr "$f" deferred),$(sumr "$f" shared),$(sed -n 's/.*in layer \([0-9.]*\) s.*/\1/p' "$f" | awk '{s += $1} END {printf "%.3f", s}'),$(kv "$line" ranks),$(kv "$line" size),$(kv "$line" iters),$(kv "$line" len),$(kv "$line" rows)" >> "$runs"
 	printf '[%d/%d] %-5s %-7s %-8s %-5s scale %-5s trial %d: %s %ss\n' "$n" \
 		"$total" "$cfg" "$app" "$stack" "$v" "$sc" "$t" "$status" "$(kv "$line" wall)"
+}
+
+# The stack's LogGP parameters: one ovloggp run, its csv lines into
+# loggp.csv. run_loggp config stack trial
+run_loggp() {
+	local cfg=$1 stack=$2 t=$3 log rc line
+	command_of "$stack" "$cfg" ovloggp --post "$post" "${LOGGP_ARGS[@]}"
+	n=$((n + 1))
+	if [ "$dry" = 1 ]; then
+		echo "[$n/$total] ${CMD[*]}"
+		return
+	fi
+	log=$out/logs/$cfg-ovloggp-$stack-$t
+	launch_and_wait "$log"
+	rc=$?
+	line=$(grep -m1 '^zcapp: ' "$log.out")
+	run_status "$rc" "$line"
+	if [ "$STATUS" != ok ]; then
+		failed=$((failed + 1))
+		echo "zcoverlap: $cfg ovloggp $stack trial $t: $STATUS (${CMD[*]}); $log.err:" >&2
+		tail -n 5 "$log.err" >&2
+	fi
+	sed -n "s/^csv,\([0-9]\)/$cfg,$stack,$t,$STATUS,\1/p" "$log.out" |
+		cut -d, -f1-11 >> "$lgcsv"
+	printf '[%d/%d] %-5s %-7s %-8s trial %d: %s %ss\n' "$n" "$total" \
+		"$cfg" ovloggp "$stack" "$t" "$STATUS" "$(kv "$line" wall)"
 }
 
 for cfg in "${CONFIGS[@]}"; do
@@ -302,6 +558,11 @@ for cfg in "${CONFIGS[@]}"; do
 		exit 1
 	fi
 	for ((t = 1; t <= trials; t++)); do
+		if [ "$models" = 1 ]; then
+			for ((i = 0; i < ${#STACKS[@]}; i++)); do
+				run_loggp "$cfg" "${STACKS[$(( (i + t - 1) % ${#STACKS[@]} ))]}" "$t"
+			done
+		fi
 		for a in "${APPS[@]}"; do
 			b=${bulk_of[$a]} sc=${scale_of[$a]}
 			kinds=("bulk $b $sc" "comm $b 0")
@@ -320,4 +581,5 @@ for cfg in "${CONFIGS[@]}"; do
 done
 [ "$dry" = 1 ] && exit 0
 report "$runs" "$out" || failed=$((failed + 1))
+[ "$models" = 0 ] || model_report "$runs" "$lgcsv" "$out"
 [ "$failed" = 0 ] || { echo "zcoverlap: $failed failures" >&2; exit 1; }

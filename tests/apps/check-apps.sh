@@ -20,6 +20,9 @@
 #     G, S) under the same four stacks with both --post modes, at
 #     --scale 0 too, with persistent requests and --alloc malloc over
 #     zcrecv, and with 3 ranks (Open MPI, stock and over zcrecv);
+#   - ovloggp (the LogGP parameters of zcoverlap's models) under the same
+#     four stacks with both --post modes and over zcrecv with copy and
+#     remap: its table and csv lines for every size; 3 ranks refused;
 #   - all runs of one program print the same digest: the digest depends
 #     on neither the MPI, nor the comm and post modes, nor zcrecv, nor
 #     the number of ranks (the probes: nor the version; their digest
@@ -58,6 +61,7 @@ declare -A args=(
 	[is]="--size 2097152 --iters 10"
 	[ovft]="--size 96 --len 1024 --iters 4"
 	[ovspmv]="--size 196608 --nnz 8 --iters 4"
+	[ovloggp]="--size 262144 --iters 1 --sizes 8,65536,262144"
 )
 # Ranks beyond 2: ft needs a power of 2.
 declare -A more=([pes]=3 [m3]=3 [nbody]=3 [ft]=4 [is]=3)
@@ -209,6 +213,37 @@ for app in ovft ovspmv; do
 	done
 	agree $app
 done
+# The LogGP probe: every message it received checked, a digest that
+# depends on the sizes only; a table row and a csv line per size.
+rm -f "$tmp"/ovloggp.*digests
+group=ovloggp
+for post in late early; do
+	for stack in ompi mpich zc-auto zcmpich; do
+		run $stack 2 ovloggp p2p $post
+		[ -s "$tmp/out" ] || continue
+		if [ "$(grep -c '^csv,[0-9]' "$tmp/out")" = 3 ] &&
+		   grep -q '^ *65536 *4 ' "$tmp/out" &&
+		   grep -q '^csv,262144,4,[0-9.e+-]*,[0-9.e+-]*,' "$tmp/out"; then
+			ok "ovloggp $stack $post: a table row and a csv line per size"
+		else
+			bad "ovloggp $stack $post: table or csv lines missing"
+			sed 's/^/#   /' "$tmp/out"
+		fi
+	done
+done
+run zc-copy 2 ovloggp p2p late
+run zc-remap 2 ovloggp p2p late
+agree ovloggp
+if [ $have_ompi = 1 ]; then
+	timeout -k 5 60 mpirun --bind-to none --oversubscribe -np 3 \
+		$bin/ovloggp --size 65536 --iters 1 >"$tmp/out" 2>"$tmp/err" </dev/null
+	rc=$?
+	if [ $rc = 2 ] && grep -q 'ovloggp: 3 ranks: it measures a pair' "$tmp/err"; then
+		ok "ovloggp with 3 ranks refused (exit 2)"
+	else
+		bad "ovloggp with 3 ranks: exit $rc"
+	fi
+fi
 echo "# $(( $(date +%s) - start )) s"
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

@@ -6,8 +6,9 @@
 # result and status. Not a command. The caller sets: bin (the programs), mpi (the layer's
 # libraries), cluster (zccluster), prefix (its node names), zc_env
 # (NAME=VALUE words for the zcrecv stacks' ranks), timeout, grace, and
-# pin (1: on this host each rank is bound to one processor of its own by
-# taskset, the launcher's binding off, so two busy ranks never share one).
+# pin (1: each rank is bound to one processor of its own by taskset, the
+# launcher's binding off, so two busy ranks never share one; on the
+# emulated nodes too, which share this host's processors).
 
 # The command line of one run: stack $1, configuration $2, then the program.
 command_of() {
@@ -54,6 +55,12 @@ command_of() {
 		CMD=("${launch[@]:0:${#launch[@]}-2}" "${env[@]}"
 		     "${ctx[@]}" taskset -c 0 "$prog" "$@" :
 		     "${ctx[@]}" taskset -c 1 "$prog" "$@")
+	elif [ "${pin:-0}" = 1 ]; then
+		# The emulated nodes share this host's processors: rank r on
+		# processor r, by the rank its launcher gives it.
+		CMD=("${launch[@]}" "${env[@]}" sh -c \
+		     'exec taskset -c "${OMPI_COMM_WORLD_RANK:-$PMI_RANK}" "$0" "$@"' \
+		     "$prog" "$@")
 	else
 		CMD=("${launch[@]}" "${env[@]}" "$prog" "$@")
 	fi
@@ -65,14 +72,15 @@ command_of() {
 # hang in MPI_Finalize across nodes when the host is busy: the work and
 # its timings are done by then). A stopped job's group is killed.
 launch_and_wait() {
-	local log=$1 pid start now seen= first rc
+	local log=$1 pid start now seen= rc
 	setsid "${CMD[@]}" > "$log.out" 2> "$log.err" < /dev/null &
 	pid=$!
+	job=$pid
 	start=$SECONDS
 	while kill -0 "$pid" 2>/dev/null; do
 		now=$SECONDS
 		if [ -z "$seen" ] && [ -s "$log.out" ] &&
-		   IFS= read -r first < "$log.out" && [[ $first == zcapp:* ]]; then
+		   grep -q "^zcapp: " "$log.out"; then
 			seen=$now
 		fi
 		rc=
@@ -86,11 +94,15 @@ launch_and_wait() {
 			sleep 2
 			kill -KILL -- "-$pid" 2>/dev/null
 			wait "$pid" 2>/dev/null
+			job=
 			return "$rc"
 		fi
 		sleep 0.5
 	done
 	wait "$pid"
+	rc=$?
+	job=
+	return "$rc"
 }
 
 # Key=value from the program's result line: kv LINE KEY.
@@ -150,9 +162,16 @@ check_needs() {
 
 # The emulated nodes of a configuration: made by config_up (nothing for
 # node; 1 when they cannot be made), taken down by cleanup, which the
-# traps call at exit.
-cluster_up=0
+# traps call at exit; cleanup also stops the job running then (an
+# interrupted driver left it running, beside the next measurement).
+cluster_up=0 job=
 cleanup() {
+	if [ -n "$job" ]; then
+		kill -TERM -- "-$job" 2>/dev/null
+		sleep 1
+		kill -KILL -- "-$job" 2>/dev/null
+		job=
+	fi
 	[ "$cluster_up" = 1 ] && "$cluster" down --prefix "$prefix" >/dev/null 2>&1
 	cluster_up=0
 }
