@@ -187,7 +187,7 @@ run_one() {	# config app comm post stack trial
 		"$(kv "$line" wall)" "$(kv "$line" comp)" "$(kv "$line" start)" \
 		"$(kv "$line" wait)" "$(kv "$line" bytes)" "$(kv "$line" msgs)" \
 		"$(kv "$line" check)" "$(kv "$line" digest)" \
-		"$(sumr "$f" 'sent')" "$(sumr "$f" 'early')" \
+		"$(zc_received "$f")" "$(sumr "$f" 'early')" \
 		"$(sumr "$f" 'hits')" "$(sumr "$f" 'remaps')" "$(sumr "$f" 'pages')" \
 		"$(sumr "$f" 'copied')" "$(sumr "$f" 'collectives')" \
 		"$(sumr "$f" 'calls')" "$(sumr "$f" 'peers')" "$(sumr "$f" 'shm')" \

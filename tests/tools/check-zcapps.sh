@@ -55,6 +55,17 @@ t "report: a program whose runs all failed says so" \
 	grep -q 'node *is .*zc-auto .*all 1 runs failed' "$tmp/log"
 t "report: summary.txt holds the table" grep -q '^node *pes ' "$tmp/out/summary.txt"
 
+# The layer's report lines as a run's stderr has them: messages received
+# summed over the ranks (a "pre-sent" later in the line is not it).
+. tools/apps/stacks.bash
+{
+	echo "zcrecv-mpi: rank 1: msgs 140 sent 139 received, early 45, hits 23, remaps 21, pages 43008, copied 16838860 B, backend uffd-move, peers 1 shm 0 tcp, shared 64, in layer 0.295 s, collectives 9 calls 4202516 B, deferred 0, expected 0, carried coll 0 (0 B), prefetch asked 0 pre-sent 0 B saved 0 B wasted 0 B late 0 dropped 0"
+	echo "zcrecv-mpi: rank 0: msgs 140 sent 141 received, early 90, hits 45, remaps 42, pages 64512, copied 113204268 B, backend uffd-move, peers 1 shm 0 tcp, shared 57, in layer 0.314 s, collectives 9 calls 4203132 B, deferred 0, expected 0, carried coll 0 (0 B), prefetch asked 3 pre-sent 4096 B saved 0 B wasted 0 B late 0 dropped 0"
+} > "$tmp/report.err"
+t "runs.csv: messages received over zcrecv summed from the report lines" \
+	[ "$(zc_received "$tmp/report.err")" = 280 ]
+t "runs.csv: early arrivals summed" [ "$(sumr "$tmp/report.err" early)" = 135 ]
+
 { cat "$tmp/runs.csv"; row node pes zc-remap 1 ok 2.0 ab; } > "$tmp/bad.csv"
 tools/zcapps-report.sh "$tmp/bad.csv" "$tmp/out2" > "$tmp/log2" 2>&1
 rc=$?

@@ -109,6 +109,9 @@ launch_and_wait() {
 kv() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<< " $1"; }
 # Sum of a number over the layer's report lines: sumr FILE REGEX-BEFORE.
 sumr() { sed -n "s/.*$2 \([0-9][0-9]*\).*/\1/p" "$1" | awk '{s += $1} END {print s + 0}'; }
+# Messages received over zcrecv, summed over the report lines in $1
+# ("msgs S sent R received"; not "sent" alone: "pre-sent N B" ends the line).
+zc_received() { sumr "$1" 'msgs [0-9]* sent'; }
 
 
 # The checks of the options both drivers take: trials, timeout, grace
