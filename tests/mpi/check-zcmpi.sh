@@ -249,8 +249,10 @@ part_early() {
 	backend=$(grep -o 'backend [a-z-]*' "$out" | sort -u | head -1)
 	# The first round's partitions wait for the receive's hello, so at
 	# most 160 of 192 come early; a loaded host may delay a few more.
+	# Early arrivals other than partitions (a hello before its send was
+	# initialised: 2 of 191 in one run) are counted early, not expected.
 	if [ $rc = 0 ] && grep -q 'checks passed' "$out" &&
-	   [ "$early" -ge 48 ] && [ "$expected" = "$early" ] &&
+	   [ "$expected" -ge 48 ] && [ "$expected" -le "$early" ] &&
 	   { [ "$backend" = "backend copy" ] || [ "$remaps" -ge "$expected" ]; }; then
 		ok "mpich-part: $early partitions arrived before their receive started, $expected staged at their partition, $remaps remapped ($backend)"
 	else
