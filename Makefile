@@ -88,7 +88,7 @@ need-cc:
 # predictor is its folder plus one line in its registry, and no line here
 # (Documentation/extending.md). A folder that needs more of the build (a
 # system library to link) says so in a NAME.mk of its own, included below.
-LIB_BASE      := lib/base/complete.c lib/base/config.c lib/base/mem.c \
+LIB_BASE      := lib/base/probe.c lib/base/complete.c lib/base/config.c lib/base/mem.c \
 		 lib/base/ops.c
 LIB_CORE      := lib/core/context.c lib/core/endpoint.c lib/core/job.c \
 		 lib/core/kmod_info.c lib/core/mem.c lib/core/persist.c \

@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "base/probe.h"
 #include "core/core.h"
 #include "core/sized.h"
 
@@ -653,6 +654,7 @@ again:
 			next = ep->hs_deadline;
 	}
 	if (!next) {
+		ZCR_PROBE(ZCR_PP_PROGRESS);
 		/* Work is waiting (a transport saw it while filling): do it. */
 		for (i = 0; i < (int)nfd; i++)
 			pfd[i].revents = 0;

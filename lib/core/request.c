@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/probe.h"
 #include "core/core.h"
 #include "core/sized.h"
 
@@ -99,6 +100,7 @@ int __zcr_isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
 
 	if (!ep || !out || (len && !buf) || tag < 0)
 		return -EINVAL;
+	ZCR_PROBE(ZCR_PP_SEND_IN);
 	ctx = ep->ctx;
 	if (len > ctx->max_msg)
 		return -EMSGSIZE;
@@ -189,6 +191,7 @@ int __zcr_irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 	bool wake;
 	int ret;
 
+	ZCR_PROBE(ZCR_PP_RECV_IN);
 	if (!ctx || !out || (size && !buf) || src < ZCRECV_ANY_SOURCE ||
 	    tag < ZCRECV_ANY_TAG)
 		return -EINVAL;
@@ -244,6 +247,7 @@ int __zcr_irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 	if (wake)
 		__zcr_wake(ctx);
 	*out = r;
+	ZCR_PROBE(ZCR_PP_RECV_OUT);
 	return 0;
 }
 
@@ -433,6 +437,7 @@ int zcr_test_sized(struct zcr_req *r, struct zcr_status *st, size_t st_size)
 	if (!done)
 		return 0;
 	err = finish(r, st, st_size);
+	ZCR_PROBE(ZCR_PP_WAITED);
 	return err ? err : 1;
 }
 
@@ -534,7 +539,9 @@ static int wait_for(struct zcr_req *r, struct zcr_status *st,
 		__zcr_wake(ctx);
 	if (!done)
 		return ret;	/* the request stays pending */
-	return finish(r, st, st_size);
+	ret = finish(r, st, st_size);
+	ZCR_PROBE(ZCR_PP_WAITED);
+	return ret;
 }
 
 int zcr_wait_sized(struct zcr_req *r, struct zcr_status *st, size_t st_size,

@@ -107,13 +107,24 @@ static double per_arrival(unsigned int n)
 		(double)(t1.tv_nsec - t0.tv_nsec) * 1e-9) / n;
 }
 
+/*
+ * The best of two runs of each size, alternating: what another process
+ * took from this one's caches or processor meanwhile (a loaded host, a
+ * TCG guest on one) inflates one run's CPU time, not the work per arrival
+ * (once 3.1 times on a host running four builds).
+ */
 ZT_TEST(arrival_work_does_not_grow_with_the_queue)
 {
-	double small, big;
+	double small = 0, big = 0, t;
+	int i;
 
 	ZT_SKIP_IF_SANITIZED();
-	small = per_arrival(2048);
-	big = per_arrival(16384);
+	for (i = 0; i < 2; i++) {
+		t = per_arrival(2048);
+		small = !i || t < small ? t : small;
+		t = per_arrival(16384);
+		big = !i || t < big ? t : big;
+	}
 
 	printf("# per arrival: %.2f us with 2 Ki queued, %.2f us with 16 Ki "
 	       "(ratio %.2f)\n", small * 1e6, big * 1e6, big / small);

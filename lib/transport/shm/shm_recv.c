@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 
 #include "base/ctx.h"
+#include "base/probe.h"
 #include "match/match.h"
 #include "transport/shm/shm.h"
 #include "transport/shm/shm_priv.h"
@@ -323,7 +324,9 @@ static int land(struct zcr_ep *ep)
 	__zcr_shm_ring_consume_n(&se->in, k);
 	/* An RTS's send completes now; a full ring has room again. */
 	kick_peer(se);
+	ZCR_PROBE(ZCR_PP_LANDED);
 	__zcr_match_payload_done_locked(ep->ctx, &ep->rx);
+	ZCR_PROBE(ZCR_PP_COMPLETE);
 	return 1;
 }
 
@@ -421,6 +424,9 @@ int __zcr_shm_rx_ep(struct zcr_ep *ep)
 				n++;	/* an acknowledgement, taken */
 				continue;
 			}
+			ZCR_PROBE(ZCR_PP_OPEN);
+			if (se->cur.type == ZCR_SHM_EAGER)
+				ZCR_PROBE_SENT_AT(se->cur.cookie);
 			if (se->gone && se->cur.type == ZCR_SHM_RTS) {
 				drop_open(ep);	/* as above; not matched */
 				n++;
@@ -437,6 +443,7 @@ int __zcr_shm_rx_ep(struct zcr_ep *ep)
 					se->cur.seq : 0,
 					se->cur.type == ZCR_SHM_RTS) < 0)
 				break;	/* stalled: stays in the ring */
+			ZCR_PROBE(ZCR_PP_MATCH);
 		}
 		/*
 		 * A deferred announcement (match.h) holds the ring's head:

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/ctx.h"
+#include "base/probe.h"
 #include "transport/shm/shm.h"
 #include "transport/shm/shm_priv.h"
 #include "transport/transport.h"
@@ -66,6 +67,10 @@ static void fill_cells(struct shm_ep *se, struct zcr_shm_cell *c,
 	c->addr = (uintptr_t)r->sbuf;
 	if (eager && r->len)
 		__zcr_shm_ring_put(&se->out, r->sbuf, r->len);
+#ifdef ZCR_PROBES
+	if (eager)
+		c->cookie = ZCR_PROBE_STAMP();	/* the receiver's probes */
+#endif
 }
 
 /*
@@ -158,6 +163,7 @@ int __zcr_shm_send(struct zcr_ep *ep, struct zcr_req *r)
 	    (c = __zcr_shm_ring_reserve(&se->out))) {
 		fill_cells(se, c, r, true);
 		__zcr_shm_ring_publish(&se->out);
+		ZCR_PROBE(ZCR_PP_PUBLISH);
 		r->sent = 1;
 		__zcr_ep_send_done_locked(ep, r);	/* not sync: done */
 		return 0;

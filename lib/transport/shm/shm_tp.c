@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "base/ctx.h"
+#include "base/probe.h"
 #include "match/match.h"
 #include "transport/shm/shm.h"
 #include "transport/shm/shm_priv.h"
@@ -134,6 +135,7 @@ static int shm_progress(struct zcr_ctx *ctx, void *priv)
 		    atomic_load_explicit(&se->in.ctl->tail,
 					 memory_order_acquire) == se->in.head)
 			continue;
+		ZCR_PROBE(ZCR_PP_RX);
 		n += __zcr_shm_rx_ep(ep);
 	}
 	/*
@@ -396,6 +398,8 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 		}
 	}
 	if (work) {
+		if (learn)
+			ZCR_PROBE(ZCR_PP_DETECT);
 		/* Found while looking: no sleep to announce, no poll. */
 		wait_end(sc);
 		*deadline = 0;
