@@ -113,6 +113,11 @@ $(MPI_DIR)/usempi: tests/mpi/usempi.f90 tests/mpi/mixed_c.c
 	$(MPICC) $(MPI_CFLAGS) -c -o $@-c.o tests/mpi/mixed_c.c
 	$(MPIF90) -O2 -J $(MPI_DIR) -o $@ tests/mpi/usempi.f90 $@-c.o
 ZCMPI_TESTS += $(MPI_DIR)/usempi
+# Persistent requests from Fortran against MPI's rules.
+$(MPI_DIR)/persist: tests/mpi/persist.f90
+	@mkdir -p $(dir $@)
+	$(MPIF90) -O2 -o $@ $<
+ZCMPI_TESTS += $(MPI_DIR)/persist
 endif
 endif
 ifneq ($(MPICC_MPICH),)
@@ -140,6 +145,15 @@ $(MPI_DIR)/mixed-mpich: tests/mpi/mixed.f90 tests/mpi/mixed_c.c
 	$(MPICC_MPICH) $(MPI_CFLAGS) -c -o $@-c.o tests/mpi/mixed_c.c
 	$(MPIF90_MPICH) -O2 -o $@ tests/mpi/mixed.f90 $@-c.o
 ZCMPI_TESTS += $(MPI_DIR)/mixed-mpich
+$(MPI_DIR)/persist-mpich: tests/mpi/persist.f90
+	@mkdir -p $(dir $@)
+	$(MPIF90_MPICH) -O2 -o $@ $<
+ZCMPI_TESTS += $(MPI_DIR)/persist-mpich
+# Partitioned communication from Fortran: MPICH only.
+$(MPI_DIR)/fpart-mpich: tests/mpi/fpart.f90
+	@mkdir -p $(dir $@)
+	$(MPIF90_MPICH) -O2 -o $@ $<
+ZCMPI_TESTS += $(MPI_DIR)/fpart-mpich
 endif
 endif
 PROGS += $(ZCMPI_TESTS)

@@ -19,6 +19,9 @@
 #     carried, and over the layer under MPI_THREAD_MULTIPLE;
 #   - mixed Fortran/C (tests/mpi/mixed.f90) shares one path, also with
 #     the `use mpi` bindings under Open MPI (tests/mpi/usempi.f90);
+#   - persistent requests from Fortran, both MPIs (tests/mpi/persist.f90),
+#     and partitioned ones, MPICH (tests/mpi/fpart.f90), the same output
+#     with and without the layer;
 #   - MPICH with the environment wire-up (ZCRECV_JOB_DIR);
 #   - tools/mpi/pingpong (2 ranks, nonblocking and persistent round trips,
 #     8 B to 128 KiB) over the layer under both MPIs: every size's row,
@@ -304,7 +307,7 @@ latesend() {	# mpi lib name prog: the late sender with prefetching, over TCP
 if [ -f $bin/libzcrecv-mpi.so ]; then
 	[ -x $bin/pingpong ] && pingpong ompi libzcrecv-mpi.so ompi-pingpong $bin/pingpong
 	[ -x $bin/latesend ] && latesend ompi libzcrecv-mpi.so ompi-latesend $bin/latesend
-	for app in poisson matmul nbody fft cg ring mixed usempi; do
+	for app in poisson matmul nbody fft cg ring mixed usempi persist; do
 		[ -x $bin/$app ] && same ompi libzcrecv-mpi.so "ompi-$app" $bin/$app
 	done
 	sem ompi libzcrecv-mpi.so $bin/zcmpi_sem ompi-sem
@@ -329,7 +332,7 @@ fi
 if [ -f $bin/libzcrecv-mpi-mpich.so ]; then
 	[ -x $bin/pingpong-mpich ] && pingpong mpich libzcrecv-mpi-mpich.so mpich-pingpong $bin/pingpong-mpich
 	[ -x $bin/latesend-mpich ] && latesend mpich libzcrecv-mpi-mpich.so mpich-latesend $bin/latesend-mpich
-	for app in poisson matmul nbody fft cg ring mixed; do
+	for app in poisson matmul nbody fft cg ring mixed persist fpart; do
 		[ -x $bin/$app-mpich ] && same mpich libzcrecv-mpi-mpich.so "mpich-$app" $bin/$app-mpich
 	done
 	sem mpich libzcrecv-mpi-mpich.so $bin/zcmpi_sem-mpich mpich-sem
