@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * zcmpi_coll.c - the collectives of libzcrecv-mpi. MPI_Alltoall(v),
+ * zcmpi_coll.c - the collectives of libzcrecv-mpi. MPI_Alltoall(v,w),
  * MPI_Allgather(v), MPI_Bcast, MPI_Gather(v), MPI_Scatter(v), the
  * nonblocking MPI_Ialltoall, MPI_Iallgather, MPI_Ibcast and, of a
  * predefined type, MPI_Reduce, MPI_Allreduce, MPI_Iallreduce,
@@ -32,8 +32,8 @@
  * result counts once (the algorithm decides how often it really moves).
  * Calls on intercommunicators are counted, their bytes are not; the
  * neighbourhood collectives are not counted.
- * Open MPI's Fortran bindings call PMPI_* directly: neither counted nor
- * carried.
+ * Open MPI's Fortran bindings call PMPI_* directly: zcmpi_fortran.c
+ * sends them here.
  */
 #include <errno.h>
 #include <mpi.h>
@@ -266,6 +266,7 @@ struct parts {
 	const int *count;
 	MPI_Aint *off;
 	int *own;		/* counts, when the call gave one for all */
+	const MPI_Datatype *type;	/* MPI_Alltoallw's, else NULL */
 };
 
 static MPI_Aint extent(MPI_Datatype t)
@@ -284,6 +285,7 @@ static void parts_of(struct parts *pt, int n, const int *counts, int count,
 	int i;
 
 	pt->own = NULL;
+	pt->type = NULL;
 	pt->off = malloc((size_t)n * sizeof(*pt->off));
 	if (!counts) {
 		pt->own = malloc((size_t)n * sizeof(*pt->own));
@@ -306,10 +308,34 @@ static void parts_free(struct parts *pt)
 	free(pt->own);
 }
 
+/*
+ * Parts of MPI_Alltoallw: counts[i] of types[i] at displs[i] bytes.
+ */
+static void parts_w(struct parts *pt, int n, const int *counts,
+		    const int *displs, const MPI_Datatype *types)
+{
+	int i;
+
+	pt->own = NULL;
+	pt->count = counts;
+	pt->type = types;
+	pt->off = malloc((size_t)n * sizeof(*pt->off));
+	if (!pt->off)
+		__zcmpi_die("out of memory");
+	for (i = 0; i < n; i++)
+		pt->off[i] = displs[i];
+}
+
 /* Part i of pt at buf. */
 static char *at(const void *buf, const struct parts *pt, int i)
 {
 	return (char *)buf + pt->off[i];
+}
+
+/* The type of part i: its own (MPI_Alltoallw), else the call's t. */
+static MPI_Datatype ty(const struct parts *pt, MPI_Datatype t, int i)
+{
+	return pt->type ? pt->type[i] : t;
 }
 
 /* This rank's own part: scount of st at s into rcount of rt at r. */
@@ -350,6 +376,7 @@ static int copy_self(const void *s, int scount, MPI_Datatype st, void *r,
  * the sends in a rotating order, rank + 1 first, so that no rank is every
  * other's first. In place: the parts to send are packed first and go as
  * bytes (a packed message meets a typed receive, Documentation/mpi.md).
+ * Parts of MPI_Alltoallw carry their own types (st, rt unused then).
  */
 static int alltoallv_zc(const void *sbuf, const struct parts *sp,
 			MPI_Datatype st, void *rbuf, const struct parts *rp,
@@ -368,7 +395,8 @@ static int alltoallv_zc(const void *sbuf, const struct parts *sp,
 		for (i = 0; i < p; i++) {
 			c = 0;
 			if (i != me)
-				PMPI_Pack_size(rp->count[i], rt, comm, &c);
+				PMPI_Pack_size(rp->count[i], ty(rp, rt, i),
+					       comm, &c);
 			cap += c;
 		}
 		packed = malloc(cap ? (size_t)cap : 1);
@@ -377,8 +405,9 @@ static int alltoallv_zc(const void *sbuf, const struct parts *sp,
 		for (i = 0; i < p; i++) {
 			poff[i] = pos;
 			if (i != me)
-				PMPI_Pack(at(rbuf, rp, i), rp->count[i], rt,
-					  packed, cap, &pos, comm);
+				PMPI_Pack(at(rbuf, rp, i), rp->count[i],
+					  ty(rp, rt, i), packed, cap, &pos,
+					  comm);
 		}
 		poff[p] = pos;
 	}
@@ -386,12 +415,14 @@ static int alltoallv_zc(const void *sbuf, const struct parts *sp,
 	/* In the order they come: rank - 1 sends to us first. */
 	for (k = 1; k < p; k++) {
 		i = (me - k + p) % p;
-		op_start(&op, ZR_RECV, at(rbuf, rp, i), rp->count[i], rt, i);
+		op_start(&op, ZR_RECV, at(rbuf, rp, i), rp->count[i],
+			 ty(rp, rt, i), i);
 	}
 	if (!in_place)
-		op_fail(&op, copy_self(at(sbuf, sp, me), sp->count[me], st,
-				       at(rbuf, rp, me), rp->count[me], rt,
-				       comm), false);
+		op_fail(&op, copy_self(at(sbuf, sp, me), sp->count[me],
+				       ty(sp, st, me), at(rbuf, rp, me),
+				       rp->count[me], ty(rp, rt, me), comm),
+			false);
 	for (k = 1; k < p; k++) {
 		i = (me + k) % p;
 		if (in_place)
@@ -399,7 +430,7 @@ static int alltoallv_zc(const void *sbuf, const struct parts *sp,
 				 poff[i + 1] - poff[i], MPI_BYTE, i);
 		else
 			op_start(&op, ZR_SEND, at(sbuf, sp, i), sp->count[i],
-				 st, i);
+				 ty(sp, st, i), i);
 	}
 	c = op_end(&op);
 	free(packed);
@@ -1701,47 +1732,37 @@ int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 	return iparts(true, sbuf, scount, st, rbuf, rcount, rt, comm, req);
 }
 
-int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
-		  MPI_Datatype st, void *rbuf, const int rcounts[],
-		  const int rdispls[], MPI_Datatype rt, MPI_Comm comm)
+/*
+ * MPI_Alltoallv (one type each way, st and rt) or MPI_Alltoallw (a type a
+ * part, sts and rts) over zcrecv, or NULL. Each rank knows its own counts
+ * only: the largest part over all ranks, by one small reduction, is what
+ * every rank decides on.
+ */
+static struct zcomm *carry_a2av(MPI_Comm comm, bool in_place,
+				const int *scounts, MPI_Datatype st,
+				const MPI_Datatype *sts, const int *rcounts,
+				MPI_Datatype rt, const MPI_Datatype *rts)
 {
 	struct zcomm *zc = set.on ? __zcmpi_zcomm_of(comm) : NULL;
 	uint64_t mine = 0, part = 0, b;
-	struct parts sp = { 0 }, rp;
-	int i, ret;
+	int i;
 
-	/*
-	 * Each rank knows its own counts only: the largest part over all
-	 * ranks, by one small reduction, is what every rank decides on.
-	 */
 	for (i = 0; zc && i < zc->size; i++) {
-		b = rcounts[i] < 0 ? UINT64_MAX : bytes_of(rcounts[i], rt);
+		b = rcounts[i] < 0 ? UINT64_MAX :
+		    bytes_of(rcounts[i], rts ? rts[i] : rt);
 		mine = b > mine ? b : mine;
-		if (sbuf == MPI_IN_PLACE)
+		if (in_place)
 			continue;
-		b = scounts[i] < 0 ? UINT64_MAX : bytes_of(scounts[i], st);
+		b = scounts[i] < 0 ? UINT64_MAX :
+		    bytes_of(scounts[i], sts ? sts[i] : st);
 		mine = b > mine ? b : mine;
 	}
 	if (zc && PMPI_Allreduce(&mine, &part, 1, MPI_UINT64_T, MPI_MAX,
 				 comm) == MPI_SUCCESS)
-		zc = carry(comm, part, set.alltoall_min);
-	else
-		zc = NULL;
-	if (!zc) {
-		note(from_others_v(rcounts, rt, comm));
-		return PMPI_Alltoallv(sbuf, scounts, sdispls, st, rbuf,
-				      rcounts, rdispls, rt, comm);
-	}
-	ENTER;
-	note_zc(from_others_v(rcounts, rt, comm));
-	if (sbuf != MPI_IN_PLACE)
-		parts_of(&sp, zc->size, scounts, 0, sdispls, st);
-	parts_of(&rp, zc->size, rcounts, 0, rdispls, rt);
-	ret = alltoallv_zc(sbuf, &sp, st, rbuf, &rp, rt, comm, zc);
-	parts_free(&sp);
-	parts_free(&rp);
-	LEAVE(ret);
+		return carry(comm, part, set.alltoall_min);
+	return NULL;
 }
+
 
 int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
 	       MPI_Op op, int root, MPI_Comm comm)
@@ -1957,14 +1978,67 @@ static uint64_t from_others_w(const int *counts, const MPI_Datatype *types,
 	return sum;
 }
 
+/*
+ * MPI_Alltoallv (st, rt) and MPI_Alltoallw (a type a part: sts, rts),
+ * decided alike on the largest part in bytes of any rank, the whole call
+ * one way or the other.
+ */
+static int alltoallvw(const void *sbuf, const int *scounts,
+		      const int *sdispls, MPI_Datatype st,
+		      const MPI_Datatype *sts, void *rbuf, const int *rcounts,
+		      const int *rdispls, MPI_Datatype rt,
+		      const MPI_Datatype *rts, MPI_Comm comm)
+{
+	bool in_place = sbuf == MPI_IN_PLACE;
+	struct zcomm *zc = carry_a2av(comm, in_place, scounts, st, sts,
+				      rcounts, rt, rts);
+	uint64_t got = rts ? from_others_w(rcounts, rts, comm) :
+		       from_others_v(rcounts, rt, comm);
+	struct parts sp = { 0 }, rp;
+	int ret;
+
+	if (!zc) {
+		note(got);
+		if (rts)
+			return PMPI_Alltoallw(sbuf, scounts, sdispls, sts,
+					      rbuf, rcounts, rdispls, rts,
+					      comm);
+		return PMPI_Alltoallv(sbuf, scounts, sdispls, st, rbuf,
+				      rcounts, rdispls, rt, comm);
+	}
+	ENTER;
+	note_zc(got);
+	if (rts) {
+		if (!in_place)
+			parts_w(&sp, zc->size, scounts, sdispls, sts);
+		parts_w(&rp, zc->size, rcounts, rdispls, rts);
+	} else {
+		if (!in_place)
+			parts_of(&sp, zc->size, scounts, 0, sdispls, st);
+		parts_of(&rp, zc->size, rcounts, 0, rdispls, rt);
+	}
+	ret = alltoallv_zc(sbuf, &sp, st, rbuf, &rp, rt, comm, zc);
+	parts_free(&sp);
+	parts_free(&rp);
+	LEAVE(ret);
+}
+
+int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
+		  MPI_Datatype st, void *rbuf, const int rcounts[],
+		  const int rdispls[], MPI_Datatype rt, MPI_Comm comm)
+{
+	return alltoallvw(sbuf, scounts, sdispls, st, NULL, rbuf, rcounts,
+			  rdispls, rt, NULL, comm);
+}
+
 int MPI_Alltoallw(const void *sbuf, const int scounts[], const int sdispls[],
 		  const MPI_Datatype stypes[], void *rbuf, const int rcounts[],
 		  const int rdispls[], const MPI_Datatype rtypes[],
 		  MPI_Comm comm)
 {
-	note(from_others_w(rcounts, rtypes, comm));
-	return PMPI_Alltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts,
-			      rdispls, rtypes, comm);
+	return alltoallvw(sbuf, scounts, sdispls, MPI_DATATYPE_NULL, stypes,
+			  rbuf, rcounts, rdispls, MPI_DATATYPE_NULL, rtypes,
+			  comm);
 }
 
 int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
