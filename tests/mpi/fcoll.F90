@@ -5,7 +5,7 @@
 ! (fcoll_ref.c), on the same data. MPI_Alltoall(v,w), Allgather(v), Bcast,
 ! Gather(v), Scatter(v), Reduce, Allreduce, Reduce_scatter(_block), Scan,
 ! Exscan, Barrier and the nonblocking Ialltoall, Iallgather, Ibcast,
-! Iallreduce and Ibarrier, with random sizes (0 to 256 Ki elements), roots,
+! Iallreduce and Ibarrier, with random sizes (0 to 64 Ki elements), roots,
 ! datatypes (INTEGER, 2INTEGER, a contiguous and a strided derived type;
 ! per part in Alltoallw, zero counts included) and reduction operations
 ! (every predefined one on INTEGER, INTEGER8, REAL, DOUBLE PRECISION,
