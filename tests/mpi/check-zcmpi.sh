@@ -24,6 +24,8 @@
 #     layer with every threshold 0: every call carried, none left;
 #   - MPI_Alltoallw over the layer (in the collectives' suite: derived
 #     and per-part types, zero counts, in place);
+#   - Rabenseifner's allreduce in the suites above (vectors up to 64 KiB)
+#     and for every Allreduce of fcoll in one more run;
 #   - MPICH with the environment wire-up (ZCRECV_JOB_DIR);
 #   - tools/mpi/pingpong (2 ranks, nonblocking and persistent round trips,
 #     8 B to 128 KiB) over the layer under both MPIs: every size's row,
@@ -129,12 +131,15 @@ sem() {
 	fi
 }
 
-# Every carried collective over zcrecv whatever its size.
+# Every carried collective over zcrecv whatever its size; Allreduce's
+# vectors up to 64 KiB by Rabenseifner's algorithm (on 2 and 4 ranks),
+# above by the ring (the suites' sizes lie on both sides).
 every_coll=(ZCRECV_MPI_COLL_ALLTOALL_MIN=0 ZCRECV_MPI_COLL_GATHER_MIN=0
 	ZCRECV_MPI_COLL_SCATTER_MIN=0 ZCRECV_MPI_COLL_REDUCE_MIN=0
 	ZCRECV_MPI_COLL_ALLREDUCE_MIN=0 ZCRECV_MPI_COLL_REDUCE_SCATTER_MIN=0
 	ZCRECV_MPI_COLL_ALLGATHER_MIN=0 ZCRECV_MPI_COLL_BCAST_MIN=0
-	ZCRECV_MPI_COLL_SCAN_MIN=0 ZCRECV_MPI_COLL_BARRIER=1)
+	ZCRECV_MPI_COLL_SCAN_MIN=0 ZCRECV_MPI_COLL_BARRIER=1
+	ZCRECV_MPI_COLL_ALLREDUCE_RSAG_MAX=65536)
 
 # coll MPI LIB PROG NAME: the collectives' suite (tests/mpi/zcmpi_coll.c)
 # with the real MPI, then over the layer with its default thresholds (some
@@ -218,8 +223,8 @@ fcoll() {
 		grep -q 'checks passed' "$out.none" &&
 			seen=$(sumcount "$out.none" 'collectives')
 	fi
-	$mpi ZCRECV_REPORT=1 "${every_coll[@]}" LD_PRELOAD="$root/$bin/$lib" \
-		"$prog" >"$out" 2>&1
+	$mpi ZCRECV_REPORT=1 "${every_coll[@]}" ${FCOLL_ENV:-} \
+		LD_PRELOAD="$root/$bin/$lib" "$prog" >"$out" 2>&1
 	carried=$(sumcount "$out" 'carried coll')
 	left=$(sumcount "$out" 'collectives')
 	if grep -q 'checks passed' "$out" && [ "$carried" -gt 0 ] &&
@@ -351,6 +356,10 @@ if [ -f $bin/libzcrecv-mpi.so ]; then
 	[ -x $bin/fcoll ] && fcoll ompi libzcrecv-mpi.so $bin/fcoll ompi-fcoll full
 	[ -x $bin/fcoll-usempi ] &&
 		fcoll ompi libzcrecv-mpi.so $bin/fcoll-usempi ompi-fcoll-usempi
+	# Every Allreduce by Rabenseifner's (none by the ring).
+	[ -x $bin/fcoll ] &&
+		FCOLL_ENV=ZCRECV_MPI_COLL_ALLREDUCE_RSAG_MAX=4611686018427387904 \
+		fcoll ompi libzcrecv-mpi.so $bin/fcoll ompi-fcoll-rsag
 	nb ompi libzcrecv-mpi.so $bin/zcmpi_coll ompi-nb2 2
 	nb ompi libzcrecv-mpi.so $bin/zcmpi_coll ompi-nb4 4
 	nb ompi libzcrecv-mpi.so $bin/zcmpi_coll ompi-nb4mt 4 mt

@@ -56,7 +56,7 @@ static struct zcmpi_coll_stats stats;
 static struct {
 	uint64_t on, alltoall_min, allgather_min, bcast_min;
 	uint64_t gather_min, scatter_min, reduce_min, allreduce_min;
-	uint64_t reduce_scatter_min, scan_min, barrier;
+	uint64_t reduce_scatter_min, scan_min, barrier, allreduce_rsag_max;
 } set;
 
 void __zcmpi_coll_init(const struct zcr_env_set *env)
@@ -72,6 +72,7 @@ void __zcmpi_coll_init(const struct zcr_env_set *env)
 	set.reduce_scatter_min = env->v[ZCR_ENV_MPI_COLL_REDUCE_SCATTER_MIN].u;
 	set.scan_min = env->v[ZCR_ENV_MPI_COLL_SCAN_MIN].u;
 	set.barrier = env->v[ZCR_ENV_MPI_COLL_BARRIER].u;
+	set.allreduce_rsag_max = env->v[ZCR_ENV_MPI_COLL_ALLREDUCE_RSAG_MAX].u;
 	PMPI_Bcast(&set, sizeof(set), MPI_BYTE, 0, MPI_COMM_WORLD);
 }
 
@@ -734,10 +735,92 @@ static struct zcomm *carry_red(MPI_Comm comm, int count, MPI_Datatype t,
 	return carry(comm, bytes_of(count, t), min);
 }
 
+/* Elements of blocks lo .. hi - 1 of pt (one after another). */
+static int span(const struct parts *pt, int lo, int hi)
+{
+	int c = 0;
+
+	while (lo < hi)
+		c += pt->count[lo++];
+	return c;
+}
+
 /*
- * Allreduce: commutative, ring reduce-scatter into rbuf then the
- * allgather ring over the reduced blocks; otherwise the rank-order tree
- * to rank 0 and a broadcast.
+ * Rabenseifner's allreduce of a commutative operation on p = 2^k ranks,
+ * in acc: a reduce-scatter by recursive halving, then an allgather by
+ * recursive doubling. The vector is cut in p blocks; at the step of
+ * distance d (p / 2 down to 1) a rank keeps the half of its window of
+ * blocks on the side of its bit d, sends the other half to its partner
+ * (rank ^ d) and reduces the partner's copy of the kept half into its
+ * own, so rank j ends with block j reduced; the allgather retraces the
+ * steps (d = 1 up), each rank sending its window and receiving its
+ * partner's beside it, into the half it sent at that distance. Every
+ * receive of the halving is posted at the call, each into a region of
+ * tmp of its own (an early arrival is staged there). 2 log2 p steps
+ * instead of the ring's 2 (p - 1), the same bytes.
+ */
+static int allreduce_rsag(void *acc, void *tmp, int count, MPI_Datatype t,
+			  MPI_Op mop, MPI_Comm comm, struct zcomm *zc)
+{
+	int p = zc->size, me = zc->rank, d, k, ret;
+	int lo = 0, hi = p, mid, klo, khi, slo, shi, ri[32], si[32];
+	MPI_Aint ext = extent(t), used = 0;
+	struct parts pt;
+	struct cop op;
+
+	blocks_of(&pt, p, NULL, count, t);
+	op_init(&op, comm, zc, 4 * 32);
+	for (d = p / 2, k = 0; d >= 1; d /= 2, k++) {
+		mid = (lo + hi) / 2;
+		klo = me & d ? mid : lo;
+		khi = me & d ? hi : mid;
+		ri[k] = op_start(&op, ZR_RECV, (char *)tmp + used,
+				 span(&pt, klo, khi), t, me ^ d);
+		used += (MPI_Aint)span(&pt, klo, khi) * ext;
+		lo = klo;
+		hi = khi;
+	}
+	lo = 0;
+	hi = p;
+	used = 0;
+	for (d = p / 2, k = 0; d >= 1; d /= 2, k++) {
+		mid = (lo + hi) / 2;
+		klo = me & d ? mid : lo;
+		khi = me & d ? hi : mid;
+		slo = me & d ? lo : mid;
+		shi = me & d ? mid : hi;
+		si[k] = op_start(&op, ZR_SEND, at(acc, &pt, slo),
+				 span(&pt, slo, shi), t, me ^ d);
+		op_wait(&op, ri[k]);
+		reduce_local((char *)tmp + used, at(acc, &pt, klo),
+			     span(&pt, klo, khi), t, mop, &op);
+		used += (MPI_Aint)span(&pt, klo, khi) * ext;
+		lo = klo;
+		hi = khi;
+	}
+	for (d = 1, k--; d < p; d *= 2, k--) {
+		slo = me & d ? lo - (hi - lo) : hi;
+		shi = me & d ? lo : hi + (hi - lo);
+		/* The half sent at this distance is received into. */
+		op_wait(&op, si[k]);
+		ri[k] = op_start(&op, ZR_RECV, at(acc, &pt, slo),
+				 span(&pt, slo, shi), t, me ^ d);
+		op_wait(&op, op_start(&op, ZR_SEND, at(acc, &pt, lo),
+				      span(&pt, lo, hi), t, me ^ d));
+		op_wait(&op, ri[k]);
+		lo = lo < slo ? lo : slo;
+		hi = hi > shi ? hi : shi;
+	}
+	ret = op_end(&op);
+	parts_free(&pt);
+	return ret;
+}
+
+/*
+ * Allreduce: commutative, on a power of two ranks and up to
+ * set.allreduce_rsag_max bytes Rabenseifner's (allreduce_rsag), else the
+ * ring reduce-scatter into rbuf then the allgather ring over the reduced
+ * blocks; non-commutative, the rank-order tree to rank 0 and a broadcast.
  */
 static int allreduce_zc(const void *sbuf, void *rbuf, int count,
 			MPI_Datatype t, MPI_Op mop, MPI_Comm comm,
@@ -756,8 +839,14 @@ static int allreduce_zc(const void *sbuf, void *rbuf, int count,
 		ret2 = bcast_zc(rbuf, count, t, 0, comm, zc);
 		return ret ? ret : ret2;
 	}
-	blocks_of(&pt, zc->size, NULL, count, t);
 	tmp = vec_alloc(bytes);
+	if (bytes <= set.allreduce_rsag_max && set.allreduce_rsag_max &&
+	    zc->size > 1 && !(zc->size & (zc->size - 1))) {
+		ret = allreduce_rsag(rbuf, tmp, count, t, mop, comm, zc);
+		free(tmp);
+		return ret;
+	}
+	blocks_of(&pt, zc->size, NULL, count, t);
 	ret = rsc_ring(rbuf, tmp, &pt, t, mop, comm, zc);
 	ret2 = allgatherv_zc(MPI_IN_PLACE, 0, t, rbuf, &pt, t, comm, zc);
 	free(tmp);
