@@ -91,6 +91,17 @@ endif
 # The MPI tests of libzcrecv-mpi (tests/mpi/check-zcmpi.sh): the semantics
 # suite, the collectives' suite, a mixed Fortran/C program, and the sample programs under MPICH.
 ZCMPI_TESTS :=
+# The collectives called from Fortran (tests/mpi/fcoll.F90), with mpif.h
+# and with `use mpi` (-DZC_USE_MPI), against PMPI from C (fcoll_ref.c).
+# mpif.h declares no interfaces and a buffer argument of one routine takes
+# several types here, which gfortran refuses unless
+# -fallow-argument-mismatch, and then warns of at every call: -w (a build
+# with -Wall shows no other warning).
+FCOLL_SRCS := tests/mpi/fcoll.F90 tests/mpi/fcoll_ref.c
+FCOLL_FFLAGS := -O2 -w -fallow-argument-mismatch
+# fcoll CC FC OUT [DEFINES]: the program, its C half built beside it.
+fcoll_build = $(1) $(MPI_CFLAGS) -c -o $(3)-c.o tests/mpi/fcoll_ref.c && \
+	$(2) $(FCOLL_FFLAGS) $(4) -o $(3) tests/mpi/fcoll.F90 $(3)-c.o
 ifneq ($(MPICC),)
 $(MPI_DIR)/zcmpi_sem: tests/mpi/zcmpi_sem.c
 	@mkdir -p $(dir $@)
@@ -118,6 +129,13 @@ $(MPI_DIR)/persist: tests/mpi/persist.f90
 	@mkdir -p $(dir $@)
 	$(MPIF90) -O2 -o $@ $<
 ZCMPI_TESTS += $(MPI_DIR)/persist
+$(MPI_DIR)/fcoll: $(FCOLL_SRCS)
+	@mkdir -p $(dir $@)
+	$(call fcoll_build,$(MPICC),$(MPIF90),$@)
+$(MPI_DIR)/fcoll-usempi: $(FCOLL_SRCS)
+	@mkdir -p $(dir $@)
+	$(call fcoll_build,$(MPICC),$(MPIF90),$@,-DZC_USE_MPI)
+ZCMPI_TESTS += $(MPI_DIR)/fcoll $(MPI_DIR)/fcoll-usempi
 endif
 endif
 ifneq ($(MPICC_MPICH),)
@@ -154,6 +172,13 @@ $(MPI_DIR)/fpart-mpich: tests/mpi/fpart.f90
 	@mkdir -p $(dir $@)
 	$(MPIF90_MPICH) -O2 -o $@ $<
 ZCMPI_TESTS += $(MPI_DIR)/fpart-mpich
+$(MPI_DIR)/fcoll-mpich: $(FCOLL_SRCS)
+	@mkdir -p $(dir $@)
+	$(call fcoll_build,$(MPICC_MPICH),$(MPIF90_MPICH),$@,-DZC_MPICH)
+$(MPI_DIR)/fcoll-usempi-mpich: $(FCOLL_SRCS)
+	@mkdir -p $(dir $@)
+	$(call fcoll_build,$(MPICC_MPICH),$(MPIF90_MPICH),$@,-DZC_MPICH -DZC_USE_MPI)
+ZCMPI_TESTS += $(MPI_DIR)/fcoll-mpich $(MPI_DIR)/fcoll-usempi-mpich
 endif
 endif
 PROGS += $(ZCMPI_TESTS)

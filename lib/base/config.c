@@ -33,6 +33,13 @@
 #define COLL_SCATTER_MIN	(1 << 20)
 #define COLL_REDUCE_MIN		(1ULL << 62)
 #define COLL_ALLREDUCE_MIN	(1ULL << 62)
+/*
+ * Rabenseifner's allreduce against the ring, 4 ranks on the 2-core host
+ * (2026-11-28, Documentation/mpi.md, "Rabenseifner's allreduce"): 0.53
+ * and 0.80 of the ring's time at 4 and 16 KiB vectors, 1.04 at 64 KiB,
+ * 1.1-1.7 above.
+ */
+#define COLL_ALLREDUCE_RSAG_MAX	(32 << 10)
 #define COLL_REDUCE_SCATTER_MIN	(1ULL << 62)
 /*
  * Scan and Exscan (2026-11-28, 2 and 4 ranks, vectors of 2 KiB to 16 MiB
@@ -221,7 +228,7 @@ const struct zcr_env_var __zcr_env_vars[ZCR_ENV_COUNT] = {
 	     "libzcrecv-mpi.so: 1: each rank prints one line of counters "
 	     "at MPI_Finalize."),
 	BOOL(MPI_COLL, ZCR_ENV_MPI, 1,
-	     "libzcrecv-mpi.so: 1: MPI_Alltoall(v), MPI_Allgather(v), "
+	     "libzcrecv-mpi.so: 1: MPI_Alltoall(v,w), MPI_Allgather(v), "
 	     "MPI_Bcast, MPI_Gather(v), MPI_Scatter(v), MPI_Reduce, "
 	     "MPI_Allreduce, MPI_Reduce_scatter(_block), MPI_Scan, "
 	     "MPI_Exscan, MPI_Ialltoall, MPI_Iallgather, MPI_Ibcast and "
@@ -231,9 +238,9 @@ const struct zcr_env_var __zcr_env_vars[ZCR_ENV_COUNT] = {
 	     "the MPI."),
 	NUM(MPI_COLL_ALLTOALL_MIN, ZCR_ENV_BYTES, ZCR_ENV_MPI, 0, 1ULL << 62,
 	    COLL_ALLTOALL_MIN,
-	    "libzcrecv-mpi.so: MPI_Alltoall(v) and MPI_Ialltoall go over "
-	    "zcrecv when a part (the largest, for v) has at least this many "
-	    "bytes; 0: always."),
+	    "libzcrecv-mpi.so: MPI_Alltoall(v,w) and MPI_Ialltoall go over "
+	    "zcrecv when a part (the largest, for v and w) has at least "
+	    "this many bytes; 0: always."),
 	NUM(MPI_COLL_ALLGATHER_MIN, ZCR_ENV_BYTES, ZCR_ENV_MPI, 0, 1ULL << 62,
 	    COLL_ALLGATHER_MIN,
 	    "libzcrecv-mpi.so: MPI_Allgather(v) and MPI_Iallgather go over "
@@ -262,6 +269,13 @@ const struct zcr_env_var __zcr_env_vars[ZCR_ENV_COUNT] = {
 	    "commutative operation) of a predefined type go over zcrecv "
 	    "when the vector has at least this many bytes; 0: always; the "
 	    "default, 2^62, never."),
+	NUM(MPI_COLL_ALLREDUCE_RSAG_MAX, ZCR_ENV_BYTES, ZCR_ENV_MPI, 0,
+	    1ULL << 62, COLL_ALLREDUCE_RSAG_MAX,
+	    "libzcrecv-mpi.so: a carried MPI_Allreduce of a commutative "
+	    "operation on a power of two ranks takes Rabenseifner's "
+	    "algorithm (reduce-scatter by recursive halving, allgather by "
+	    "recursive doubling) instead of the ring when the vector has at "
+	    "most this many bytes; 0: never."),
 	NUM(MPI_COLL_REDUCE_SCATTER_MIN, ZCR_ENV_BYTES, ZCR_ENV_MPI, 0,
 	    1ULL << 62, COLL_REDUCE_SCATTER_MIN,
 	    "libzcrecv-mpi.so: MPI_Reduce_scatter(_block) of a predefined "

@@ -22,6 +22,13 @@
 #   - persistent requests from Fortran, both MPIs (tests/mpi/persist.f90),
 #     and partitioned ones, MPICH (tests/mpi/fpart.f90), the same output
 #     with and without the layer;
+#   - the collectives called from Fortran (tests/mpi/fcoll.F90, mpif.h and
+#     `use mpi`) against PMPI's results, with the real MPI and over the
+#     layer with every threshold 0: every call carried, none left;
+#   - MPI_Alltoallw over the layer (in the collectives' suite: derived
+#     and per-part types, zero counts, in place);
+#   - Rabenseifner's allreduce in the suites above (vectors up to 64 KiB)
+#     and for every Allreduce of fcoll in one more run;
 #   - MPICH with the environment wire-up (ZCRECV_JOB_DIR);
 #   - tools/mpi/pingpong (2 ranks, nonblocking and persistent round trips,
 #     8 B to 128 KiB) over the layer under both MPIs: every size's row,
@@ -127,6 +134,16 @@ sem() {
 	fi
 }
 
+# Every carried collective over zcrecv whatever its size; Allreduce's
+# vectors up to 64 KiB by Rabenseifner's algorithm (on 2 and 4 ranks),
+# above by the ring (the suites' sizes lie on both sides).
+every_coll=(ZCRECV_MPI_COLL_ALLTOALL_MIN=0 ZCRECV_MPI_COLL_GATHER_MIN=0
+	ZCRECV_MPI_COLL_SCATTER_MIN=0 ZCRECV_MPI_COLL_REDUCE_MIN=0
+	ZCRECV_MPI_COLL_ALLREDUCE_MIN=0 ZCRECV_MPI_COLL_REDUCE_SCATTER_MIN=0
+	ZCRECV_MPI_COLL_ALLGATHER_MIN=0 ZCRECV_MPI_COLL_BCAST_MIN=0
+	ZCRECV_MPI_COLL_SCAN_MIN=0 ZCRECV_MPI_COLL_BARRIER=1
+	ZCRECV_MPI_COLL_ALLREDUCE_RSAG_MAX=65536)
+
 # coll MPI LIB PROG NAME: the collectives' suite (tests/mpi/zcmpi_coll.c)
 # with the real MPI, then over the layer with its default thresholds (some
 # calls carried, some left to the MPI), with every threshold 0 (every
@@ -138,16 +155,7 @@ coll() {
 	for how in default all none; do
 		local env=(ZCRECV_REPORT=1)
 		case $how in
-		all) env+=(ZCRECV_MPI_COLL_ALLTOALL_MIN=0
-			   ZCRECV_MPI_COLL_GATHER_MIN=0
-			   ZCRECV_MPI_COLL_SCATTER_MIN=0
-			   ZCRECV_MPI_COLL_REDUCE_MIN=0
-			   ZCRECV_MPI_COLL_ALLREDUCE_MIN=0
-			   ZCRECV_MPI_COLL_REDUCE_SCATTER_MIN=0
-			   ZCRECV_MPI_COLL_ALLGATHER_MIN=0
-			   ZCRECV_MPI_COLL_BCAST_MIN=0
-			   ZCRECV_MPI_COLL_SCAN_MIN=0
-			   ZCRECV_MPI_COLL_BARRIER=1) ;;
+		all) env+=("${every_coll[@]}") ;;
 		none) env+=(ZCRECV_MPI_COLL=0) ;;
 		esac
 		out=$tmp/$name.$how
@@ -192,6 +200,41 @@ nb() {
 		ok "$name: nonblocking suite over zcrecv, $np ranks${mt:+, MPI_THREAD_MULTIPLE}: $(grep -o '[0-9]* checks' "$out"), $carried calls carried, $left left to the MPI"
 	else
 		bad "$name: nonblocking suite over zcrecv, $np ranks: $carried carried, $left left"
+		tail -5 "$out"
+	fi
+}
+
+# fcoll MPI LIB PROG NAME [full]: the collectives called from Fortran
+# (tests/mpi/fcoll.F90) over the layer with every threshold 0: its checks
+# pass, every collective call was carried and none left to the MPI. full:
+# also with the real MPI, and over the layer with ZCRECV_MPI_COLL=0, where
+# the layer hands each call to the MPI and counts it: as many calls as
+# carried above (under Open MPI a Fortran call that missed the layer's
+# Fortran entry points would reach PMPI uncounted and uncarried).
+fcoll() {
+	local mpi=$1 lib=$2 prog=$3 name=$4 out=$tmp/$4.fcoll carried left seen=
+	if [ -n "${5:-}" ]; then
+		if $mpi "$prog" >"$out.plain" 2>&1 &&
+		   grep -q 'checks passed' "$out.plain"; then
+			ok "$name: Fortran collectives with the real MPI: $(grep -o '[0-9]* checks' "$out.plain")"
+		else
+			bad "$name: Fortran collectives with the real MPI"
+			tail -5 "$out.plain"
+		fi
+		$mpi ZCRECV_REPORT=1 ZCRECV_MPI_COLL=0 LD_PRELOAD="$root/$bin/$lib" \
+			"$prog" >"$out.none" 2>&1
+		grep -q 'checks passed' "$out.none" &&
+			seen=$(sumcount "$out.none" 'collectives')
+	fi
+	$mpi ZCRECV_REPORT=1 "${every_coll[@]}" ${FCOLL_ENV:-} \
+		LD_PRELOAD="$root/$bin/$lib" "$prog" >"$out" 2>&1
+	carried=$(sumcount "$out" 'carried coll')
+	left=$(sumcount "$out" 'collectives')
+	if grep -q 'checks passed' "$out" && [ "$carried" -gt 0 ] &&
+	   [ "$left" = 0 ] && { [ -z "${5:-}" ] || [ "$seen" = "$carried" ]; }; then
+		ok "$name: Fortran collectives over zcrecv: $(grep -o '[0-9]* checks' "$out"), $carried calls carried, none left to the MPI${seen:+; with ZCRECV_MPI_COLL=0 all $seen to the MPI}"
+	else
+		bad "$name: Fortran collectives over zcrecv: $carried carried, $left left, ${seen:-?} with ZCRECV_MPI_COLL=0"
 		tail -5 "$out"
 	fi
 }
@@ -313,6 +356,13 @@ if [ -f $bin/libzcrecv-mpi.so ]; then
 	sem ompi libzcrecv-mpi.so $bin/zcmpi_sem ompi-sem
 	skip "ompi-part: Open MPI 4.1 has no MPI-4 partitioned calls (MPI_Psend_init, MPI_Pready, ...): nothing to carry"
 	coll ompi libzcrecv-mpi.so $bin/zcmpi_coll ompi-coll
+	[ -x $bin/fcoll ] && fcoll ompi libzcrecv-mpi.so $bin/fcoll ompi-fcoll full
+	[ -x $bin/fcoll-usempi ] &&
+		fcoll ompi libzcrecv-mpi.so $bin/fcoll-usempi ompi-fcoll-usempi
+	# Every Allreduce by Rabenseifner's (none by the ring).
+	[ -x $bin/fcoll ] &&
+		FCOLL_ENV=ZCRECV_MPI_COLL_ALLREDUCE_RSAG_MAX=4611686018427387904 \
+		fcoll ompi libzcrecv-mpi.so $bin/fcoll ompi-fcoll-rsag
 	nb ompi libzcrecv-mpi.so $bin/zcmpi_coll ompi-nb2 2
 	nb ompi libzcrecv-mpi.so $bin/zcmpi_coll ompi-nb4 4
 	nb ompi libzcrecv-mpi.so $bin/zcmpi_coll ompi-nb4mt 4 mt
@@ -344,6 +394,10 @@ if [ -f $bin/libzcrecv-mpi-mpich.so ]; then
 		bad "build/tools/mpi/zcmpi_part-mpich missing"
 	fi
 	coll mpich libzcrecv-mpi-mpich.so $bin/zcmpi_coll-mpich mpich-coll
+	[ -x $bin/fcoll-mpich ] &&
+		fcoll mpich libzcrecv-mpi-mpich.so $bin/fcoll-mpich mpich-fcoll full
+	[ -x $bin/fcoll-usempi-mpich ] &&
+		fcoll mpich libzcrecv-mpi-mpich.so $bin/fcoll-usempi-mpich mpich-fcoll-usempi
 	nb mpich libzcrecv-mpi-mpich.so $bin/zcmpi_coll-mpich mpich-nb2 2
 	nb mpich libzcrecv-mpi-mpich.so $bin/zcmpi_coll-mpich mpich-nb4 4
 	nb mpich libzcrecv-mpi-mpich.so $bin/zcmpi_coll-mpich mpich-nb2mt 2 mt

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * zcmpi_coll.c - the collectives libzcrecv-mpi.so carries (MPI_Alltoall,
- * Alltoallv, Allgather, Allgatherv, Bcast; under Open MPI also Reduce,
+ * Alltoallv, Alltoallw, Allgather, Allgatherv, Bcast; under Open MPI also Reduce,
  * Allreduce, Reduce_scatter(_block), Gather(v), Scatter(v): every
  * predefined op on every predefined type it is defined for, user ops
  * commutative or not, random roots and sizes up to 1 Mi ints, seed
@@ -9,7 +9,8 @@
  * MPI's own result: the same call through PMPI_*, which the layer does
  * not wrap, on the same data. Parts of 0 B to 1.2 MB (below and above
  * the layer's thresholds), MPI_IN_PLACE, a non-contiguous datatype,
- * uneven v-counts with zeros, every root, on MPI_COMM_WORLD, a split, a
+ * uneven v-counts with zeros, a type a part (MPI_Alltoallw: derived
+ * types, zero counts, in place), every root, on MPI_COMM_WORLD, a split, a
  * reordered split and a dup, with point-to-point traffic of the same tags
  * (and a wildcard receive) in flight across every collective.
  * The nonblocking MPI_Ibcast, Iallgather, Ialltoall and Iallreduce the
@@ -256,6 +257,79 @@ static void alltoallv(MPI_Comm comm, int n)
 	free(b);
 }
 
+/*
+ * The types of MPI_Alltoallw's parts, all of ints: MPI_INT, MPI_2INT, 3
+ * contiguous ints, the strided type (2 ints of an extent of 4); ints of
+ * data an element, ints of extent.
+ */
+static MPI_Datatype wtypes[4];
+static const int wsize[4] = { 1, 2, 3, 2 }, wext[4] = { 1, 2, 3, 4 };
+
+/* The type of the part between ranks f and t on side w (0 send, 1 recv). */
+static int wtype(int f, int t, int w)
+{
+	return (f * 3 + t + 5 * w + 2 * w * t) % 4;
+}
+
+/*
+ * MPI_Alltoallw: every part its own type on each side, derived ones
+ * included, the same ints both ways (6 m of them, a whole number of
+ * elements of every type), some parts empty, byte displacements with
+ * gaps, receive parts in reverse order; then in place, parts of
+ * m(r, i) = m(i, r) ints. Against PMPI_Alltoallw.
+ */
+static void alltoallw(MPI_Comm comm, int n)
+{
+	int r, p, i, k, x, sn = 0, rn = 0, q = 6 * (n / 6 + 1);
+	int sc[64], sd[64], rc[64], rd[64];
+	MPI_Datatype st[64], rt[64];
+	int *s, *a, *b;
+
+	MPI_Comm_rank(comm, &r);
+	MPI_Comm_size(comm, &p);
+	for (i = 0; i < p; i++) {
+		x = wtype(r, i, 0);
+		st[i] = wtypes[x];
+		sc[i] = vcount(r, i, q) / 6 * 6 / wsize[x];
+		sd[i] = sn * (int)sizeof(int);
+		sn += sc[i] * wext[x] + 2;
+		x = wtype(i, r, 1);
+		rt[i] = wtypes[x];
+		rc[i] = vcount(i, r, q) / 6 * 6 / wsize[x];
+	}
+	for (i = p - 1; i >= 0; i--) {
+		rd[i] = rn * (int)sizeof(int);
+		rn += rc[i] * wext[wtype(i, r, 1)] + 1;
+	}
+	s = ints((size_t)sn, 0);
+	a = ints((size_t)rn, SENTINEL);
+	b = ints((size_t)rn, SENTINEL);
+	for (k = 0; k < sn; k++)
+		s[k] = val(r, 14, k);
+	MPI_Alltoallw(s, sc, sd, st, a, rc, rd, rt, comm);
+	PMPI_Alltoallw(s, sc, sd, st, b, rc, rd, rt, comm);
+	same(a, b, (size_t)rn);
+	free(a);
+	free(b);
+	for (i = 0, rn = 0; i < p; i++) {
+		x = wtype(r, i, 1);
+		rt[i] = wtypes[x];
+		rc[i] = (r + i) % 3 == 1 ? 0 : (q + 6 * (r + i)) / wsize[x];
+		rd[i] = rn * (int)sizeof(int);
+		rn += rc[i] * wext[x] + 1;
+	}
+	a = ints((size_t)rn, 0);
+	b = ints((size_t)rn, 0);
+	for (k = 0; k < rn; k++)
+		a[k] = b[k] = val(r, 15, k);
+	MPI_Alltoallw(MPI_IN_PLACE, NULL, NULL, NULL, a, rc, rd, rt, comm);
+	PMPI_Alltoallw(MPI_IN_PLACE, NULL, NULL, NULL, b, rc, rd, rt, comm);
+	same(a, b, (size_t)rn);
+	free(s);
+	free(a);
+	free(b);
+}
+
 static void allgather(MPI_Comm comm, int n, MPI_Datatype t, int ipe,
 		      int how)
 {
@@ -374,6 +448,7 @@ static void suite(MPI_Comm comm, MPI_Datatype str)
 		p2p_start(&x, comm);
 		alltoall(comm, n, MPI_INT, 1, -1);
 		alltoallv(comm, n);
+		alltoallw(comm, n);
 		allgather(comm, n, MPI_INT, 1, -1);
 		allgatherv(comm, n);
 		bcast(comm, n, MPI_INT, 1, -1);
@@ -1359,6 +1434,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	str = strided();
+	wtypes[0] = MPI_INT;
+	wtypes[1] = MPI_2INT;
+	MPI_Type_contiguous(3, MPI_INT, &wtypes[2]);
+	MPI_Type_commit(&wtypes[2]);
+	wtypes[3] = str;
 	MPI_Comm_split(MPI_COMM_WORLD, wrank % 2, wrank, &half);
 	MPI_Comm_split(MPI_COMM_WORLD, 0, size - wrank, &rev);
 	MPI_Comm_dup(MPI_COMM_WORLD, &dup);
@@ -1369,6 +1449,7 @@ int main(int argc, char **argv)
 	alltoall(dup, 20000, MPI_INT, 1, -1);
 	allgatherv(rev, 30000);
 	alltoallv(dup, 30000);
+	alltoallw(rev, 30000);
 	suite(rev, str);
 	suite(dup, str);
 	/*
@@ -1395,6 +1476,7 @@ int main(int argc, char **argv)
 	barrier(half, 6);
 #endif
 	MPI_Type_free(&str);
+	MPI_Type_free(&wtypes[2]);
 	MPI_Comm_free(&half);
 	MPI_Comm_free(&rev);
 	MPI_Comm_free(&dup);

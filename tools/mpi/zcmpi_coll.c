@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * zcmpi_coll.c - the collectives of libzcrecv-mpi. MPI_Alltoall(v),
+ * zcmpi_coll.c - the collectives of libzcrecv-mpi. MPI_Alltoall(v,w),
  * MPI_Allgather(v), MPI_Bcast, MPI_Gather(v), MPI_Scatter(v), the
  * nonblocking MPI_Ialltoall, MPI_Iallgather, MPI_Ibcast and, of a
  * predefined type, MPI_Reduce, MPI_Allreduce, MPI_Iallreduce,
@@ -32,8 +32,8 @@
  * result counts once (the algorithm decides how often it really moves).
  * Calls on intercommunicators are counted, their bytes are not; the
  * neighbourhood collectives are not counted.
- * Open MPI's Fortran bindings call PMPI_* directly: neither counted nor
- * carried.
+ * Open MPI's Fortran bindings call PMPI_* directly: zcmpi_fortran.c
+ * sends them here.
  */
 #include <errno.h>
 #include <mpi.h>
@@ -56,7 +56,7 @@ static struct zcmpi_coll_stats stats;
 static struct {
 	uint64_t on, alltoall_min, allgather_min, bcast_min;
 	uint64_t gather_min, scatter_min, reduce_min, allreduce_min;
-	uint64_t reduce_scatter_min, scan_min, barrier;
+	uint64_t reduce_scatter_min, scan_min, barrier, allreduce_rsag_max;
 } set;
 
 void __zcmpi_coll_init(const struct zcr_env_set *env)
@@ -72,6 +72,7 @@ void __zcmpi_coll_init(const struct zcr_env_set *env)
 	set.reduce_scatter_min = env->v[ZCR_ENV_MPI_COLL_REDUCE_SCATTER_MIN].u;
 	set.scan_min = env->v[ZCR_ENV_MPI_COLL_SCAN_MIN].u;
 	set.barrier = env->v[ZCR_ENV_MPI_COLL_BARRIER].u;
+	set.allreduce_rsag_max = env->v[ZCR_ENV_MPI_COLL_ALLREDUCE_RSAG_MAX].u;
 	PMPI_Bcast(&set, sizeof(set), MPI_BYTE, 0, MPI_COMM_WORLD);
 }
 
@@ -266,6 +267,7 @@ struct parts {
 	const int *count;
 	MPI_Aint *off;
 	int *own;		/* counts, when the call gave one for all */
+	const MPI_Datatype *type;	/* MPI_Alltoallw's, else NULL */
 };
 
 static MPI_Aint extent(MPI_Datatype t)
@@ -284,6 +286,7 @@ static void parts_of(struct parts *pt, int n, const int *counts, int count,
 	int i;
 
 	pt->own = NULL;
+	pt->type = NULL;
 	pt->off = malloc((size_t)n * sizeof(*pt->off));
 	if (!counts) {
 		pt->own = malloc((size_t)n * sizeof(*pt->own));
@@ -306,10 +309,34 @@ static void parts_free(struct parts *pt)
 	free(pt->own);
 }
 
+/*
+ * Parts of MPI_Alltoallw: counts[i] of types[i] at displs[i] bytes.
+ */
+static void parts_w(struct parts *pt, int n, const int *counts,
+		    const int *displs, const MPI_Datatype *types)
+{
+	int i;
+
+	pt->own = NULL;
+	pt->count = counts;
+	pt->type = types;
+	pt->off = malloc((size_t)n * sizeof(*pt->off));
+	if (!pt->off)
+		__zcmpi_die("out of memory");
+	for (i = 0; i < n; i++)
+		pt->off[i] = displs[i];
+}
+
 /* Part i of pt at buf. */
 static char *at(const void *buf, const struct parts *pt, int i)
 {
 	return (char *)buf + pt->off[i];
+}
+
+/* The type of part i: its own (MPI_Alltoallw), else the call's t. */
+static MPI_Datatype ty(const struct parts *pt, MPI_Datatype t, int i)
+{
+	return pt->type ? pt->type[i] : t;
 }
 
 /* This rank's own part: scount of st at s into rcount of rt at r. */
@@ -350,6 +377,7 @@ static int copy_self(const void *s, int scount, MPI_Datatype st, void *r,
  * the sends in a rotating order, rank + 1 first, so that no rank is every
  * other's first. In place: the parts to send are packed first and go as
  * bytes (a packed message meets a typed receive, Documentation/mpi.md).
+ * Parts of MPI_Alltoallw carry their own types (st, rt unused then).
  */
 static int alltoallv_zc(const void *sbuf, const struct parts *sp,
 			MPI_Datatype st, void *rbuf, const struct parts *rp,
@@ -368,7 +396,8 @@ static int alltoallv_zc(const void *sbuf, const struct parts *sp,
 		for (i = 0; i < p; i++) {
 			c = 0;
 			if (i != me)
-				PMPI_Pack_size(rp->count[i], rt, comm, &c);
+				PMPI_Pack_size(rp->count[i], ty(rp, rt, i),
+					       comm, &c);
 			cap += c;
 		}
 		packed = malloc(cap ? (size_t)cap : 1);
@@ -377,8 +406,9 @@ static int alltoallv_zc(const void *sbuf, const struct parts *sp,
 		for (i = 0; i < p; i++) {
 			poff[i] = pos;
 			if (i != me)
-				PMPI_Pack(at(rbuf, rp, i), rp->count[i], rt,
-					  packed, cap, &pos, comm);
+				PMPI_Pack(at(rbuf, rp, i), rp->count[i],
+					  ty(rp, rt, i), packed, cap, &pos,
+					  comm);
 		}
 		poff[p] = pos;
 	}
@@ -386,12 +416,14 @@ static int alltoallv_zc(const void *sbuf, const struct parts *sp,
 	/* In the order they come: rank - 1 sends to us first. */
 	for (k = 1; k < p; k++) {
 		i = (me - k + p) % p;
-		op_start(&op, ZR_RECV, at(rbuf, rp, i), rp->count[i], rt, i);
+		op_start(&op, ZR_RECV, at(rbuf, rp, i), rp->count[i],
+			 ty(rp, rt, i), i);
 	}
 	if (!in_place)
-		op_fail(&op, copy_self(at(sbuf, sp, me), sp->count[me], st,
-				       at(rbuf, rp, me), rp->count[me], rt,
-				       comm), false);
+		op_fail(&op, copy_self(at(sbuf, sp, me), sp->count[me],
+				       ty(sp, st, me), at(rbuf, rp, me),
+				       rp->count[me], ty(rp, rt, me), comm),
+			false);
 	for (k = 1; k < p; k++) {
 		i = (me + k) % p;
 		if (in_place)
@@ -399,7 +431,7 @@ static int alltoallv_zc(const void *sbuf, const struct parts *sp,
 				 poff[i + 1] - poff[i], MPI_BYTE, i);
 		else
 			op_start(&op, ZR_SEND, at(sbuf, sp, i), sp->count[i],
-				 st, i);
+				 ty(sp, st, i), i);
 	}
 	c = op_end(&op);
 	free(packed);
@@ -703,10 +735,92 @@ static struct zcomm *carry_red(MPI_Comm comm, int count, MPI_Datatype t,
 	return carry(comm, bytes_of(count, t), min);
 }
 
+/* Elements of blocks lo .. hi - 1 of pt (one after another). */
+static int span(const struct parts *pt, int lo, int hi)
+{
+	int c = 0;
+
+	while (lo < hi)
+		c += pt->count[lo++];
+	return c;
+}
+
 /*
- * Allreduce: commutative, ring reduce-scatter into rbuf then the
- * allgather ring over the reduced blocks; otherwise the rank-order tree
- * to rank 0 and a broadcast.
+ * Rabenseifner's allreduce of a commutative operation on p = 2^k ranks,
+ * in acc: a reduce-scatter by recursive halving, then an allgather by
+ * recursive doubling. The vector is cut in p blocks; at the step of
+ * distance d (p / 2 down to 1) a rank keeps the half of its window of
+ * blocks on the side of its bit d, sends the other half to its partner
+ * (rank ^ d) and reduces the partner's copy of the kept half into its
+ * own, so rank j ends with block j reduced; the allgather retraces the
+ * steps (d = 1 up), each rank sending its window and receiving its
+ * partner's beside it, into the half it sent at that distance. Every
+ * receive of the halving is posted at the call, each into a region of
+ * tmp of its own (an early arrival is staged there). 2 log2 p steps
+ * instead of the ring's 2 (p - 1), the same bytes.
+ */
+static int allreduce_rsag(void *acc, void *tmp, int count, MPI_Datatype t,
+			  MPI_Op mop, MPI_Comm comm, struct zcomm *zc)
+{
+	int p = zc->size, me = zc->rank, d, k, ret;
+	int lo = 0, hi = p, mid, klo, khi, slo, shi, ri[32], si[32];
+	MPI_Aint ext = extent(t), used = 0;
+	struct parts pt;
+	struct cop op;
+
+	blocks_of(&pt, p, NULL, count, t);
+	op_init(&op, comm, zc, 4 * 32);
+	for (d = p / 2, k = 0; d >= 1; d /= 2, k++) {
+		mid = (lo + hi) / 2;
+		klo = me & d ? mid : lo;
+		khi = me & d ? hi : mid;
+		ri[k] = op_start(&op, ZR_RECV, (char *)tmp + used,
+				 span(&pt, klo, khi), t, me ^ d);
+		used += (MPI_Aint)span(&pt, klo, khi) * ext;
+		lo = klo;
+		hi = khi;
+	}
+	lo = 0;
+	hi = p;
+	used = 0;
+	for (d = p / 2, k = 0; d >= 1; d /= 2, k++) {
+		mid = (lo + hi) / 2;
+		klo = me & d ? mid : lo;
+		khi = me & d ? hi : mid;
+		slo = me & d ? lo : mid;
+		shi = me & d ? mid : hi;
+		si[k] = op_start(&op, ZR_SEND, at(acc, &pt, slo),
+				 span(&pt, slo, shi), t, me ^ d);
+		op_wait(&op, ri[k]);
+		reduce_local((char *)tmp + used, at(acc, &pt, klo),
+			     span(&pt, klo, khi), t, mop, &op);
+		used += (MPI_Aint)span(&pt, klo, khi) * ext;
+		lo = klo;
+		hi = khi;
+	}
+	for (d = 1, k--; d < p; d *= 2, k--) {
+		slo = me & d ? lo - (hi - lo) : hi;
+		shi = me & d ? lo : hi + (hi - lo);
+		/* The half sent at this distance is received into. */
+		op_wait(&op, si[k]);
+		ri[k] = op_start(&op, ZR_RECV, at(acc, &pt, slo),
+				 span(&pt, slo, shi), t, me ^ d);
+		op_wait(&op, op_start(&op, ZR_SEND, at(acc, &pt, lo),
+				      span(&pt, lo, hi), t, me ^ d));
+		op_wait(&op, ri[k]);
+		lo = lo < slo ? lo : slo;
+		hi = hi > shi ? hi : shi;
+	}
+	ret = op_end(&op);
+	parts_free(&pt);
+	return ret;
+}
+
+/*
+ * Allreduce: commutative, on a power of two ranks and up to
+ * set.allreduce_rsag_max bytes Rabenseifner's (allreduce_rsag), else the
+ * ring reduce-scatter into rbuf then the allgather ring over the reduced
+ * blocks; non-commutative, the rank-order tree to rank 0 and a broadcast.
  */
 static int allreduce_zc(const void *sbuf, void *rbuf, int count,
 			MPI_Datatype t, MPI_Op mop, MPI_Comm comm,
@@ -725,8 +839,14 @@ static int allreduce_zc(const void *sbuf, void *rbuf, int count,
 		ret2 = bcast_zc(rbuf, count, t, 0, comm, zc);
 		return ret ? ret : ret2;
 	}
-	blocks_of(&pt, zc->size, NULL, count, t);
 	tmp = vec_alloc(bytes);
+	if (bytes <= set.allreduce_rsag_max && set.allreduce_rsag_max &&
+	    zc->size > 1 && !(zc->size & (zc->size - 1))) {
+		ret = allreduce_rsag(rbuf, tmp, count, t, mop, comm, zc);
+		free(tmp);
+		return ret;
+	}
+	blocks_of(&pt, zc->size, NULL, count, t);
 	ret = rsc_ring(rbuf, tmp, &pt, t, mop, comm, zc);
 	ret2 = allgatherv_zc(MPI_IN_PLACE, 0, t, rbuf, &pt, t, comm, zc);
 	free(tmp);
@@ -1701,47 +1821,37 @@ int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
 	return iparts(true, sbuf, scount, st, rbuf, rcount, rt, comm, req);
 }
 
-int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
-		  MPI_Datatype st, void *rbuf, const int rcounts[],
-		  const int rdispls[], MPI_Datatype rt, MPI_Comm comm)
+/*
+ * MPI_Alltoallv (one type each way, st and rt) or MPI_Alltoallw (a type a
+ * part, sts and rts) over zcrecv, or NULL. Each rank knows its own counts
+ * only: the largest part over all ranks, by one small reduction, is what
+ * every rank decides on.
+ */
+static struct zcomm *carry_a2av(MPI_Comm comm, bool in_place,
+				const int *scounts, MPI_Datatype st,
+				const MPI_Datatype *sts, const int *rcounts,
+				MPI_Datatype rt, const MPI_Datatype *rts)
 {
 	struct zcomm *zc = set.on ? __zcmpi_zcomm_of(comm) : NULL;
 	uint64_t mine = 0, part = 0, b;
-	struct parts sp = { 0 }, rp;
-	int i, ret;
+	int i;
 
-	/*
-	 * Each rank knows its own counts only: the largest part over all
-	 * ranks, by one small reduction, is what every rank decides on.
-	 */
 	for (i = 0; zc && i < zc->size; i++) {
-		b = rcounts[i] < 0 ? UINT64_MAX : bytes_of(rcounts[i], rt);
+		b = rcounts[i] < 0 ? UINT64_MAX :
+		    bytes_of(rcounts[i], rts ? rts[i] : rt);
 		mine = b > mine ? b : mine;
-		if (sbuf == MPI_IN_PLACE)
+		if (in_place)
 			continue;
-		b = scounts[i] < 0 ? UINT64_MAX : bytes_of(scounts[i], st);
+		b = scounts[i] < 0 ? UINT64_MAX :
+		    bytes_of(scounts[i], sts ? sts[i] : st);
 		mine = b > mine ? b : mine;
 	}
 	if (zc && PMPI_Allreduce(&mine, &part, 1, MPI_UINT64_T, MPI_MAX,
 				 comm) == MPI_SUCCESS)
-		zc = carry(comm, part, set.alltoall_min);
-	else
-		zc = NULL;
-	if (!zc) {
-		note(from_others_v(rcounts, rt, comm));
-		return PMPI_Alltoallv(sbuf, scounts, sdispls, st, rbuf,
-				      rcounts, rdispls, rt, comm);
-	}
-	ENTER;
-	note_zc(from_others_v(rcounts, rt, comm));
-	if (sbuf != MPI_IN_PLACE)
-		parts_of(&sp, zc->size, scounts, 0, sdispls, st);
-	parts_of(&rp, zc->size, rcounts, 0, rdispls, rt);
-	ret = alltoallv_zc(sbuf, &sp, st, rbuf, &rp, rt, comm, zc);
-	parts_free(&sp);
-	parts_free(&rp);
-	LEAVE(ret);
+		return carry(comm, part, set.alltoall_min);
+	return NULL;
 }
+
 
 int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
 	       MPI_Op op, int root, MPI_Comm comm)
@@ -1957,14 +2067,67 @@ static uint64_t from_others_w(const int *counts, const MPI_Datatype *types,
 	return sum;
 }
 
+/*
+ * MPI_Alltoallv (st, rt) and MPI_Alltoallw (a type a part: sts, rts),
+ * decided alike on the largest part in bytes of any rank, the whole call
+ * one way or the other.
+ */
+static int alltoallvw(const void *sbuf, const int *scounts,
+		      const int *sdispls, MPI_Datatype st,
+		      const MPI_Datatype *sts, void *rbuf, const int *rcounts,
+		      const int *rdispls, MPI_Datatype rt,
+		      const MPI_Datatype *rts, MPI_Comm comm)
+{
+	bool in_place = sbuf == MPI_IN_PLACE;
+	struct zcomm *zc = carry_a2av(comm, in_place, scounts, st, sts,
+				      rcounts, rt, rts);
+	uint64_t got = rts ? from_others_w(rcounts, rts, comm) :
+		       from_others_v(rcounts, rt, comm);
+	struct parts sp = { 0 }, rp;
+	int ret;
+
+	if (!zc) {
+		note(got);
+		if (rts)
+			return PMPI_Alltoallw(sbuf, scounts, sdispls, sts,
+					      rbuf, rcounts, rdispls, rts,
+					      comm);
+		return PMPI_Alltoallv(sbuf, scounts, sdispls, st, rbuf,
+				      rcounts, rdispls, rt, comm);
+	}
+	ENTER;
+	note_zc(got);
+	if (rts) {
+		if (!in_place)
+			parts_w(&sp, zc->size, scounts, sdispls, sts);
+		parts_w(&rp, zc->size, rcounts, rdispls, rts);
+	} else {
+		if (!in_place)
+			parts_of(&sp, zc->size, scounts, 0, sdispls, st);
+		parts_of(&rp, zc->size, rcounts, 0, rdispls, rt);
+	}
+	ret = alltoallv_zc(sbuf, &sp, st, rbuf, &rp, rt, comm, zc);
+	parts_free(&sp);
+	parts_free(&rp);
+	LEAVE(ret);
+}
+
+int MPI_Alltoallv(const void *sbuf, const int scounts[], const int sdispls[],
+		  MPI_Datatype st, void *rbuf, const int rcounts[],
+		  const int rdispls[], MPI_Datatype rt, MPI_Comm comm)
+{
+	return alltoallvw(sbuf, scounts, sdispls, st, NULL, rbuf, rcounts,
+			  rdispls, rt, NULL, comm);
+}
+
 int MPI_Alltoallw(const void *sbuf, const int scounts[], const int sdispls[],
 		  const MPI_Datatype stypes[], void *rbuf, const int rcounts[],
 		  const int rdispls[], const MPI_Datatype rtypes[],
 		  MPI_Comm comm)
 {
-	note(from_others_w(rcounts, rtypes, comm));
-	return PMPI_Alltoallw(sbuf, scounts, sdispls, stypes, rbuf, rcounts,
-			      rdispls, rtypes, comm);
+	return alltoallvw(sbuf, scounts, sdispls, MPI_DATATYPE_NULL, stypes,
+			  rbuf, rcounts, rdispls, MPI_DATATYPE_NULL, rtypes,
+			  comm);
 }
 
 int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t,

@@ -8,6 +8,12 @@
  * bindings call the C MPI_* functions and need nothing (this file builds
  * to nothing there). Our requests have Fortran handles from FREQ_BASE on;
  * the real MPI's are converted with MPI_Request_f2c/c2f.
+ *
+ * The collectives too (zcmpi_coll.c carries them, or hands them to PMPI
+ * and counts them): their buffers may be Fortran's MPI_IN_PLACE or
+ * MPI_BOTTOM, which are the addresses of common blocks of Open MPI's
+ * (mpi_fortran_in_place_, mpi_fortran_bottom_), not C's sentinels; they
+ * are translated here before the C call sees them.
  */
 #include <dlfcn.h>
 #include <mpi.h>
@@ -24,6 +30,10 @@
 		__zcmpi_die("%s not found", name)
 
 static MPI_Fint *f_status_ignore, *f_statuses_ignore;
+static void *f_in_place, *f_bottom;
+
+/* Fortran's counts and displacements are passed as C int arrays. */
+_Static_assert(sizeof(MPI_Fint) == sizeof(int), "MPI_Fint is not an int");
 
 /* Fortran handles: ours from FREQ_BASE on, the real MPI's converted. */
 #define F_HANDLES(T, f2c, c2f, ours, Z, H, real_f2c, real_c2f)		\
@@ -52,6 +62,8 @@ static void f_lookup(void)
 					"mpi_fortran_status_ignore_");
 		f_statuses_ignore = dlsym(RTLD_DEFAULT,
 					  "mpi_fortran_statuses_ignore_");
+		f_in_place = dlsym(RTLD_DEFAULT, "mpi_fortran_in_place_");
+		f_bottom = dlsym(RTLD_DEFAULT, "mpi_fortran_bottom_");
 	}
 }
 
@@ -427,5 +439,198 @@ void mpi_comm_split_(MPI_Fint *comm, MPI_Fint *color, MPI_Fint *key,
 	*ierr = MPI_Comm_split(FC(comm), *color, *key, &c);
 	if (*ierr == MPI_SUCCESS)
 		*out = PMPI_Comm_c2f(c);
+}
+/* ---- collectives -------------------------------------------------------- */
+
+/* A Fortran buffer argument: its sentinels as C's. */
+static void *fbuf(void *b)
+{
+	f_lookup();
+	if (b && b == f_in_place)
+		return MPI_IN_PLACE;
+	if (b && b == f_bottom)
+		return MPI_BOTTOM;
+	return b;
+}
+
+#define FO(x)	PMPI_Op_f2c(*(x))
+
+/* The request of a nonblocking call that succeeded, in Fortran terms. */
+#define FREQ_OUT(ret, r, req)						\
+	do {								\
+		if ((ret) == MPI_SUCCESS)				\
+			*(req) = c2f_req(r);				\
+	} while (0)
+
+void mpi_barrier_(MPI_Fint *comm, MPI_Fint *ierr)
+{
+	*ierr = MPI_Barrier(FC(comm));
+}
+
+void mpi_ibarrier_(MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr)
+{
+	MPI_Request r;
+
+	*ierr = MPI_Ibarrier(FC(comm), &r);
+	FREQ_OUT(*ierr, r, req);
+}
+
+void mpi_bcast_(void *buf, MPI_Fint *count, MPI_Fint *t, MPI_Fint *root,
+		MPI_Fint *comm, MPI_Fint *ierr)
+{
+	*ierr = MPI_Bcast(fbuf(buf), *count, FT(t), *root, FC(comm));
+}
+
+void mpi_ibcast_(void *buf, MPI_Fint *count, MPI_Fint *t, MPI_Fint *root,
+		 MPI_Fint *comm, MPI_Fint *req, MPI_Fint *ierr)
+{
+	MPI_Request r;
+
+	*ierr = MPI_Ibcast(fbuf(buf), *count, FT(t), *root, FC(comm), &r);
+	FREQ_OUT(*ierr, r, req);
+}
+
+/* Gather and scatter: one part each way, a root. */
+#define FROOTED(fname, cname)						\
+void fname(void *sbuf, MPI_Fint *scount, MPI_Fint *st, void *rbuf,	\
+	   MPI_Fint *rcount, MPI_Fint *rt, MPI_Fint *root,		\
+	   MPI_Fint *comm, MPI_Fint *ierr)				\
+{									\
+	*ierr = cname(fbuf(sbuf), *scount, FT(st), fbuf(rbuf), *rcount,	\
+		      FT(rt), *root, FC(comm));				\
+}
+FROOTED(mpi_gather_, MPI_Gather)
+FROOTED(mpi_scatter_, MPI_Scatter)
+
+void mpi_gatherv_(void *sbuf, MPI_Fint *scount, MPI_Fint *st, void *rbuf,
+		  MPI_Fint *rcounts, MPI_Fint *displs, MPI_Fint *rt,
+		  MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+{
+	*ierr = MPI_Gatherv(fbuf(sbuf), *scount, FT(st), fbuf(rbuf), rcounts,
+			    displs, FT(rt), *root, FC(comm));
+}
+
+void mpi_scatterv_(void *sbuf, MPI_Fint *scounts, MPI_Fint *displs,
+		   MPI_Fint *st, void *rbuf, MPI_Fint *rcount, MPI_Fint *rt,
+		   MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+{
+	*ierr = MPI_Scatterv(fbuf(sbuf), scounts, displs, FT(st), fbuf(rbuf),
+			     *rcount, FT(rt), *root, FC(comm));
+}
+
+/* Allgather and alltoall, blocking and not: one part a rank. */
+#define FALL(fname, cname)						\
+void fname(void *sbuf, MPI_Fint *scount, MPI_Fint *st, void *rbuf,	\
+	   MPI_Fint *rcount, MPI_Fint *rt, MPI_Fint *comm,		\
+	   MPI_Fint *ierr)						\
+{									\
+	*ierr = cname(fbuf(sbuf), *scount, FT(st), fbuf(rbuf), *rcount,	\
+		      FT(rt), FC(comm));				\
+}
+FALL(mpi_allgather_, MPI_Allgather)
+FALL(mpi_alltoall_, MPI_Alltoall)
+
+#define FIALL(fname, cname)						\
+void fname(void *sbuf, MPI_Fint *scount, MPI_Fint *st, void *rbuf,	\
+	   MPI_Fint *rcount, MPI_Fint *rt, MPI_Fint *comm,		\
+	   MPI_Fint *req, MPI_Fint *ierr)				\
+{									\
+	MPI_Request r;							\
+									\
+	*ierr = cname(fbuf(sbuf), *scount, FT(st), fbuf(rbuf), *rcount,	\
+		      FT(rt), FC(comm), &r);				\
+	FREQ_OUT(*ierr, r, req);					\
+}
+FIALL(mpi_iallgather_, MPI_Iallgather)
+FIALL(mpi_ialltoall_, MPI_Ialltoall)
+
+void mpi_allgatherv_(void *sbuf, MPI_Fint *scount, MPI_Fint *st, void *rbuf,
+		     MPI_Fint *rcounts, MPI_Fint *displs, MPI_Fint *rt,
+		     MPI_Fint *comm, MPI_Fint *ierr)
+{
+	*ierr = MPI_Allgatherv(fbuf(sbuf), *scount, FT(st), fbuf(rbuf),
+			       rcounts, displs, FT(rt), FC(comm));
+}
+
+void mpi_alltoallv_(void *sbuf, MPI_Fint *scounts, MPI_Fint *sdispls,
+		    MPI_Fint *st, void *rbuf, MPI_Fint *rcounts,
+		    MPI_Fint *rdispls, MPI_Fint *rt, MPI_Fint *comm,
+		    MPI_Fint *ierr)
+{
+	*ierr = MPI_Alltoallv(fbuf(sbuf), scounts, sdispls, FT(st),
+			      fbuf(rbuf), rcounts, rdispls, FT(rt), FC(comm));
+}
+
+/*
+ * Alltoallw: a type a part, each converted (the send types are not read
+ * in place, where Fortran may pass anything).
+ */
+void mpi_alltoallw_(void *sbuf, MPI_Fint *scounts, MPI_Fint *sdispls,
+		    MPI_Fint *sts, void *rbuf, MPI_Fint *rcounts,
+		    MPI_Fint *rdispls, MPI_Fint *rts, MPI_Fint *comm,
+		    MPI_Fint *ierr)
+{
+	MPI_Comm c = FC(comm);
+	MPI_Datatype *st, *rt;
+	void *s = fbuf(sbuf);
+	int n = 0, i;
+
+	if (PMPI_Comm_size(c, &n) != MPI_SUCCESS) {
+		*ierr = MPI_Alltoallw(s, scounts, sdispls, NULL, fbuf(rbuf),
+				      rcounts, rdispls, NULL, c);
+		return;
+	}
+	st = calloc((size_t)n + 1, sizeof(*st));
+	rt = calloc((size_t)n + 1, sizeof(*rt));
+	if (!st || !rt)
+		__zcmpi_die("out of memory");
+	for (i = 0; i < n; i++) {
+		st[i] = s == MPI_IN_PLACE ? MPI_DATATYPE_NULL :
+			PMPI_Type_f2c(sts[i]);
+		rt[i] = PMPI_Type_f2c(rts[i]);
+	}
+	*ierr = MPI_Alltoallw(s, scounts, sdispls, st, fbuf(rbuf), rcounts,
+			      rdispls, rt, c);
+	free(st);
+	free(rt);
+}
+
+void mpi_reduce_(void *sbuf, void *rbuf, MPI_Fint *count, MPI_Fint *t,
+		 MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
+{
+	*ierr = MPI_Reduce(fbuf(sbuf), fbuf(rbuf), *count, FT(t), FO(op),
+			   *root, FC(comm));
+}
+
+/* Allreduce, Scan, Exscan: a vector, an operation. */
+#define FRED(fname, cname)						\
+void fname(void *sbuf, void *rbuf, MPI_Fint *count, MPI_Fint *t,	\
+	   MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)		\
+{									\
+	*ierr = cname(fbuf(sbuf), fbuf(rbuf), *count, FT(t), FO(op),	\
+		      FC(comm));					\
+}
+FRED(mpi_allreduce_, MPI_Allreduce)
+FRED(mpi_scan_, MPI_Scan)
+FRED(mpi_exscan_, MPI_Exscan)
+FRED(mpi_reduce_scatter_block_, MPI_Reduce_scatter_block)
+
+void mpi_iallreduce_(void *sbuf, void *rbuf, MPI_Fint *count, MPI_Fint *t,
+		     MPI_Fint *op, MPI_Fint *comm, MPI_Fint *req,
+		     MPI_Fint *ierr)
+{
+	MPI_Request r;
+
+	*ierr = MPI_Iallreduce(fbuf(sbuf), fbuf(rbuf), *count, FT(t), FO(op),
+			       FC(comm), &r);
+	FREQ_OUT(*ierr, r, req);
+}
+
+void mpi_reduce_scatter_(void *sbuf, void *rbuf, MPI_Fint *rcounts,
+			 MPI_Fint *t, MPI_Fint *op, MPI_Fint *comm,
+			 MPI_Fint *ierr)
+{
+	*ierr = MPI_Reduce_scatter(fbuf(sbuf), fbuf(rbuf), rcounts, FT(t),
+				   FO(op), FC(comm));
 }
 #endif
