@@ -296,6 +296,13 @@ const struct zcr_env_var __zcr_env_vars[ZCR_ENV_COUNT] = {
 	     "libzcrecv-mpi.so: 1: MPI_Barrier and MPI_Ibarrier of carried "
 	     "communicators go over zcrecv (a dissemination of zero-byte "
 	     "messages); 0: they stay with the MPI."),
+	BOOL(MPI_COLL_HINTS, ZCR_ENV_MPI, 1,
+	     "libzcrecv-mpi.so: 1: after a carried MPI_Alltoall(v) the "
+	     "library keeps where each part was received, and stages the "
+	     "parts of the next one on that communicator that arrive before "
+	     "their receive at those page offsets, so that they land by "
+	     "remap when the call uses the same buffer; 0: such parts are "
+	     "staged as any early message (or deferred)."),
 
 	STR(TRACE_DIR, ZCR_ENV_TRACE, PATH_MAX - 32, "the current directory",
 	    "The MPI tracer libzctrace.so writes rank-NNNN.trace here."),

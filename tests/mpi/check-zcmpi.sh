@@ -17,6 +17,9 @@
 #     its nonblocking part, the barriers and scans ("zcmpi_coll nb") on
 #     2 and 4 ranks with the real MPI and over the layer, every call
 #     carried, and over the layer under MPI_THREAD_MULTIPLE;
+#   - all-to-all parts that reach a rank before it enters the call are
+#     staged where the last call received them and land by remap
+#     ("zcmpi_coll early", both MPIs), and not with ZCRECV_MPI_COLL_HINTS=0;
 #   - mixed Fortran/C (tests/mpi/mixed.f90) shares one path, also with
 #     the `use mpi` bindings under Open MPI (tests/mpi/usempi.f90);
 #   - persistent requests from Fortran, both MPIs (tests/mpi/persist.f90),
@@ -307,6 +310,39 @@ part_early() {
 	fi
 }
 
+# coll_early MPI LIB PROG NAME: rank 0 enters each MPI_Alltoall late
+# ("zcmpi_coll early", 256 KiB parts, eight calls into one buffer, then
+# another buffer and a shifted one, every part checked): with the landing
+# hints the parts that came early are staged where the last call received
+# them (report: expected) and, where the backend remaps, most land by remap
+# (ZCRECV_POLICY=remap); with ZCRECV_MPI_COLL_HINTS=0 none is expected.
+# Rank 0 alone takes 3 x 7 such parts when every one is early; a loaded
+# host may let a few come late, so at least 12 are asked for.
+coll_early() {
+	local mpi=$1 lib=$2 prog=$3 name=$4 out=$tmp/$4.early exp remaps rc rc0 \
+		exp0 backend
+	$mpi ZCRECV_REPORT=1 ZCRECV_POLICY=remap ZCRECV_MPI_COLL_ALLTOALL_MIN=0 \
+		LD_PRELOAD="$root/$bin/$lib" "$prog" early >"$out" 2>&1
+	rc=$?
+	$mpi ZCRECV_REPORT=1 ZCRECV_POLICY=remap ZCRECV_MPI_COLL_ALLTOALL_MIN=0 \
+		ZCRECV_MPI_COLL_HINTS=0 LD_PRELOAD="$root/$bin/$lib" "$prog" \
+		early >"$out.off" 2>&1
+	rc0=$?
+	exp=$(sumcount "$out" 'expected')
+	remaps=$(sumcount "$out" 'remaps')
+	exp0=$(sumcount "$out.off" 'expected')
+	backend=$(grep -o 'backend [a-z-]*' "$out" | sort -u | head -1)
+	if [ $rc = 0 ] && [ $rc0 = 0 ] && grep -q 'checks passed' "$out" &&
+	   grep -q 'checks passed' "$out.off" && [ "$exp" -ge 12 ] &&
+	   [ "$exp0" = 0 ] &&
+	   { [ "$backend" = "backend copy" ] || [ "$remaps" -ge 12 ]; }; then
+		ok "$name: all-to-all parts before their call: $exp staged at the last call's parts, $remaps remapped ($backend); none placed without the hints"
+	else
+		bad "$name: all-to-all parts before their call: rc $rc/$rc0, expected $exp (hints off: $exp0), remaps $remaps ($backend)"
+		tail -5 "$out"
+	fi
+}
+
 # part_threads LIB PROG: four threads of a rank ready one send's partitions
 # at once (MPI_THREAD_MULTIPLE), with and without the layer.
 part_threads() {
@@ -356,6 +392,7 @@ if [ -f $bin/libzcrecv-mpi.so ]; then
 	sem ompi libzcrecv-mpi.so $bin/zcmpi_sem ompi-sem
 	skip "ompi-part: Open MPI 4.1 has no MPI-4 partitioned calls (MPI_Psend_init, MPI_Pready, ...): nothing to carry"
 	coll ompi libzcrecv-mpi.so $bin/zcmpi_coll ompi-coll
+	coll_early ompi libzcrecv-mpi.so $bin/zcmpi_coll ompi-coll-early
 	[ -x $bin/fcoll ] && fcoll ompi libzcrecv-mpi.so $bin/fcoll ompi-fcoll full
 	[ -x $bin/fcoll-usempi ] &&
 		fcoll ompi libzcrecv-mpi.so $bin/fcoll-usempi ompi-fcoll-usempi
@@ -394,6 +431,7 @@ if [ -f $bin/libzcrecv-mpi-mpich.so ]; then
 		bad "build/tools/mpi/zcmpi_part-mpich missing"
 	fi
 	coll mpich libzcrecv-mpi-mpich.so $bin/zcmpi_coll-mpich mpich-coll
+	coll_early mpich libzcrecv-mpi-mpich.so $bin/zcmpi_coll-mpich mpich-coll-early
 	[ -x $bin/fcoll-mpich ] &&
 		fcoll mpich libzcrecv-mpi-mpich.so $bin/fcoll-mpich mpich-fcoll full
 	[ -x $bin/fcoll-usempi-mpich ] &&

@@ -29,6 +29,9 @@
  *                      scans only, on MPI_COMM_WORLD, a dup and (Open
  *                      MPI) one rank alone; 2 ranks or more; mt: under
  *                      MPI_THREAD_MULTIPLE
+ *   zcmpi_coll early   MPI_Alltoall(v) calls that rank 0 enters late,
+ *                      into one buffer, then another, then shifted by
+ *                      an int (the layer's landing hints); 2 ranks or more
  *   zcmpi_coll bench [FIRST [LAST]]
  *                      per collective (FIRST..LAST of coll_names, all by
  *                      default) and size, the median time of a call in
@@ -1270,6 +1273,85 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/*
+ * "early": rank 0 enters each MPI_Alltoall late, so the other ranks' parts
+ * reach it before its receives are posted; every call uses the same
+ * page-aligned receive buffer of 256 KiB parts, so the layer (hints,
+ * ZCRECV_MPI_COLL_HINTS) can stage them at their parts. Then a call into
+ * another buffer, and an MPI_Alltoallv whose parts sit one int further
+ * on: placed where the earlier calls received, they must land right all
+ * the same. Every part is checked.
+ */
+#define EARLY_INTS	(64 * 1024)
+#define EARLY_ROUNDS	8
+
+static void *page_ints(size_t n)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, 4096, (n ? n : 1) * sizeof(int)))
+		MPI_Abort(MPI_COMM_WORLD, 3);
+	return p;
+}
+
+static void early_round(MPI_Comm comm, int round, int *sbuf, int *rbuf,
+			int shift)
+{
+	int size, me, j, i, *sc, *sd, *rc, *rd;
+	const size_t n = EARLY_INTS;
+
+	MPI_Comm_size(comm, &size);
+	MPI_Comm_rank(comm, &me);
+	for (j = 0; j < size; j++)
+		for (i = 0; i < (int)n; i++)
+			sbuf[(size_t)j * n + i] = val(me, round * size + j, i);
+	memset(rbuf, 0, (size_t)size * n * sizeof(int) + sizeof(int));
+	if (me == 0)
+		usleep(50 * 1000);
+	if (!shift) {
+		MPI_Alltoall(sbuf, (int)n, MPI_INT, rbuf, (int)n, MPI_INT,
+			     comm);
+	} else {
+		sc = ints((size_t)size, (int)n);
+		rc = ints((size_t)size, (int)n);
+		sd = ints((size_t)size, 0);
+		rd = ints((size_t)size, 0);
+		for (j = 0; j < size; j++) {
+			sd[j] = j * (int)n;
+			rd[j] = j * (int)n + shift;
+		}
+		MPI_Alltoallv(sbuf, sc, sd, MPI_INT, rbuf, rc, rd, MPI_INT,
+			      comm);
+		free(sc);
+		free(rc);
+		free(sd);
+		free(rd);
+	}
+	for (j = 0; j < size; j++)
+		for (i = 0; i < (int)n; i++)
+			CHECK(rbuf[(size_t)j * n + shift + i] ==
+			      val(j, round * size + me, i));
+}
+
+static void early(MPI_Comm comm)
+{
+	int size, round;
+	int *sbuf, *rbuf, *other;
+
+	MPI_Comm_size(comm, &size);
+	sbuf = page_ints((size_t)size * EARLY_INTS);
+	rbuf = page_ints((size_t)size * EARLY_INTS + 1);
+	other = page_ints((size_t)size * EARLY_INTS + 1);
+	for (round = 0; round < EARLY_ROUNDS; round++)
+		early_round(comm, round, sbuf, rbuf, 0);
+	early_round(comm, round++, sbuf, other, 0);
+	early_round(comm, round++, sbuf, rbuf, 1);
+	early_round(comm, round, sbuf, rbuf, 0);
+	free(sbuf);
+	free(rbuf);
+	free(other);
+}
+
 static const char *const coll_names[] = {
 	"alltoall", "allgather", "bcast", "allreduce", "reduce",
 	"reduce_scatter_block", "gather", "scatter", "ialltoall",
@@ -1404,6 +1486,10 @@ int main(int argc, char **argv)
 	seed = getenv("ZCMPI_COLL_SEED") ?
 	       (unsigned int)strtoul(getenv("ZCMPI_COLL_SEED"), NULL, 0) : 33;
 	PMPI_Bcast(&seed, 1, MPI_UNSIGNED, 0, MPI_COMM_WORLD);
+	if (argc > 1 && !strcmp(argv[1], "early")) {
+		early(MPI_COMM_WORLD);
+		goto out;
+	}
 	if (argc > 1 && !strcmp(argv[1], "nb")) {
 		/* half: here a communicator of this rank alone. */
 		str = strided();

@@ -90,6 +90,7 @@ static int zcomm_delete(MPI_Comm comm, int kv, void *attr, void *extra)
 	(void)comm;
 	(void)kv;
 	(void)extra;
+	__zcmpi_coll_hints_free(zc);
 	free(zc->world);
 	free(zc->local);
 	free(zc);
@@ -764,6 +765,7 @@ int MPI_Finalize(void)
 		 */
 		PMPI_Barrier(MPI_COMM_WORLD);
 		report();
+		__zcmpi_coll_hints_free_all();
 		while ((m = mems)) {
 			mems = m->next;
 			free(m);

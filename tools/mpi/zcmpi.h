@@ -49,6 +49,10 @@ ZCMPI_HIDDEN bool __zcmpi_coll_poll(struct zreq *z);
 ZCMPI_HIDDEN void __zcmpi_coll_wait(struct zreq *z);
 ZCMPI_HIDDEN void __zcmpi_coll_progress(void);
 ZCMPI_HIDDEN void __zcmpi_coll_drain(void);
+struct zcomm;
+/* Forget zc's landing hints (its communicator is freed); all of them. */
+ZCMPI_HIDDEN void __zcmpi_coll_hints_free(struct zcomm *zc);
+ZCMPI_HIDDEN void __zcmpi_coll_hints_free_all(void);
 extern ZCMPI_HIDDEN unsigned int __zcmpi_coll_running;
 
 /* ---- state (zcmpi.c) ---------------------------------------------------- */
@@ -63,6 +67,12 @@ struct zcomm {
 	 * the collectives of a communicator in one order, so all agree.
 	 */
 	uint32_t coll_seq;
+	/*
+	 * Where its last carried all-to-all received each part
+	 * (zcmpi_coll.c, struct chints): the next one's early parts are
+	 * staged at those offsets. NULL: none.
+	 */
+	struct chints *hints;
 };
 
 /* ZR_SSEND: only as what to start (a synchronous ZR_SEND). */

@@ -57,6 +57,7 @@ static struct {
 	uint64_t on, alltoall_min, allgather_min, bcast_min;
 	uint64_t gather_min, scatter_min, reduce_min, allreduce_min;
 	uint64_t reduce_scatter_min, scan_min, barrier, allreduce_rsag_max;
+	uint64_t hints;
 } set;
 
 void __zcmpi_coll_init(const struct zcr_env_set *env)
@@ -72,6 +73,7 @@ void __zcmpi_coll_init(const struct zcr_env_set *env)
 	set.reduce_scatter_min = env->v[ZCR_ENV_MPI_COLL_REDUCE_SCATTER_MIN].u;
 	set.scan_min = env->v[ZCR_ENV_MPI_COLL_SCAN_MIN].u;
 	set.barrier = env->v[ZCR_ENV_MPI_COLL_BARRIER].u;
+	set.hints = env->v[ZCR_ENV_MPI_COLL_HINTS].u;
 	set.allreduce_rsag_max = env->v[ZCR_ENV_MPI_COLL_ALLREDUCE_RSAG_MAX].u;
 	PMPI_Bcast(&set, sizeof(set), MPI_BYTE, 0, MPI_COMM_WORLD);
 }
@@ -372,6 +374,131 @@ static int copy_self(const void *s, int scount, MPI_Datatype st, void *r,
 }
 
 /*
+ * Landing hints of all-to-all receives. A part that arrives before its
+ * rank has entered the call (its receive not posted) would be deferred or
+ * staged at no particular page offset, and then copied into the receive.
+ * Programs call an all-to-all with the same receive buffer again and
+ * again (an FFT's transpose, a sort's exchange), so after a carried call
+ * the parts' places are kept as persistent receives of the library that
+ * are never started: a receive known in advance (zcr_recv_init_comm()),
+ * of any tag in the communicator's collective space, from each peer.
+ * An early part of the next call is staged at its place's page offset and,
+ * when that call names the same place, lands by remap; where it names
+ * another, the part is copied as before. They only place messages: the
+ * call's own receives still match them.
+ */
+struct chint {
+	void *buf;
+	size_t bytes;
+	struct zcr_preq *preq;
+};
+
+struct chints {
+	struct chints *next, **pprev;	/* on all_hints */
+	struct zcomm *zc;
+	int n;
+	struct chint h[];
+};
+
+static struct chints *all_hints;
+static pthread_mutex_t hints_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void hint_drop(struct chint *h)
+{
+	if (h->preq)
+		zcr_preq_free(h->preq);
+	h->preq = NULL;
+	h->buf = NULL;
+	h->bytes = 0;
+}
+
+static void hints_free_locked(struct chints *hs)
+{
+	int i;
+
+	for (i = 0; i < hs->n; i++)
+		hint_drop(&hs->h[i]);
+	*hs->pprev = hs->next;
+	if (hs->next)
+		hs->next->pprev = hs->pprev;
+	hs->zc->hints = NULL;
+	free(hs);
+}
+
+void __zcmpi_coll_hints_free(struct zcomm *zc)
+{
+	pthread_mutex_lock(&hints_lock);
+	/* After MPI_Finalize's free_all the library's context is gone. */
+	if (zc->hints && __zcmpi_ctx)
+		hints_free_locked(zc->hints);
+	pthread_mutex_unlock(&hints_lock);
+}
+
+void __zcmpi_coll_hints_free_all(void)
+{
+	pthread_mutex_lock(&hints_lock);
+	while (all_hints)
+		hints_free_locked(all_hints);
+	pthread_mutex_unlock(&hints_lock);
+}
+
+/*
+ * Keep where the carried all-to-all on zc (collective space id) that
+ * just ended received each part: rp at rbuf, of type rt. Parts that are
+ * not one contiguous run of bytes get no hint.
+ */
+static void hints_keep(struct zcomm *zc, uint32_t id, void *rbuf,
+		       const struct parts *rp, MPI_Datatype rt)
+{
+	struct chints *hs;
+	size_t bytes;
+	void *ptr;
+	int i;
+
+	if (!set.hints || rp->type)
+		return;
+	pthread_mutex_lock(&hints_lock);
+	hs = zc->hints;
+	if (!hs) {
+		hs = calloc(1, sizeof(*hs) + (size_t)zc->size * sizeof(hs->h[0]));
+		if (!hs) {
+			pthread_mutex_unlock(&hints_lock);
+			return;		/* only a loss of speed */
+		}
+		hs->zc = zc;
+		hs->n = zc->size;
+		hs->next = all_hints;
+		hs->pprev = &all_hints;
+		if (all_hints)
+			all_hints->pprev = &hs->next;
+		all_hints = hs;
+		zc->hints = hs;
+	}
+	for (i = 0; i < hs->n; i++) {
+		struct chint *h = &hs->h[i];
+
+		if (i == zc->rank ||
+		    !__zcmpi_contig(at(rbuf, rp, i), rp->count[i], rt, &ptr,
+				    &bytes) || !bytes) {
+			hint_drop(h);
+			continue;
+		}
+		if (h->preq && h->buf == ptr && h->bytes == bytes)
+			continue;
+		hint_drop(h);
+		if (zcr_recv_init_comm(__zcmpi_ctx, id, ptr, bytes,
+				       zc->world[i], ZCRECV_ANY_TAG, 0,
+				       &h->preq)) {
+			h->preq = NULL;
+			continue;
+		}
+		h->buf = ptr;
+		h->bytes = bytes;
+	}
+	pthread_mutex_unlock(&hints_lock);
+}
+
+/*
  * Pairwise exchange: every receive is posted first (each part's address
  * is known at the call, so early arrivals are staged at its offset), then
  * the sends in a rotating order, rank + 1 first, so that no rank is every
@@ -434,6 +561,8 @@ static int alltoallv_zc(const void *sbuf, const struct parts *sp,
 				 ty(sp, st, i), i);
 	}
 	c = op_end(&op);
+	if (!c && !in_place)
+		hints_keep(zc, op.cz.id, rbuf, rp, rt);
 	free(packed);
 	free(poff);
 	return c;
