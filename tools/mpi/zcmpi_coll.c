@@ -546,11 +546,6 @@ static int alltoallv_zc(const void *sbuf, const struct parts *sp,
 		op_start(&op, ZR_RECV, at(rbuf, rp, i), rp->count[i],
 			 ty(rp, rt, i), i);
 	}
-	if (!in_place)
-		op_fail(&op, copy_self(at(sbuf, sp, me), sp->count[me],
-				       ty(sp, st, me), at(rbuf, rp, me),
-				       rp->count[me], ty(rp, rt, me), comm),
-			false);
 	for (k = 1; k < p; k++) {
 		i = (me + k) % p;
 		if (in_place)
@@ -560,6 +555,12 @@ static int alltoallv_zc(const void *sbuf, const struct parts *sp,
 			op_start(&op, ZR_SEND, at(sbuf, sp, i), sp->count[i],
 				 ty(sp, st, i), i);
 	}
+	/* After the sends: the peers take their parts while this one copies. */
+	if (!in_place)
+		op_fail(&op, copy_self(at(sbuf, sp, me), sp->count[me],
+				       ty(sp, st, me), at(rbuf, rp, me),
+				       rp->count[me], ty(rp, rt, me), comm),
+			false);
 	c = op_end(&op);
 	if (!c && !in_place)
 		hints_keep(zc, op.cz.id, rbuf, rp, rt);
@@ -596,15 +597,24 @@ static int allgatherv_zc(const void *sbuf, int scount, MPI_Datatype st,
 
 	ri = ring_of(zc, &left, &right);
 	op_init(&op, comm, zc, 2 * p);
-	if (sbuf != MPI_IN_PLACE)
-		op_fail(&op, copy_self(sbuf, scount, st, at(rbuf, rp, me),
-				       rp->count[me], rt, comm), false);
 	for (k = 0; k < p - 1; k++) {
 		b = (me - k - 1 + 2 * p) % p;
 		ri[k] = op_start(&op, ZR_RECV, at(rbuf, rp, b), rp->count[b],
 				 rt, left);
 	}
-	for (k = 0; k < p - 1; k++) {
+	/*
+	 * This rank's own part goes first, straight from the send buffer
+	 * (the same type signature as its place in rbuf), and is copied
+	 * into rbuf while the right neighbour takes it.
+	 */
+	if (sbuf != MPI_IN_PLACE && p > 1) {
+		op_start(&op, ZR_SEND, sbuf, scount, st, right);
+		prev = ri[0];
+	}
+	if (sbuf != MPI_IN_PLACE)
+		op_fail(&op, copy_self(sbuf, scount, st, at(rbuf, rp, me),
+				       rp->count[me], rt, comm), false);
+	for (k = sbuf != MPI_IN_PLACE ? 1 : 0; k < p - 1; k++) {
 		b = (me - k + 2 * p) % p;
 		op_wait(&op, prev);
 		op_start(&op, ZR_SEND, at(rbuf, rp, b), rp->count[b], rt,
