@@ -158,7 +158,7 @@ TEST_F(huge, create_rules)
 	zc.pages = self->upages + 1;
 	EXPECT_EQ(-EINVAL, zcrecv_ioctl(self->fd, ZCRECV_IOC_ZONE_CREATE, &zc));
 	zc.pages = self->upages;
-	zc.flags = ZCRECV_ZONE_HUGE | 2;
+	zc.flags = ZCRECV_ZONE_HUGE | 4;	/* no such flag */
 	EXPECT_EQ(-EINVAL, zcrecv_ioctl(self->fd, ZCRECV_IOC_ZONE_CREATE, &zc));
 	zc.flags = 0x80000000u;
 	EXPECT_EQ(-EINVAL, zcrecv_ioctl(self->fd, ZCRECV_IOC_ZONE_CREATE, &zc));
