@@ -17,18 +17,22 @@
  *   makes the entry writable only after that, and only if the entry is
  *   still the one the fault started from (finish_mkwrite_fault() compares
  *   it under the page-table lock).
- * - ZCRECV_PAGEVER_ARM, for each odd version: first makes it even, then
- *   zaps the page's entries (unmap_mapping_range). A write fault in flight
- *   either upgraded its entry before the zap (the zap removes it again) or
- *   finds its entry gone and faults anew, and then sees an even version.
- *   Either way a write that can land after the ARM returns has made the
- *   version odd first: no write is lost. (The other order, zap then make
- *   even, loses one: a fault between the two sees an odd version, changes
- *   nothing, and maps the page writable under what becomes an even one.)
- *   A zapped page faults back in read-only (zcrecv_vm_fault), so its next
- *   write comes back here. Zapping instead of write-protecting in place
- *   needs no page->mapping on driver pages (which folio_mkclean's reverse
- *   map walk would) at the price of a read fault after the page is armed.
+ * - ZCRECV_PAGEVER_ARM, for each odd version: locks the page, makes the
+ *   version even, zaps the page's entries (unmap_mapping_range), unlocks.
+ *   The page lock is what makes this safe: a write fault holds it from
+ *   ->page_mkwrite until its entry is writable, so ARM waits for a write
+ *   fault in flight, and a fault that reaches ->page_mkwrite after ARM
+ *   finds the version even and makes it odd. Without the lock a write is
+ *   lost to an ABA on the page-table entry: a fault remembers the
+ *   read-only entry, calls ->page_mkwrite (version already odd: nothing
+ *   to do), ARM makes it even and zaps the entry, a read fault maps the
+ *   same page read-only again (the same entry value), and the first
+ *   fault's re-check (finish_mkwrite_fault() compares the entry) passes
+ *   and makes it writable under an even version. A zapped page faults
+ *   back in read-only (zcrecv_vm_fault), so its next write comes back
+ *   here. Zapping instead of write-protecting in place needs no
+ *   page->mapping on driver pages (which folio_mkclean's reverse map
+ *   walk would) at the price of a read fault after the page is armed.
  * - Pinned pages (pin_user_pages) can be written through the pin without
  *   a fault: ARM leaves them odd, so every read reports them changed.
  * - An exchange (zcrecv_remap.c) and ZCRECV_PAGEVER_BUMP add two: parity
@@ -37,7 +41,9 @@
  * Concurrency. Versions are changed by cmpxchg only: the fault path holds
  * the page's lock (not the zone's; it may race an exchange that moved the
  * page, and then bumps an index that no longer holds it: a spurious
- * change, never a lost one), ARM and the exchange hold zone->lock.
+ * change, never a lost one), ARM holds zone->lock and the page's lock,
+ * the exchange zone->lock (it zaps the pages and replaces them: a fault
+ * in flight on the old page finds its entry gone).
  *
  * Lifetime. The array is reference counted: the zone holds one reference
  * and each mapping of the array one. When the zone is freed the array is
@@ -212,23 +218,35 @@ vm_fault_t zcrecv_pv_page_mkwrite(struct vm_fault *vmf)
 	return VM_FAULT_LOCKED;
 }
 
+/* Longest run of pages held locked at once by ARM. */
+#define ZCRECV_PV_RUN	64
+
 /*
  * ARM [first, first + n) of a zone, under zone->lock: odd versions become
- * even and their pages lose their entries, run by run. Returns the number
- * of pages armed (pinned ones not counted: they stay odd).
+ * even and their pages lose their entries, run by run, each page locked
+ * meanwhile (see the top of the file). Pages are locked in index order
+ * under zone->lock, and a fault holds at most one: no deadlock. Returns
+ * the number of pages armed (pinned ones not counted: they stay odd).
  */
 static unsigned long zcrecv_pv_arm(struct zcrecv_zone *zone,
 				   unsigned long first, unsigned long n)
 {
 	u64 *ver = zone->pv->head->ver + first;
+	struct page **pages = zone->pages + first;
 	unsigned long i = 0, armed = 0;
 
 	while (i < n) {
 		struct zcrecv_range run = { zone, first + i };
 		unsigned long len = 0, k;
 
-		while (i + len < n && (READ_ONCE(ver[i + len]) & 1)) {
-			/* Even first, then the zap: see the top of the file. */
+		while (i + len < n && len < ZCRECV_PV_RUN &&
+		       (READ_ONCE(ver[i + len]) & 1)) {
+			/*
+			 * The lock waits for a write fault between
+			 * ->page_mkwrite and its entry turning writable.
+			 */
+			if (pages[i + len])
+				lock_page(pages[i + len]);
 			zcrecv_pv_add(&ver[i + len], 1, true, false);
 			len++;
 		}
@@ -240,13 +258,18 @@ static unsigned long zcrecv_pv_arm(struct zcrecv_zone *zone,
 		}
 		zcrecv_unmap(&run, len);
 		for (k = 0; k < len; k++) {
-			struct page *page = zone->pages[first + i + k];
+			struct page *page = pages[i + k];
 
+			if (!page) {
+				armed++;
+				continue;
+			}
 			/* Writes through a pin need no fault: always changed. */
-			if (page && folio_maybe_dma_pinned(page_folio(page)))
+			if (folio_maybe_dma_pinned(page_folio(page)))
 				zcrecv_pv_add(&ver[i + k], 1, false, true);
 			else
 				armed++;
+			unlock_page(page);
 		}
 		i += len;
 		cond_resched();
