@@ -101,6 +101,7 @@ int zcrecv_pv_create(struct zcrecv_zone *zone)
 	pv->head->pages = zone->nr_pages;
 	kref_init(&pv->ref);
 	zone->pv = pv;
+	zcrecv_count(ZCRECV_CNT_PAGEVER_ARRAYS, 1);
 	return 0;
 }
 
@@ -112,6 +113,7 @@ static void zcrecv_pv_release(struct kref *ref)
 		zcrecv_window_free(pv->order, pv->slot);
 	vfree(pv->head);
 	kfree(pv);
+	zcrecv_count(ZCRECV_CNT_PAGEVER_ARRAYS, -1);
 }
 
 /* After the zone has its window: make the array mappable. */
