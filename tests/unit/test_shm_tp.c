@@ -999,7 +999,7 @@ ZT_TEST(receiver_waits_for_a_taken_part)
 
 /*
  * The receiver sizes the sender's part from how the last shared pull
- * went (shm.h, __zcr_shm_share_next()): a sender that takes 100 ms for a
+ * went (shm.h, __zcr_shm_share_next()): a sender that takes 400 ms for a
  * part the receiver copies in a few ms is offered less each time, down
  * to ZCR_SHM_SHARE_MIN/ZCR_SHM_SHARE_ONE of the message.
  * Every message intact. Each needs the thread to see the offer before the
@@ -1017,7 +1017,13 @@ ZT_TEST(a_slow_sender_is_offered_less)
 
 	pair_shm(&p, 2, NULL);
 	for (tries = 0; tries < 40 && got < 6; tries++) {
-		struct taker k = { sb, NULL, ZCR_SHM_HELP_DONE, 0, 0, 100000,
+		/*
+		 * 400 ms: slower than the receiver's own copy of its part
+		 * even on a loaded host. At 100 ms, with the load average at
+		 * 10, the receiver's 8 MiB once took longer, the sender's
+		 * word came first and its share rightly did not shrink.
+		 */
+		struct taker k = { sb, NULL, ZCR_SHM_HELP_DONE, 0, 0, 400000,
 				   0 };
 
 		pattern_fill(sb, len, 60 + tries);
