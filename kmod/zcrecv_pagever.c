@@ -18,7 +18,8 @@
  *   still the one the fault started from (finish_mkwrite_fault() compares
  *   it under the page-table lock).
  * - ZCRECV_PAGEVER_ARM, for each odd version: locks the page, makes the
- *   version even, zaps the page's entries (unmap_mapping_range), unlocks.
+ *   version even, zaps the page's entries (unmap_mapping_range), maps it
+ *   again read-only, unlocks.
  *   The page lock is what makes this safe: a write fault holds it from
  *   ->page_mkwrite until its entry is writable, so ARM waits for a write
  *   fault in flight, and a fault that reaches ->page_mkwrite after ARM
