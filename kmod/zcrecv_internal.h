@@ -103,6 +103,8 @@ void zcrecv_lock_two(struct zcrecv_zone *a, struct zcrecv_zone *b);
 void zcrecv_unlock_two(struct zcrecv_zone *a, struct zcrecv_zone *b);
 bool zcrecv_range_busy(struct zcrecv_range *r, unsigned long n, bool unmapped);
 void zcrecv_unmap(struct zcrecv_range *r, unsigned long n);
+void zcrecv_prefault_pages(struct zcrecv_file *zf, unsigned long addr,
+			   struct page **pages, unsigned long n);
 
 /* zcrecv_huge.c: zones of 2 MiB units (ZCRECV_ZONE_HUGE). */
 int zcrecv_huge_init(struct zcrecv_zone *zone);

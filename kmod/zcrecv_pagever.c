@@ -18,7 +18,8 @@
  *   still the one the fault started from (finish_mkwrite_fault() compares
  *   it under the page-table lock).
  * - ZCRECV_PAGEVER_ARM, for each odd version: locks the page, makes the
- *   version even, zaps the page's entries (unmap_mapping_range), unlocks.
+ *   version even, zaps the page's entries (unmap_mapping_range), maps it
+ *   again read-only, unlocks.
  *   The page lock is what makes this safe: a write fault holds it from
  *   ->page_mkwrite until its entry is writable, so ARM waits for a write
  *   fault in flight, and a fault that reaches ->page_mkwrite after ARM
@@ -28,11 +29,12 @@
  *   to do), ARM makes it even and zaps the entry, a read fault maps the
  *   same page read-only again (the same entry value), and the first
  *   fault's re-check (finish_mkwrite_fault() compares the entry) passes
- *   and makes it writable under an even version. A zapped page faults
- *   back in read-only (zcrecv_vm_fault), so its next write comes back
- *   here. Zapping instead of write-protecting in place needs no
- *   page->mapping on driver pages (which folio_mkclean's reverse map
- *   walk would) at the price of a read fault after the page is armed.
+ *   and makes it writable under an even version. The zapped pages are
+ *   then mapped again read-only at once (vm_insert_pages, still under the
+ *   page locks), so a read does not fault and the next write comes back
+ *   here. Zap and refill instead of write-protecting in place needs no
+ *   page->mapping on driver pages (which folio_mkclean's reverse map walk
+ *   would).
  * - Pinned pages (pin_user_pages) can be written through the pin without
  *   a fault: ARM leaves them odd, so every read reports them changed.
  * - An exchange (zcrecv_remap.c) and ZCRECV_PAGEVER_BUMP add two: parity
@@ -224,14 +226,18 @@ vm_fault_t zcrecv_pv_page_mkwrite(struct vm_fault *vmf)
 #define ZCRECV_PV_RUN	64
 
 /*
- * ARM [first, first + n) of a zone, under zone->lock: odd versions become
- * even and their pages lose their entries, run by run, each page locked
- * meanwhile (see the top of the file). Pages are locked in index order
- * under zone->lock, and a fault holds at most one: no deadlock. Returns
- * the number of pages armed (pinned ones not counted: they stay odd).
+ * ARM [first, first + n) of a zone, mapped at @addr, under zone->lock and
+ * the mmap lock: odd versions become even and their pages lose their
+ * entries, run by run, each page locked meanwhile (see the top of the
+ * file); then the run is mapped again read-only at once, so the next read
+ * of a page does not fault and its next write faults once. Pages are
+ * locked in index order under zone->lock, and a fault holds at most one:
+ * no deadlock. Returns the number of pages armed (pinned ones not
+ * counted: they stay odd).
  */
 static unsigned long zcrecv_pv_arm(struct zcrecv_zone *zone,
-				   unsigned long first, unsigned long n)
+				   unsigned long addr, unsigned long first,
+				   unsigned long n)
 {
 	u64 *ver = zone->pv->head->ver + first;
 	struct page **pages = zone->pages + first;
@@ -259,6 +265,8 @@ static unsigned long zcrecv_pv_arm(struct zcrecv_zone *zone,
 			continue;
 		}
 		zcrecv_unmap(&run, len);
+		zcrecv_prefault_pages(zone->zf, addr + (i << PAGE_SHIFT),
+				      pages + i, len);
 		for (k = 0; k < len; k++) {
 			struct page *page = pages[i + k];
 
@@ -313,7 +321,7 @@ long zcrecv_ioctl_pagever(struct zcrecv_file *zf, void __user *uarg)
 
 	mutex_lock(&r.zone->lock);
 	if (req.op == ZCRECV_PAGEVER_ARM) {
-		req.out_pages = zcrecv_pv_arm(r.zone, r.first, n);
+		req.out_pages = zcrecv_pv_arm(r.zone, req.addr, r.first, n);
 		zcrecv_count(ZCRECV_CNT_PAGEVER_ARMED, req.out_pages);
 	} else {
 		zcrecv_pv_bump(r.zone, r.first, n);

@@ -116,9 +116,8 @@ static void zcrecv_prefault_vma(struct vm_area_struct *vma, unsigned long addr,
 }
 
 /* Map n pages at addr at once, VMA by VMA: no fault on the next access. */
-static void zcrecv_prefault_pages(struct zcrecv_file *zf,
-				  unsigned long addr, struct page **pages,
-				  unsigned long n)
+void zcrecv_prefault_pages(struct zcrecv_file *zf, unsigned long addr,
+			   struct page **pages, unsigned long n)
 {
 	while (n) {
 		struct vm_area_struct *vma = vma_lookup(zf->mm, addr);

@@ -8,11 +8,15 @@
  * changes, it cannot be made writable; each error path of the ioctl and of
  * zone creation and array mmap; and writer threads racing a reader that
  * arms all the time never get a write past it (a version unchanged over a
- * changed page). Every test ends with the module's counters balanced. Run
+ * changed page); a page pinned for writing (io_uring fixed buffer) stays
+ * odd, or on Linux >= 6.5 cannot be pinned so. Every test ends with the module's counters balanced. Run
  * in the VM (make test).
  */
+#include <linux/io_uring.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 
@@ -304,6 +308,61 @@ TEST_F(pagever, array_of_other_file_refused)
 	EXPECT_EQ(-EINVAL, pv_ioctl(fd2, self->z.addr, self->page,
 				    ZCRECV_PAGEVER_ARM, NULL));
 	close(fd2);
+}
+
+/* Linux >= 6.5 refuses long-term writable pins of write-tracked maps. */
+static int kernel_at_least(int major, int minor)
+{
+	struct utsname u;
+	int ma = 0, mi = 0;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
+		return 0;
+	return ma > major || (ma == major && mi >= minor);
+}
+
+TEST_F(pagever, pinned_page_stays_odd)
+{
+	struct iovec iov = { self->z.addr + 2 * self->page, self->page };
+	struct io_uring_params params;
+	struct zcrecv_pagever req;
+	int ring, ret, err, i;
+
+	self->z.addr[2 * self->page] = 1;
+	ASSERT_EQ(1, ver(self->head, 2));
+	memset(&params, 0, sizeof(params));
+	ring = syscall(__NR_io_uring_setup, 4, &params);
+	if (ring < 0)
+		SKIP(return, "io_uring_setup: %s", strerror(errno));
+	ret = syscall(__NR_io_uring_register, ring, IORING_REGISTER_BUFFERS,
+		      &iov, 1);
+	err = errno;
+	if (kernel_at_least(6, 5)) {
+		EXPECT_EQ(-1, ret);
+		EXPECT_EQ(EFAULT, err);
+		close(ring);
+		return;
+	}
+	if (ret < 0) {
+		close(ring);
+		SKIP(return, "io_uring refuses to pin device memory: %s",
+		     strerror(err));
+	}
+	/* pinned: ARM cannot vouch for the page, it stays odd */
+	ASSERT_EQ(0, pv_ioctl(self->fd, self->z.addr, self->z.len,
+			      ZCRECV_PAGEVER_ARM, &req));
+	EXPECT_EQ(0, req.out_pages);
+	EXPECT_EQ(3, ver(self->head, 2));
+	ASSERT_EQ(0, pv_ioctl(self->fd, self->z.addr, self->z.len,
+			      ZCRECV_PAGEVER_ARM, &req));
+	EXPECT_EQ(5, ver(self->head, 2));
+	close(ring);	/* unpins, asynchronously */
+	for (i = 0; i < 200 && (ver(self->head, 2) & 1); i++) {
+		usleep(10000);
+		pv_ioctl(self->fd, self->z.addr, self->z.len,
+			 ZCRECV_PAGEVER_ARM, NULL);
+	}
+	EXPECT_EQ(0, ver(self->head, 2) & 1);
 }
 
 TEST_F(pagever, err_reserved_and_flags)

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
+#include <linux/zcrecv.h>
+
 #include "pagever/pagever.h"
 #include "zcr_pair.h"
 
@@ -497,4 +499,48 @@ ZT_TEST(remap_into_tracked_buffer)
 	free(want);
 	free(rb);
 	pair_close(&p);
+}
+
+/*
+ * A send buffer in zcr_mem_alloc memory, which under the kmod backend is
+ * a zone of zcrecv.ko: no userfaultfd can track it, the module's page
+ * versions can (ZCRECV_PREFETCH_PAGEVER=kmod; in the VMs). Left alone
+ * after it was produced, it is pre-sent and stays out of the send; the
+ * pages rewritten after the pre-send go with the send.
+ */
+ZT_TEST(zone_buffer_tracked_by_module)
+{
+	struct zcr_kmod_info info;
+	uint64_t saved, pre;
+	void *zbase;
+	struct pf t;
+	int i;
+
+	if (zcr_kmod_probe(&info) < 0 ||
+	    !(info.features & ZCRECV_FEATURE_PAGEVER))
+		ZT_SKIP("no zcrecv.ko with page versions here (the VMs)");
+	setenv("ZCRECV_PREFETCH_PAGEVER", "kmod", 1);
+	pf_open(&t, 1);
+	unsetenv("ZCRECV_PREFETCH_PAGEVER");
+	munmap(t.base, NPG * PG);
+	ZT_ASSERT(zcr_mem_alloc(t.p.c[1], NPG * PG, &zbase) == 0);
+	t.base = zbase;
+	t.sb = t.base + OFF;
+	memset(t.sb, 1, LEN);
+	for (i = 0; i < 6; i++)
+		round_once(&t, NPG, 0);
+	saved = st(&t, 1).pf_saved_bytes;
+	round_once(&t, NPG, 0);
+	ZT_EXPECT_EQ(st(&t, 1).pf_saved_bytes - saved, (uint64_t)LEN);
+	/* rewritten after the pre-send: some pages go with the send */
+	saved = st(&t, 1).pf_saved_bytes;
+	pre = st(&t, 1).pf_presend_bytes;
+	round_once(&t, NPG, 50);
+	ZT_EXPECT_EQ(st(&t, 1).pf_presend_bytes - pre, (uint64_t)LEN);
+	ZT_ASSERT(st(&t, 1).pf_saved_bytes - saved < (uint64_t)LEN);
+	zcr_mem_free(t.p.c[1], zbase);
+	t.base = mmap(NULL, NPG * PG, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ZT_ASSERT(t.base != MAP_FAILED);
+	pf_close(&t);
 }
