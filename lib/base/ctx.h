@@ -162,6 +162,12 @@ struct zcr_req {
 	struct zcr_pf_tx *pf;
 	bool ctl;
 	bool pf_asked;			/* a receive's wait asked already */
+	/*
+	 * A started persistent receive whose buffer the transport of ep
+	 * offered to its sender (__zcr_ep_offer_recv_locked()): it is off
+	 * match's posted queue, and that transport completes it.
+	 */
+	bool offered;
 };
 
 /* A request of the library's own (ZCR_REQ_ACK), and what it owns. */
@@ -263,6 +269,12 @@ struct zcr_ctx {
 	uint64_t hs_timeout_ns;
 	uint64_t progress_timeout_ns;	/* a message in flight must move */
 	unsigned int max_conns;		/* most live endpoints */
+	/*
+	 * Open endpoints whose transport can be offered a persistent
+	 * receive's buffer (transport.h, recv_offer): kept by the transports;
+	 * while 0, zcr_start() looks for none.
+	 */
+	unsigned int offer_eps;
 	/*
 	 * Set by a transport's poll_fill: how long the application's thread
 	 * should poll the set without sleeping first, because that

@@ -572,7 +572,12 @@ int zcr_cancel(struct zcr_req *r)
 	if (r->kind != ZCR_REQ_RECV)
 		return -EOPNOTSUPP;
 	pthread_mutex_lock(&r->ctx->lock);
-	ret = r->done ? -EBUSY : __zcr_match_cancel_locked(r->ctx, r);
+	if (r->done)
+		ret = -EBUSY;
+	else if (r->offered)	/* its sender may be writing into it */
+		ret = __zcr_ep_cancel_offered_locked(r);
+	else
+		ret = __zcr_match_cancel_locked(r->ctx, r);
 	pthread_mutex_unlock(&r->ctx->lock);
 	return ret;
 }
