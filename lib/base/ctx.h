@@ -151,6 +151,12 @@ struct zcr_req {
 	uint64_t len;
 	uint64_t seq;			/* message number on ep, from 1 */
 	bool sync;			/* completes on the peer's ACK */
+	/*
+	 * Started by a persistent send: its buffer is sent again and again,
+	 * so a transport may keep it registered until the persistent send
+	 * is freed (transport.h, send_unbind).
+	 */
+	bool persist;
 	uint64_t sent;			/* transport's progress (bytes) */
 	uint8_t tx[ZCR_TX_SCRATCH];	/* transport's scratch */
 	/*

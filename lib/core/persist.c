@@ -117,8 +117,8 @@ int zcr_start(struct zcr_preq *p, struct zcr_req **out)
 	if (!p || !out)
 		return -EINVAL;
 	if (!p->recv)
-		return __zcr_isend(p->ep, p->comm, p->sbuf, p->len, p->tag,
-				   out, p->sync);
+		return __zcr_isend_as(p->ep, p->comm, p->sbuf, p->len, p->tag,
+				      out, p->sync, true);
 	ctx = p->ctx;
 	ret = __zcr_irecv(ctx, p->comm, (void *)p->exp.buf, p->exp.size,
 			  p->exp.src, p->exp.tag, out, NULL,
@@ -142,6 +142,8 @@ static void preq_del_locked(struct zcr_ctx *ctx, struct zcr_preq *p)
 	if (p->bind)
 		p->bind_tp->bind_put(ctx, p->bind);
 	p->bind = NULL;
+	if (!p->recv)
+		__zcr_transports_send_unbind(ctx, p->sbuf, p->len);
 }
 
 void zcr_preq_free(struct zcr_preq *p)

@@ -93,6 +93,13 @@ static void req_free(struct zcr_ctx *ctx, struct zcr_req *r)
 int __zcr_isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
 		size_t len, int tag, struct zcr_req **out, bool sync)
 {
+	return __zcr_isend_as(ep, comm, buf, len, tag, out, sync, false);
+}
+
+int __zcr_isend_as(struct zcr_ep *ep, uint32_t comm, const void *buf,
+		   size_t len, int tag, struct zcr_req **out, bool sync,
+		   bool persist)
+{
 	struct zcr_ctx *ctx;
 	struct zcr_req *r;
 	bool wake;
@@ -110,6 +117,7 @@ int __zcr_isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
 	r->sbuf = buf;
 	r->len = len;
 	r->sync = sync;
+	r->persist = persist;
 	r->st.tag = tag;
 	r->st.len = len;
 	r->st.source = ctx->rank;

@@ -158,6 +158,15 @@ static void no_bind_put(struct zcr_ctx *ctx, void *bind)
 	(void)bind;
 }
 
+static void no_send_unbind(struct zcr_ctx *ctx, void *priv, const void *buf,
+			   size_t len)
+{
+	(void)ctx;
+	(void)priv;
+	(void)buf;
+	(void)len;
+}
+
 static const struct zcr_transport_ops defaults = {
 	.size = sizeof(struct zcr_transport_ops),
 	.init = no_init,
@@ -174,6 +183,7 @@ static const struct zcr_transport_ops defaults = {
 	.recv_offer = no_recv_offer,
 	.recv_cancel = no_recv_cancel,
 	.bind_put = no_bind_put,
+	.send_unbind = no_send_unbind,
 };
 
 #define OP(m, req)	ZCR_OP(struct zcr_transport_ops, m, req)
@@ -184,6 +194,7 @@ static const struct zcr_op members[] = {
 	OP(progress, false), OP(send, true), OP(ep_close, true),
 	OP(ep_free, true), OP(adopt, false), OP(pf_ask, false),
 	OP(recv_offer, false), OP(recv_cancel, false), OP(bind_put, false),
+	OP(send_unbind, false),
 };
 
 static const struct zcr_kind kind = {
@@ -230,6 +241,15 @@ int __zcr_transports_init(struct zcr_ctx *ctx)
 		ctx->ntr++;
 	}
 	return ctx->ntr ? 0 : -ENOPROTOOPT;
+}
+
+void __zcr_transports_send_unbind(struct zcr_ctx *ctx, const void *buf,
+				  size_t len)
+{
+	int i;
+
+	for (i = 0; i < ctx->ntr; i++)
+		ctx->tr[i].ops->send_unbind(ctx, ctx->tr[i].priv, buf, len);
 }
 
 void __zcr_transports_fini(struct zcr_ctx *ctx)

@@ -121,6 +121,10 @@ struct zcr_upgrade_ops;
  * @bind_put:	the persistent receive that kept @bind is freed; the
  *		state may outlive it while an offer uses it. Default:
  *		nothing
+ * @send_unbind: a persistent send of @len bytes at @buf is freed: a
+ *		registration the transport kept for its sends (r->persist)
+ *		must not outlive it (the buffer may be freed next).
+ *		Default: nothing
  *
  * Receive side: for every incoming message a transport calls
  * __zcr_match_arrive_locked() with the header before it moves payload
@@ -158,6 +162,8 @@ struct zcr_transport_ops {
 	int (*recv_offer)(struct zcr_ep *ep, struct zcr_req *r, void **bind);
 	int (*recv_cancel)(struct zcr_ep *ep, struct zcr_req *r);
 	void (*bind_put)(struct zcr_ctx *ctx, void *bind);
+	void (*send_unbind)(struct zcr_ctx *ctx, void *priv, const void *buf,
+			    size_t len);
 };
 
 /*
@@ -191,6 +197,10 @@ extern struct zcr_transport_ops __zcr_transport_verbs;
 int __zcr_transport_ops_set(struct zcr_transport_ops *out,
 			    const struct zcr_transport_ops *in,
 			    const char *name);
+
+/* A persistent send of len bytes at buf is freed: tell every transport. */
+void __zcr_transports_send_unbind(struct zcr_ctx *ctx, const void *buf,
+				  size_t len);
 
 /* Set up / tear down every registered transport for ctx. */
 int __zcr_transports_init(struct zcr_ctx *ctx);

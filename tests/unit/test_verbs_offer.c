@@ -177,6 +177,7 @@ ZT_TEST(offered_pingpong_restarted)
 	const int iters = 300;
 	struct zcr_preq *ps[2], *pr[2];
 	struct zcr_verbs_stats v[2];
+	uint64_t regs0[2];
 	struct zcr_req *r, *s;
 	struct zcr_status st;
 	char *sb[2], *rb[2];
@@ -193,6 +194,8 @@ ZT_TEST(offered_pingpong_restarted)
 		ZT_EXPECT_EQ(zcr_recv_init_comm(p.c[k], 0, rb[k], len, !k,
 						TAG, 0, &pr[k]), 0);
 	}
+	for (k = 0; k < 2; k++)
+		regs0[k] = vst(p.c[k]).regs;
 	for (i = 0; i < iters; i++) {
 		int from = i & 1, to = !from;
 
@@ -210,9 +213,13 @@ ZT_TEST(offered_pingpong_restarted)
 		ZT_EXPECT_EQ(v[k].adv_written, iters / 2);
 		ZT_EXPECT_EQ(v[k].writes, iters / 2);
 		ZT_EXPECT_EQ(v[k].rndv, 0);
+		/* Once each: the offered buffer and the persistent send's. */
+		ZT_EXPECT_EQ(v[k].regs - regs0[k], 2);
+		ZT_EXPECT_EQ(v[k].live_pins, 1);
 		zcr_preq_free(ps[k]);
 		zcr_preq_free(pr[k]);
 		ZT_EXPECT_EQ(vst(p.c[k]).live_adv_mrs, 0);
+		ZT_EXPECT_EQ(vst(p.c[k]).live_pins, 0);
 	}
 	pair_close(&p);
 	for (k = 0; k < 2; k++) {
@@ -573,5 +580,49 @@ ZT_TEST(offered_receive_fails_with_its_connection)
 	zcr_preq_free(pr);
 	ZT_EXPECT_EQ(vst(p.c[0]).live_adv_mrs, 0);
 	pair_close(&p);
+	free(b);
+}
+
+/*
+ * A persistent send's buffer stays registered from its first send until
+ * the persistent send is freed; freed while a send it started is still
+ * being pulled, the registration ends when that send completes.
+ */
+ZT_TEST(persistent_send_registration_ends_with_it)
+{
+	const size_t len = 300000;
+	struct zcr_req *r, *s;
+	struct zcr_status st;
+	struct zcr_preq *ps;
+	struct pair p;
+	char *a, *b;
+	int i;
+
+	opair(&p, "1", "1");
+	a = malloc(len);
+	b = malloc(len);
+	ZT_ASSERT(a && b);
+	ZT_EXPECT_EQ(zcr_send_init_comm(p.to0[1], 0, a, len, TAG, 0, &ps), 0);
+	for (i = 0; i < 5; i++) {
+		pattern_fill(a, len, 50 + i);
+		ZT_EXPECT_EQ(zcr_start(ps, &s), 0);
+		ZT_EXPECT_EQ(zcr_irecv(p.c[0], b, len, 1, TAG, &r), 0);
+		ZT_EXPECT_EQ(finish(&p, r, &st), 1);
+		ZT_EXPECT_EQ(finish(&p, s, &st), 1);
+		check_bytes(b, len, 50 + i);
+		ZT_EXPECT_EQ(vst(p.c[1]).live_pins, 1);
+	}
+	/* Announced, not pulled yet: the free leaves it to the send. */
+	pattern_fill(a, len, 60);
+	ZT_EXPECT_EQ(zcr_start(ps, &s), 0);
+	zcr_preq_free(ps);
+	ZT_EXPECT_EQ(vst(p.c[1]).live_pins, 1);
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], b, len, 1, TAG, &r), 0);
+	ZT_EXPECT_EQ(finish(&p, r, &st), 1);
+	ZT_EXPECT_EQ(finish(&p, s, &st), 1);
+	check_bytes(b, len, 60);
+	ZT_EXPECT_EQ(vst(p.c[1]).live_pins, 0);
+	pair_close(&p);
+	free(a);
 	free(b);
 }

@@ -124,6 +124,9 @@ static void verbs_fini(struct zcr_ctx *ctx, void *priv)
 	for (i = 0; i < vc->cache_n && !foreign(vc); i++)
 		if (vc->cache[i].mr)
 			ibv_dereg_mr(vc->cache[i].mr);
+	for (i = 0; i < PIN_N && !foreign(vc); i++)
+		if (vc->pins[i].mr)
+			ibv_dereg_mr(vc->pins[i].mr);
 	free(vc->cache);
 	__zcr_listener_close(&vc->ls);
 	if (vc->pd && !foreign(vc))
@@ -152,7 +155,12 @@ int __zcr_verbs_stats(struct zcr_ctx *ctx, struct zcr_verbs_stats *vs)
 	pthread_mutex_lock(&ctx->lock);
 	vc = vctx_of(ctx);
 	if (vc && vc->dev) {
+		unsigned int i;
+
 		*vs = vc->st;
+		vs->live_pins = 0;
+		for (i = 0; i < PIN_N; i++)
+			vs->live_pins += vc->pins[i].mr != NULL;
 		ret = 0;
 	}
 	pthread_mutex_unlock(&ctx->lock);
@@ -501,4 +509,5 @@ ZCR_TRANSPORT(verbs) = {
 	.recv_offer = __zcr_verbs_recv_offer,
 	.recv_cancel = __zcr_verbs_recv_cancel,
 	.bind_put = __zcr_verbs_bind_put,
+	.send_unbind = __zcr_verbs_send_unbind,
 };

@@ -37,6 +37,7 @@ struct zcr_verbs_stats {
 	uint64_t adv_got;		/* offers we got from receivers */
 	uint64_t writes;		/* messages we wrote into an offer */
 	uint64_t live_adv_mrs;		/* offered buffers registered now */
+	uint64_t live_pins;		/* persistent sends' registrations now */
 };
 
 /*

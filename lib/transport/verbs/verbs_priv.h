@@ -115,7 +115,11 @@ struct rc_ent {
 	struct ibv_mr *mr;
 	uint64_t use;
 	unsigned int refs;
+	bool dead;			/* pins: deregister at the last put */
 };
+
+/* Persistent sends' buffers kept registered per context (vctx.pins). */
+#define PIN_N		16
 
 /*
  * A persistent receive's buffer as offered (struct zcr_preq keeps it):
@@ -180,6 +184,14 @@ struct vctx {
 	bool land_copy;			/* staging landings via bounce buffer */
 	unsigned int cache_n;
 	struct rc_ent *cache;
+	/*
+	 * Registrations of persistent sends' buffers, kept from their first
+	 * send until the persistent send is freed (send_unbind): the same
+	 * buffer goes out at every start. Apart from the cache, which is
+	 * off by default because a cached registration outlives what it
+	 * covers; these end with the request that vouches for the buffer.
+	 */
+	struct rc_ent pins[PIN_N];
 	uint64_t cache_tick;
 	bool print;
 	uint32_t rd_chunk;		/* largest READ: RD_CHUNK or less */
@@ -311,6 +323,10 @@ struct ibv_mr *__zcr_verbs_cache_get(struct vctx *vc, const void *p,
 				     size_t n, struct rc_ent **ce);
 void __zcr_verbs_cache_put(struct vctx *vc, struct ibv_mr *mr,
 			   struct rc_ent *ce);
+struct ibv_mr *__zcr_verbs_pin_get(struct vctx *vc, const void *p, size_t n,
+				   struct rc_ent **ce);
+void __zcr_verbs_send_unbind(struct zcr_ctx *ctx, void *priv, const void *buf,
+			     size_t len);
 
 /* verbs_conn.c: connection set-up over TCP, and the handshake */
 int __zcr_verbs_listen(struct zcr_ctx *ctx, void *priv, const char *addr);

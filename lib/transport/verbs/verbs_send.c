@@ -222,7 +222,9 @@ static int write_offered(struct zcr_ep *ep, struct zcr_req *r,
 	struct rts_state rs;
 	int ret;
 
-	rs.mr = __zcr_verbs_cache_get(ve->vc, r->sbuf, r->len, &rs.ce);
+	rs.mr = r->persist ?
+		__zcr_verbs_pin_get(ve->vc, r->sbuf, r->len, &rs.ce) :
+		__zcr_verbs_cache_get(ve->vc, r->sbuf, r->len, &rs.ce);
 	if (!rs.mr) {
 		ve->vc->st.reg_failed++;
 		return 0;	/* the announcement says why, if it fails */
@@ -325,7 +327,10 @@ int __zcr_verbs_push_sends(struct zcr_ep *ep)
 			n++;
 			continue;
 		}
-		rs.mr = __zcr_verbs_cache_get(ve->vc, r->sbuf, r->len, &rs.ce);
+		rs.mr = r->persist ?
+			__zcr_verbs_pin_get(ve->vc, r->sbuf, r->len, &rs.ce) :
+			__zcr_verbs_cache_get(ve->vc, r->sbuf, r->len,
+					      &rs.ce);
 		if (!rs.mr) {
 			ret = errno ? -errno : -ENOMEM;
 			ve->vc->st.reg_failed++;
