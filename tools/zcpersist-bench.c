@@ -17,11 +17,12 @@
  * The first and last words of every message carry its number and are
  * checked; the last message of each trial is checked whole.
  *
- * Prints, per size, the median and the best half round trip of each way
- * over the trials, their ratio, and their difference in units of the
- * small-message latency (the nonblocking half round trip at --small
- * bytes, same run, median and best alike): how many small-message
- * latencies the persistent path saves.
+ * Prints, per size, the median half round trip of each way over every
+ * message of its trials (one retransmission or descheduled moment moves
+ * a few messages, not the figure), the best trial's mean, their ratios,
+ * and their differences in units of the small-message latency (the
+ * nonblocking half round trip at --small bytes, same run, taken alike):
+ * how many small-message latencies the persistent path saves.
  *
  * Usage: zcpersist-bench [--transport verbs|tcp] [--min BYTES]
  *        [--max BYTES] [--small BYTES] [--iters N] [--trials N]
@@ -164,13 +165,13 @@ static void meet(struct zcr_ctx *c, struct zcr_ep *ep, int peer)
  */
 static double trial(struct zcr_ctx *c, struct zcr_ep *ep, int rank,
 		    char *sb, char *rb, uint64_t len, unsigned int iters,
-		    bool persist, uint64_t base)
+		    bool persist, uint64_t base, double *each)
 {
 	struct zcr_preq *ps = NULL, *pr = NULL;
 	struct zcr_req *r = NULL, *s;
 	int peer = !rank;
 	unsigned int i;
-	double t0 = 0;
+	double t0 = 0, t1 = 0;
 
 	if (persist) {
 		CK(zcr_send_init_comm(ep, 0, sb, len, TAG_DATA, 0, &ps));
@@ -188,6 +189,7 @@ static double trial(struct zcr_ctx *c, struct zcr_ep *ep, int rank,
 		bool last = i + 1 == iters;
 
 		if (rank == 0) {
+			t1 = zct_now_us();
 			CK(persist ? zcr_start(pr, &r) :
 			   zcr_irecv(c, rb, len, peer, TAG_DATA, &r));
 			if (last)
@@ -198,6 +200,7 @@ static double trial(struct zcr_ctx *c, struct zcr_ep *ep, int rank,
 			   zcr_isend(ep, sb, len, TAG_DATA, &s));
 			wait_ok(s, UINT64_MAX);
 			wait_ok(r, len);
+			each[i] = (zct_now_us() - t1) / 2;
 		} else {
 			struct zcr_req *next = NULL;
 
@@ -258,7 +261,7 @@ static uint64_t offers(struct zcr_ctx *c)
 
 struct row {
 	uint64_t size;
-	double nb, pe;		/* medians, us */
+	double nb, pe;		/* medians of every message, us */
 	double nb_best, pe_best;	/* best trials, us */
 	uint64_t written;	/* messages rank 0 got by write, persistent */
 };
@@ -278,13 +281,15 @@ static int run(const struct opts *o, int rank, const char *addr,
 	       int port_fd)
 {
 	struct zcr_ctx_attr a = { .rank = rank, .quiet = 1 };
-	double nb[MAX_TRIALS], pe[MAX_TRIALS], small_v[MAX_TRIALS];
+	double nb[MAX_TRIALS] = { 0 }, pe[MAX_TRIALS] = { 0 };
+	double small_v[MAX_TRIALS] = { 0 };
 	struct row rows[64];
 	unsigned int nrows = 0, t;
 	struct zcr_ctx *c;
 	struct zcr_ep *ep;
 	uint64_t size, base = 1;
 	double small, small_best;
+	double *small_e, *nb_e, *pe_e;	/* every round trip, halved */
 	char *sb, *rb;
 	FILE *csv = NULL;
 	int port;
@@ -309,17 +314,22 @@ static int run(const struct opts *o, int rank, const char *addr,
 		snprintf(full, sizeof(full), "%s%d", addr, port);
 		CK(zcr_ep_connect(c, full, &ep));
 	}
+	small_e = calloc((size_t)o->trials * o->iters, sizeof(double));
+	nb_e = calloc((size_t)o->trials * o->iters, sizeof(double));
+	pe_e = calloc((size_t)o->trials * o->iters, sizeof(double));
+	if (!small_e || !nb_e || !pe_e)
+		die("calloc", -ENOMEM);
 	sb = malloc(o->max > o->small ? o->max : o->small);
 	rb = malloc(o->max > o->small ? o->max : o->small);
 	if (!sb || !rb)
 		die("malloc", -ENOMEM);
 	for (t = 0; t < o->trials; t++) {
 		small_v[t] = trial(c, ep, rank, sb, rb, o->small, o->iters,
-				   false, base);
+				   false, base, small_e + t * o->iters);
 		base += o->iters;
 	}
 	small_best = best(small_v, o->trials);
-	small = zct_median(small_v, o->trials);
+	small = zct_median(small_e, o->trials * o->iters);
 	for (size = o->min; size <= o->max; size *= 2) {
 		uint64_t w0 = offers(c);
 
@@ -329,19 +339,22 @@ static int run(const struct opts *o, int rank, const char *addr,
 
 			if (pfirst)
 				pe[t] = trial(c, ep, rank, sb, rb, size,
-					      o->iters, true, base);
+					      o->iters, true, base,
+					      pe_e + t * o->iters);
 			nb[t] = trial(c, ep, rank, sb, rb, size, o->iters,
-				      false, base + o->iters);
+				      false, base + o->iters,
+				      nb_e + t * o->iters);
 			if (!pfirst)
 				pe[t] = trial(c, ep, rank, sb, rb, size,
-					      o->iters, true, base);
+					      o->iters, true, base,
+					      pe_e + t * o->iters);
 			base += 2 * o->iters;
 		}
 		rows[nrows].size = size;
 		rows[nrows].nb_best = best(nb, o->trials);
 		rows[nrows].pe_best = best(pe, o->trials);
-		rows[nrows].nb = zct_median(nb, o->trials);
-		rows[nrows].pe = zct_median(pe, o->trials);
+		rows[nrows].nb = zct_median(nb_e, o->trials * o->iters);
+		rows[nrows].pe = zct_median(pe_e, o->trials * o->iters);
 		rows[nrows].written = offers(c) - w0;
 		nrows++;
 		if (nrows == 64)
@@ -395,6 +408,9 @@ static int run(const struct opts *o, int rank, const char *addr,
 	zcr_ctx_destroy(c);
 	free(sb);
 	free(rb);
+	free(small_e);
+	free(nb_e);
+	free(pe_e);
 	return 0;
 }
 
