@@ -201,8 +201,12 @@ int __zcr_verbs_post_fins(struct vep *ve)
 		if (ret)
 			break;
 	}
-	memmove(ve->fins, ve->fins + k, (ve->nfin - k) * sizeof(*ve->fins));
-	ve->nfin -= k;
+	/* With nothing queued ever, fins is NULL: no memmove of it. */
+	if (k) {
+		memmove(ve->fins, ve->fins + k,
+			(ve->nfin - k) * sizeof(*ve->fins));
+		ve->nfin -= k;
+	}
 	return ret;
 }
 
