@@ -438,8 +438,6 @@ ZT_TEST(cancel_while_offered)
 		ZT_EXPECT_EQ(st.len, len);
 		ZT_EXPECT_EQ(finish(&p, s, &st), 1);
 		check_bytes(rb, len, 400 + round);
-		/* Matched: too late to cancel. */
-		ZT_EXPECT_EQ(zcr_cancel(r), -EBUSY);
 	}
 	ZT_EXPECT_EQ(vst(p.c[0]).adv_written, 10);
 	ZT_EXPECT_EQ(vst(p.c[0]).adv_revoked, 10);
