@@ -11,7 +11,9 @@
 #   make apps       install missing packages, then the application bench:
 #                   MPI programs under stock Open MPI, MPICH and zcrecv, on
 #                   one node and two emulated nodes (build/apps/: table,
-#                   CSV, PNG; APPS_ARGS="--trials 5 ..." passes options)
+#                   CSV, PNG; APPS_ARGS="--trials 5 ..." passes options),
+#                   then the collectives alone (tools/zccoll.sh,
+#                   build/coll/; COLL_ARGS passes options)
 #   make bench-verbs  the verbs transport on soft-RoCE in a VM beside perftest
 #                   (build/bench-verbs/: table, CSV, PNG; EMULATED timings)
 #   make install    PREFIX=/usr/local DESTDIR= : library, headers, pkg-config,
@@ -265,6 +267,7 @@ run: all
 # Applications side by side with the MPIs they run on (Documentation/apps.md).
 apps: all
 	tools/zcapps.sh $(APPS_ARGS)
+	tools/zccoll.sh $(COLL_ARGS)
 
 # The verbs transport on soft-RoCE in a VM, beside perftest (EMULATED).
 bench-verbs: all

@@ -30,6 +30,7 @@ extern unsigned long zcrecv_max_process_zones;
 
 struct mem_cgroup;
 struct zcrecv_owner;
+struct zcrecv_pv;
 
 /* One open file of /dev/zcrecv: bound to the mm that opened it. */
 struct zcrecv_file {
@@ -57,6 +58,7 @@ struct zcrecv_zone {
 	struct page **pages;		/* NULL until first touch */
 	struct mem_cgroup *memcg;	/* the creator's: pays for the pages */
 	bool huge;			/* ZCRECV_ZONE_HUGE: pages[] per unit */
+	struct zcrecv_pv *pv;		/* ZCRECV_ZONE_PAGEVER, or NULL */
 };
 
 /* Units of huge zones: one PMD's worth of pages, a compound page each. */
@@ -78,6 +80,23 @@ long zcrecv_ioctl_zone_create(struct zcrecv_file *zf, void __user *uarg);
 long zcrecv_ioctl_remap(struct zcrecv_file *zf, void __user *uarg);
 struct zcrecv_zone *zcrecv_vma_zone(struct zcrecv_file *zf,
 				    struct vm_area_struct *vma);
+void zcrecv_window_free(unsigned int order, unsigned int slot);
+int zcrecv_resolve(struct zcrecv_file *zf, unsigned long addr,
+		   unsigned long len, struct zcrecv_range *r);
+
+/* zcrecv_pagever.c: page versions of ZCRECV_ZONE_PAGEVER zones. */
+unsigned long zcrecv_pv_window_pages(unsigned long zone_pages);
+int zcrecv_pv_create(struct zcrecv_zone *zone);
+int zcrecv_pv_publish(struct zcrecv_zone *zone);
+void zcrecv_pv_unpublish(struct zcrecv_zone *zone);
+void zcrecv_pv_zone_gone(struct zcrecv_zone *zone);
+void zcrecv_pv_discard(struct zcrecv_zone *zone);
+void zcrecv_pv_changed_mapping(struct zcrecv_zone *zone);
+int zcrecv_pv_mmap(struct zcrecv_file *zf, struct vm_area_struct *vma);
+vm_fault_t zcrecv_pv_page_mkwrite(struct vm_fault *vmf);
+void zcrecv_pv_bump(struct zcrecv_zone *zone, unsigned long first,
+		    unsigned long n);
+long zcrecv_ioctl_pagever(struct zcrecv_file *zf, void __user *uarg);
 
 /* zcrecv_remap.c helpers the huge-zone exchange reuses. */
 void zcrecv_lock_two(struct zcrecv_zone *a, struct zcrecv_zone *b);
@@ -106,6 +125,16 @@ static inline void zcrecv_vm_flags_set(struct vm_area_struct *vma,
 #endif
 }
 
+static inline void zcrecv_vm_flags_clear(struct vm_area_struct *vma,
+					 unsigned long flags)
+{
+#ifdef ZCRECV_HAVE_VM_FLAGS_SET
+	vm_flags_clear(vma, flags);
+#else
+	vma->vm_flags &= ~flags;
+#endif
+}
+
 /* Counters, one sysfs file each; zcrecv_stats.c names them. */
 enum zcrecv_counter {
 	ZCRECV_CNT_OPEN_FILES,
@@ -124,6 +153,9 @@ enum zcrecv_counter {
 	ZCRECV_CNT_ERR_PERM,
 	ZCRECV_CNT_ERR_OTHER,
 	ZCRECV_CNT_HUGE_ALLOC_FAILED,
+	ZCRECV_CNT_PAGEVER_WRITES,
+	ZCRECV_CNT_PAGEVER_ARMED,
+	ZCRECV_CNT_PAGEVER_ARRAYS,
 	ZCRECV_NR_COUNTERS
 };
 

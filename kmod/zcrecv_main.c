@@ -4,7 +4,8 @@
  *
  * This file holds the misc device, the module parameters and the ioctl
  * dispatcher. Each ioctl command has one small handler: the handshake here,
- * zones in zcrecv_zone.c, the page exchange in zcrecv_remap.c.
+ * zones in zcrecv_zone.c, the page exchange in zcrecv_remap.c, page
+ * versions in zcrecv_pagever.c.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -185,7 +186,8 @@ static long zcrecv_ioctl_api(void __user *uarg)
 		return -EOPNOTSUPP;
 
 	api.out_features = ZCRECV_FEATURE_ZONES | ZCRECV_FEATURE_REMAP |
-			   ZCRECV_FEATURE_PINCHECK | ZCRECV_FEATURE_HUGE;
+			   ZCRECV_FEATURE_PINCHECK | ZCRECV_FEATURE_HUGE |
+			   ZCRECV_FEATURE_PAGEVER;
 	api.out_abi_version = ZCRECV_ABI_VERSION;
 	api.out_page_size = PAGE_SIZE;
 	api.out_max_batch = ZCRECV_MAX_BATCH;
@@ -215,6 +217,9 @@ static long zcrecv_ioctl(struct file *file, unsigned int cmd,
 		break;
 	case ZCRECV_IOC_REMAP:
 		ret = zcrecv_ioctl_remap(file->private_data, uarg);
+		break;
+	case ZCRECV_IOC_PAGEVER:
+		ret = zcrecv_ioctl_pagever(file->private_data, uarg);
 		break;
 	default:
 		ret = -ENOTTY;

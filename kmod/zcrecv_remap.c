@@ -35,8 +35,8 @@
  * long as they follow each other in both address and file offset, i.e. the
  * range is one run of the zone's pages.
  */
-static int zcrecv_resolve(struct zcrecv_file *zf, unsigned long addr,
-			  unsigned long len, struct zcrecv_range *r)
+int zcrecv_resolve(struct zcrecv_file *zf, unsigned long addr,
+		   unsigned long len, struct zcrecv_range *r)
 {
 	struct vm_area_struct *vma = vma_lookup(zf->mm, addr);
 	unsigned long end = addr + len;
@@ -204,6 +204,9 @@ static int zcrecv_remap_one(struct zcrecv_file *zf,
 		if (!(i & 1023))
 			cond_resched();
 	}
+	/* The pages of both ranges changed without a write fault. */
+	zcrecv_pv_bump(src.zone, src.first, n);
+	zcrecv_pv_bump(dst.zone, dst.first, n);
 	/*
 	 * Both sides: dst so that its first access does not fault, src so
 	 * that the pages it got stay mapped, i.e. in the process's RSS where

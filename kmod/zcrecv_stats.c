@@ -30,6 +30,9 @@ static const char * const zcrecv_counter_names[ZCRECV_NR_COUNTERS] = {
 	[ZCRECV_CNT_ERR_PERM]		= "errors_perm",
 	[ZCRECV_CNT_ERR_OTHER]		= "errors_other",
 	[ZCRECV_CNT_HUGE_ALLOC_FAILED]	= "huge_alloc_failed",
+	[ZCRECV_CNT_PAGEVER_WRITES]	= "pagever_writes",
+	[ZCRECV_CNT_PAGEVER_ARMED]	= "pagever_armed",
+	[ZCRECV_CNT_PAGEVER_ARRAYS]	= "pagever_arrays",
 };
 
 struct zcrecv_counter_attr {

@@ -103,6 +103,10 @@ void zcrecv_zones_exit(void)
 		ida_destroy(&zcrecv_slots[k]);
 }
 
+/*
+ * A ZCRECV_ZONE_PAGEVER zone's window also holds its version array, after
+ * the zone's pages and one gap page: zcrecv_pv_window_pages() more.
+ */
 static unsigned int zcrecv_window_order(unsigned long pages, bool huge)
 {
 	unsigned int k = order_base_2(pages + 1);
@@ -134,6 +138,12 @@ static pgoff_t zcrecv_window_pgoff(unsigned int k, unsigned long slot)
 }
 
 static const struct vm_operations_struct zcrecv_vm_ops;
+static const struct vm_operations_struct zcrecv_pv_vm_ops;
+
+void zcrecv_window_free(unsigned int order, unsigned int slot)
+{
+	ida_free(&zcrecv_slots[order], slot);
+}
 
 int zcrecv_file_init(struct file *file)
 {
@@ -251,7 +261,11 @@ static unsigned long zcrecv_zone_destroy(struct zcrecv_zone *zone)
 	mutex_lock(&zf->lock);
 	xa_erase(&zcrecv_zones_by_pgoff, zone->pgoff);
 	mutex_unlock(&zf->lock);
-	ida_free(&zcrecv_slots[zone->order], zone->slot);
+	/* A version array still mapped keeps the window until it goes. */
+	if (zone->pv)
+		zcrecv_pv_zone_gone(zone);
+	else
+		ida_free(&zcrecv_slots[zone->order], zone->slot);
 
 	if (zone->huge)
 		freed = zcrecv_huge_free(zone);
@@ -314,19 +328,24 @@ long zcrecv_ioctl_zone_create(struct zcrecv_file *zf, void __user *uarg)
 	struct zcrecv_zone_create req;
 	struct zcrecv_zone *zone;
 	unsigned long pgoff;
-	bool huge;
+	unsigned long window;
+	bool huge, pagever;
 	int ret;
 
 	if (copy_from_user(&req, uarg, sizeof(req)))
 		return -EFAULT;
-	if ((req.flags & ~ZCRECV_ZONE_HUGE) || req.reserved0 ||
-	    req.reserved[0] || req.reserved[1])
+	if ((req.flags & ~(ZCRECV_ZONE_HUGE | ZCRECV_ZONE_PAGEVER)) ||
+	    req.reserved0 || req.reserved[0] || req.reserved[1])
 		return -EINVAL;
 	huge = req.flags & ZCRECV_ZONE_HUGE;
+	pagever = req.flags & ZCRECV_ZONE_PAGEVER;
 	if (!req.pages || (huge && !IS_ALIGNED(req.pages, ZCRECV_HUGE_NR)))
 		return -EINVAL;
 	if (req.pages > READ_ONCE(zcrecv_max_zone_pages))
 		return -EOVERFLOW;
+	/* A unit is mapped by one PMD: no per-page write fault to count. */
+	if (huge && pagever)
+		return -EOPNOTSUPP;
 	if (current->mm != zf->mm)
 		return -EPERM;
 
@@ -348,6 +367,11 @@ long zcrecv_ioctl_zone_create(struct zcrecv_file *zf, void __user *uarg)
 				       GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!zone->pages)
 		goto err_free_zone;
+	if (pagever) {
+		ret = zcrecv_pv_create(zone);
+		if (ret)
+			goto err_free_pages;
+	}
 	mutex_init(&zone->lock);
 	INIT_LIST_HEAD(&zone->node);
 	zone->zf = zf;
@@ -360,7 +384,10 @@ long zcrecv_ioctl_zone_create(struct zcrecv_file *zf, void __user *uarg)
 	 * The lowest free window of its order. mmap finds the zone only once
 	 * it is in the file's list.
 	 */
-	zone->order = zcrecv_window_order(req.pages, huge);
+	window = req.pages;
+	if (pagever)
+		window += 1 + zcrecv_pv_window_pages(req.pages);
+	zone->order = zcrecv_window_order(window, huge);
 	ret = -ENOSPC;
 	if (zone->order >= ZCRECV_ORDERS)
 		goto err_free_pages;
@@ -374,6 +401,11 @@ long zcrecv_ioctl_zone_create(struct zcrecv_file *zf, void __user *uarg)
 	ret = xa_insert(&zcrecv_zones_by_pgoff, pgoff, zone, GFP_KERNEL);
 	if (ret)
 		goto err_free_slot;
+	if (zone->pv) {
+		ret = zcrecv_pv_publish(zone);
+		if (ret)
+			goto err_erase;
+	}
 
 	req.out_offset = (u64)pgoff << PAGE_SHIFT;
 	req.out_zone_id = zone->id;
@@ -395,10 +427,14 @@ err_erase:
 	mutex_lock(&zf->lock);
 	xa_erase(&zcrecv_zones_by_pgoff, pgoff);
 	mutex_unlock(&zf->lock);
+	if (zone->pv)
+		zcrecv_pv_unpublish(zone);
 err_free_slot:
 	ida_free(&zcrecv_slots[zone->order], zone->slot);
 err_free_pages:
 	mem_cgroup_put(zone->memcg);
+	if (zone->pv)
+		zcrecv_pv_discard(zone);
 	kvfree(zone->pages);
 err_free_zone:
 	kfree_rcu(zone, rcu);
@@ -440,6 +476,7 @@ static void zcrecv_vm_open(struct vm_area_struct *vma)
 	/* A split (mprotect, partial munmap) or an mremap move. */
 	mutex_lock(&zone->zf->lock);
 	zone->nr_vmas++;
+	zcrecv_pv_changed_mapping(zone);
 	mutex_unlock(&zone->zf->lock);
 }
 
@@ -457,6 +494,7 @@ static void zcrecv_vm_close(struct vm_area_struct *vma)
 	last = !--zone->nr_vmas;
 	if (last)
 		list_del_init(&zone->node);
+	zcrecv_pv_changed_mapping(zone);
 	mutex_unlock(&zf->lock);
 	if (last)
 		zcrecv_zone_free(zone);
@@ -522,6 +560,19 @@ static const struct vm_operations_struct zcrecv_vm_ops = {
 	.fault	= zcrecv_vm_fault,
 };
 
+/*
+ * ZCRECV_ZONE_PAGEVER zones: with ->page_mkwrite the core maps the zone's
+ * pages read-only (the mapping "wants write notification"), and the first
+ * write to each page after it was (re)inserted or armed comes here
+ * (zcrecv_pagever.c). Other zones keep writable entries: no such fault.
+ */
+static const struct vm_operations_struct zcrecv_pv_vm_ops = {
+	.open		= zcrecv_vm_open,
+	.close		= zcrecv_vm_close,
+	.fault		= zcrecv_vm_fault,
+	.page_mkwrite	= zcrecv_pv_page_mkwrite,
+};
+
 int zcrecv_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct zcrecv_file *zf = file->private_data;
@@ -547,7 +598,12 @@ int zcrecv_mmap(struct file *file, struct vm_area_struct *vma)
 	    !list_empty(&zone->node))
 		found = zone;
 	rcu_read_unlock();
-	if (!found || found->nr_pages != pages)
+	if (!found) {
+		mutex_unlock(&zf->lock);
+		/* Or the version array of one of this file's zones. */
+		return zcrecv_pv_mmap(zf, vma);
+	}
+	if (found->nr_pages != pages)
 		ret = -EINVAL;
 	else if (found->mapped)
 		ret = -EBUSY;
@@ -557,6 +613,7 @@ int zcrecv_mmap(struct file *file, struct vm_area_struct *vma)
 	}
 	found->mapped = true;
 	found->nr_vmas = 1;
+	zcrecv_pv_changed_mapping(found);
 	mutex_unlock(&zf->lock);
 
 	/*
@@ -571,7 +628,7 @@ int zcrecv_mmap(struct file *file, struct vm_area_struct *vma)
 	 */
 	zcrecv_vm_flags_set(vma, (found->huge ? 0 : VM_MIXEDMAP) |
 			    VM_DONTCOPY | VM_WIPEONFORK | VM_DONTEXPAND);
-	vma->vm_ops = &zcrecv_vm_ops;
+	vma->vm_ops = found->pv ? &zcrecv_pv_vm_ops : &zcrecv_vm_ops;
 	vma->vm_private_data = found;
 	pr_debug("zone %llu mapped at %#lx\n", found->id, vma->vm_start);
 	return 0;
@@ -582,7 +639,7 @@ struct zcrecv_zone *zcrecv_vma_zone(struct zcrecv_file *zf,
 {
 	struct zcrecv_zone *zone;
 
-	if (vma->vm_ops != &zcrecv_vm_ops)
+	if (vma->vm_ops != &zcrecv_vm_ops && vma->vm_ops != &zcrecv_pv_vm_ops)
 		return NULL;
 	zone = vma->vm_private_data;
 	return zone && zone->zf == zf ? zone : NULL;

@@ -63,6 +63,7 @@ if [ "$mode" != vm ]; then
 	host_check "zcbench and zcland-bench verify every message" tests/tools/check-bench.sh
 	host_check "zcapps: report arithmetic, digests, option checks" tests/tools/check-zcapps.sh
 	host_check "zcoverlap: H from the runs, digests, option checks, a tiny run" tests/tools/check-zcoverlap.sh
+	host_check "zccoll: option checks, the dry run's commands, a tiny run" tests/tools/check-zccoll.sh
 	host_check "emulated cluster: nodes, both launchers, tcp/shm choice, cleanup" tests/cluster/check-cluster.sh
 	host_check "application programs: self-checks and digests, both MPIs, with and without zcrecv" tests/apps/check-apps.sh
 	host_check "plain make, lib, install never install packages" tests/deps/check-no-install.sh

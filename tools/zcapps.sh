@@ -43,6 +43,10 @@
 #   ZCAPPS_BIN      where the programs are (default build/tools/apps)
 #   ZCAPPS_ZC_ENV   NAME=VALUE words added to the environment of the
 #                   zcrecv stacks' ranks (e.g. ZCRECV_DEFER_MIN=0)
+#   ZCAPPS_PREFIX   node name prefix of the emulated cluster (default
+#                   zca; 1 to 8 lower-case letters): two runs at once on
+#                   one host need two prefixes, else each takes the
+#                   other's nodes down and up again at its own rate
 #
 # Writes DIR/runs.csv (one row per run: times, the program's digest and the
 # zcrecv layer's counters summed over ranks, the collectives it carried
@@ -100,7 +104,9 @@ for kv in $zc_env; do
 done
 mpi=$root/build/tools/mpi
 cluster=$root/tools/cluster/zccluster
-prefix=zca
+prefix=${ZCAPPS_PREFIX:-zca}
+[[ $prefix =~ ^[a-z]{1,8}$ ]] ||
+	die "ZCAPPS_PREFIX: '$prefix' is not 1 to 8 lower-case letters"
 # The cluster commands find their nodes by this (zccluster(1)).
 export ZCCLUSTER_PREFIX=$prefix
 case $comm in p2p|coll|persist) comms=$comm ;; both) comms="p2p coll" ;;

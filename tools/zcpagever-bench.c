@@ -7,19 +7,21 @@
  * first store to each page after a read (the write-protect fault; the
  * hash arms nothing, so its column is a plain store), for ranges of
  * 64 KiB to 16 MiB of 4 KiB pages and of THP memory (2 MiB aligned,
- * MADV_HUGEPAGE). Each figure is the median of the repetitions run in
- * the time given per cell (at least 3).
+ * MADV_HUGEPAGE); kmod (zcrecv.ko's versions) runs on a zone that keeps
+ * them (memory "zone": /dev/zcrecv with ZCRECV_FEATURE_PAGEVER needed).
+ * Each figure is the median of the repetitions run in the time given per
+ * cell (at least 3).
  *
  * Usage: zcpagever-bench [-m LIST] [-M SIZE] [-t MS] [-c] [--csv FILE]
  *   -m LIST      mechanisms, comma-separated (default
- *                uffd-async,uffd-sync,hash; one not available here is
- *                reported and skipped)
+ *                uffd-async,uffd-sync,hash,kmod; one not available here
+ *                is reported and skipped)
  *   -M SIZE      the largest range in KiB (default 16384)
  *   -t MS        milliseconds per cell (default 200)
  *   -c           print CSV on stdout instead of the table
  *   --csv FILE   also write the CSV to FILE
- * In a VM: tools/vm/run-vm.sh -n -B -k 6.1 -f build/tools/zcpagever-bench
- * -- ./zcpagever-bench. Under QEMU TCG the times are emulated: compare
+ * In a VM: tools/vm/run-vm.sh -B -k 6.1 -f build/tools/zcpagever-bench
+ * -- ./zcpagever-bench (without -n: kmod needs the module). Under QEMU TCG the times are emulated: compare
  * ratios, not nanoseconds.
  */
 #include <errno.h>
@@ -28,8 +30,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/utsname.h>
+#include <unistd.h>
+
+#include <linux/zcrecv.h>
 
 #include "bench.h"
 #include "pagever/pagever.h"
@@ -39,26 +46,48 @@
 #define MAXREP	64
 
 static const char *const mech_names[] = {
-	"uffd-async", "uffd-sync", "hash",
+	"uffd-async", "uffd-sync", "hash", "kmod",
 };
 static const enum zcr_pv_mech mech_ids[] = {
-	ZCR_PV_UFFD_ASYNC, ZCR_PV_UFFD_SYNC, ZCR_PV_HASH,
+	ZCR_PV_UFFD_ASYNC, ZCR_PV_UFFD_SYNC, ZCR_PV_HASH, ZCR_PV_KMOD,
 };
-#define NMECH	3
+#define NMECH	4
+
+static int kmod_fd = -1;	/* /dev/zcrecv, for kmod */
 
 static void usage(FILE *f)
 {
 	fputs("Usage: zcpagever-bench [-m LIST] [-M SIZE] [-t MS] [-c] "
 	      "[--csv FILE]\n"
-	      "  -m LIST      mechanisms: uffd-async,uffd-sync,hash "
+	      "  -m LIST      mechanisms: uffd-async,uffd-sync,hash,kmod "
 	      "(default all)\n"
 	      "  -M SIZE      the largest range in KiB (default 16384)\n"
 	      "  -t MS        milliseconds per cell (default 200)\n"
 	      "  -c           print CSV instead of the table\n"
 	      "  --csv FILE   also write the CSV to FILE\n"
-	      "Per mechanism, memory kind (4k, thp) and range size: ns per "
-	      "page of a read\nof a clean range, of a range written whole, "
-	      "and of the first store to a page\nafter a read.\n", f);
+	      "Per mechanism, memory kind (4k, thp; kmod: a zone) and range "
+	      "size: ns per page\nof a read of a clean range, of a range "
+	      "written whole, and of the first store\nto a page after a "
+	      "read.\n", f);
+}
+
+/* A zone of len bytes that keeps page versions, filled; or NULL. */
+static char *alloc_zone(size_t len)
+{
+	struct zcrecv_zone_create zc;
+	char *p;
+
+	memset(&zc, 0, sizeof(zc));
+	zc.pages = len / PG;
+	zc.flags = ZCRECV_ZONE_PAGEVER;
+	if (ioctl(kmod_fd, ZCRECV_IOC_ZONE_CREATE, &zc) < 0)
+		return NULL;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, kmod_fd,
+		 (off_t)zc.out_offset);
+	if (p == MAP_FAILED)
+		return NULL;
+	memset(p, 1, len);
+	return p;
 }
 
 /* Anonymous memory of len bytes, 2 MiB aligned; advised huge if thp. */
@@ -112,11 +141,24 @@ static int run_cell(enum zcr_pv_mech m, size_t len, int thp, double ms,
 	long h0;
 	char *p;
 
-	ret = __zcr_pv_open(&pv, m);
+	if (m == ZCR_PV_KMOD) {
+		if (kmod_fd < 0)
+			kmod_fd = open("/dev/" ZCRECV_DEVICE_NAME,
+				       O_RDWR | O_CLOEXEC);
+		ret = __zcr_pv_open_kmod(&pv, m, kmod_fd);
+	} else {
+		ret = __zcr_pv_open(&pv, m);
+	}
 	if (ret < 0)
 		return ret;
 	h0 = huge_kb();
-	p = alloc(len, thp, &raw, &rawlen);
+	if (m == ZCR_PV_KMOD) {
+		p = alloc_zone(len);
+		raw = p;
+		rawlen = len;
+	} else {
+		p = alloc(len, thp, &raw, &rawlen);
+	}
 	ver = calloc(n, sizeof(*ver));
 	if (!p || !ver) {
 		__zcr_pv_close(pv);
@@ -149,7 +191,8 @@ static int run_cell(enum zcr_pv_mech m, size_t len, int thp, double ms,
 		c->written = zct_median(written, rep);
 	}
 	__zcr_pv_close(pv);
-	munmap(raw, rawlen);
+	if (raw)
+		munmap(raw, rawlen);
 	free(ver);
 	return ret;
 }
@@ -234,6 +277,12 @@ int main(int argc, char **argv)
 		if (!(mechs & (1 << k)))
 			continue;
 		for (thp = 0; thp < 2; thp++) {
+			const char *mem = mech_ids[k] == ZCR_PV_KMOD ? "zone" :
+					  thp ? "thp" : "4k";
+
+			/* a zone is 4 KiB pages only */
+			if (mech_ids[k] == ZCR_PV_KMOD && thp)
+				break;
 			for (len = 64 << 10; len <= max_kb << 10; len *= 4) {
 				struct cell c = { 0 };
 				int ret = run_cell(mech_ids[k], len, thp, ms,
@@ -242,8 +291,7 @@ int main(int argc, char **argv)
 				if (ret < 0) {
 					if (!csv_only)
 						printf("%-10s %-4s %6zu  %s\n",
-						       mech_names[k],
-						       thp ? "thp" : "4k",
+						       mech_names[k], mem,
 						       len >> 10,
 						       strerror(-ret));
 					if (ret == -EOPNOTSUPP)
@@ -253,15 +301,13 @@ int main(int argc, char **argv)
 				if (!csv_only)
 					printf("%-10s %-4s %6zu %8ld %10.1f "
 					       "%12.1f %10.1f\n",
-					       mech_names[k],
-					       thp ? "thp" : "4k", len >> 10,
+					       mech_names[k], mem, len >> 10,
 					       c.huge_kb, c.clean, c.written,
 					       c.store);
 				if (csv)
 					fprintf(csv, "%s,%s,%s,%zu,%ld,%.1f,"
 						"%.1f,%.1f\n", u.release,
-						mech_names[k],
-						thp ? "thp" : "4k", len >> 10,
+						mech_names[k], mem, len >> 10,
 						c.huge_kb, c.clean, c.written,
 						c.store);
 			}
@@ -270,5 +316,7 @@ next_mech:;
 	}
 	if (csv && csv != stdout)
 		fclose(csv);
+	if (kmod_fd >= 0)
+		close(kmod_fd);
 	return 0;
 }

@@ -56,7 +56,7 @@ static const char *const lands[] = { "read", "copy", NULL };
 static const char *const wireups[] = { "auto", "pmix", "env", NULL };
 /* In the order of enum zcr_pv_mech (lib/pagever/pagever.h). */
 static const char *const pagevers[] = { "auto", "uffd-async", "uffd-sync",
-					"mprotect", "hash", NULL };
+					"mprotect", "hash", "kmod", NULL };
 static const char *const mpi_wireups[] = { "auto", "pmix", "mpi", "env",
 					   NULL };
 

@@ -43,7 +43,24 @@ bool __zcr_zone_huge(struct zcr_ctx *ctx, size_t len)
 	       len >= ZCR_HUGE_SIZE && !(len & (ZCR_HUGE_SIZE - 1));
 }
 
+static int zone_map(struct zcr_ctx *ctx, size_t len, bool huge, bool pv,
+		    void **p);
+
 int __zcr_zone_map(struct zcr_ctx *ctx, size_t len, bool huge, void **p)
+{
+	return zone_map(ctx, len, huge, false, p);
+}
+
+int __zcr_zone_map_versioned(struct zcr_ctx *ctx, size_t len, void **p)
+{
+	bool pv = ctx->env.v[ZCR_ENV_PREFETCH].u &&
+		  (ctx->kmod.features & ZCRECV_FEATURE_PAGEVER);
+
+	return zone_map(ctx, len, false, pv, p);
+}
+
+static int zone_map(struct zcr_ctx *ctx, size_t len, bool huge, bool pv,
+		    void **p)
 {
 	struct zcrecv_zone_create zc;
 	size_t extra = huge ? ZCR_HUGE_SIZE : 0;
@@ -57,7 +74,7 @@ int __zcr_zone_map(struct zcr_ctx *ctx, size_t len, bool huge, void **p)
 		return -EINVAL;
 	memset(&zc, 0, sizeof(zc));
 	zc.pages = len / ctx->page;
-	zc.flags = huge ? ZCRECV_ZONE_HUGE : 0;
+	zc.flags = (huge ? ZCRECV_ZONE_HUGE : 0) | (pv ? ZCRECV_ZONE_PAGEVER : 0);
 	/* Address space first: a huge zone goes at a 2 MiB boundary in it. */
 	a = mmap(NULL, len + extra, PROT_NONE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

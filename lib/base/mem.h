@@ -40,6 +40,13 @@ struct zcr_mem {
  */
 int __zcr_zone_map(struct zcr_ctx *ctx, size_t len, bool huge, void **p);
 /*
+ * A 4 KiB zone that keeps page versions (ZCRECV_ZONE_PAGEVER) when the
+ * module can and message prefetching is on (its send buffers are then
+ * tracked without a system call per page, lib/pagever/kmod.c); otherwise
+ * as __zcr_zone_map(ctx, len, false, p).
+ */
+int __zcr_zone_map_versioned(struct zcr_ctx *ctx, size_t len, void **p);
+/*
  * Whether huge zones are wanted (ZCRECV_HUGE_ZONES, on by default), the
  * module makes them, and len (a multiple of 2 MiB) fits one.
  */

@@ -84,6 +84,7 @@ static int job_secret(struct zcr_ctx *ctx, const char *attr)
 static void *progress_thread(void *arg)
 {
 	struct zcr_ctx *ctx = arg;
+	int n;
 
 	pthread_mutex_lock(&ctx->lock);
 	while (!ctx->thread_stop) {
@@ -113,8 +114,21 @@ static void *progress_thread(void *arg)
 			continue;
 		}
 		ctx->thread_busy = true;
-		__zcr_progress_locked(ctx, 100);
+		n = __zcr_progress_locked(ctx, 100);
 		ctx->thread_busy = false;
+		/*
+		 * A pass that did work may have more behind it (a large
+		 * message moves a part per pass): the processor first goes
+		 * to whoever else wants it. A rank pinned to one processor
+		 * computes there while we move its messages, and a pass
+		 * after pass without a yield took the processor from its
+		 * computation for whole scheduler slices.
+		 */
+		if (n > 0) {
+			pthread_mutex_unlock(&ctx->lock);
+			sched_yield();
+			pthread_mutex_lock(&ctx->lock);
+		}
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	return NULL;

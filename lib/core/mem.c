@@ -44,7 +44,7 @@ int zcr_mem_alloc(struct zcr_ctx *ctx, size_t size, void **ptr)
 			}
 		}
 		if (ret)
-			ret = __zcr_zone_map(ctx, len, false, &a);
+			ret = __zcr_zone_map_versioned(ctx, len, &a);
 	}
 	if (ret == 0) {
 		m->zone = true;

@@ -16,6 +16,7 @@ static const struct zcr_pv_ops *const mechs[ZCR_PV_NMECH] = {
 	[ZCR_PV_UFFD_ASYNC] = &__zcr_pv_uffd_async_ops,
 	[ZCR_PV_UFFD_SYNC] = &__zcr_pv_uffd_sync_ops,
 	[ZCR_PV_HASH] = &__zcr_pv_hash_ops,
+	[ZCR_PV_KMOD] = &__zcr_pv_kmod_ops,
 };
 
 /*
@@ -24,7 +25,10 @@ static const struct zcr_pv_ops *const mechs[ZCR_PV_NMECH] = {
  * kernel; the hash works on any memory and any kernel. uffd-sync and
  * mprotect stop the writing thread at its first write to each page (a
  * round trip to a thread or a signal), which costs more than hashing the
- * page at the next read (Documentation/prefetch.md): never chosen.
+ * page at the next read (Documentation/prefetch.md): never chosen. Before
+ * all of them, per range, zcrecv.ko's own versions where the range is in
+ * a versioned zone (a look at a mapped array, no system call while no
+ * page was written): see __zcr_pv_track().
  */
 static const enum zcr_pv_mech auto_order[] = {
 	ZCR_PV_UFFD_ASYNC, ZCR_PV_HASH,
@@ -36,6 +40,7 @@ static const char *const mech_names[ZCR_PV_NMECH] = {
 	[ZCR_PV_UFFD_SYNC] = "uffd-sync",
 	[ZCR_PV_MPROTECT] = "mprotect",
 	[ZCR_PV_HASH] = "hash",
+	[ZCR_PV_KMOD] = "kmod",
 };
 
 const char *__zcr_pv_mech_name(enum zcr_pv_mech mech)
@@ -48,7 +53,17 @@ enum zcr_pv_mech __zcr_pv_mech(const struct zcr_pv *pv)
 	return pv->ops->mech;
 }
 
-static int open_one(struct zcr_pv **pvp, enum zcr_pv_mech mech)
+enum zcr_pv_mech __zcr_pv_range_mech(const struct zcr_pv_range *r)
+{
+	return r->ops->mech;
+}
+
+bool __zcr_pv_kmod(const struct zcr_pv *pv)
+{
+	return pv->kmod != NULL;
+}
+
+static int open_one(struct zcr_pv **pvp, enum zcr_pv_mech mech, int kmod_fd)
 {
 	struct zcr_pv *pv;
 	int ret;
@@ -65,8 +80,18 @@ static int open_one(struct zcr_pv **pvp, enum zcr_pv_mech mech)
 		return -ENOMEM;
 	pv->ops = mechs[mech];
 	pv->pid = getpid();
+	/* The module's versions: the mechanism itself, or AUTO's first try. */
+	if (mech == ZCR_PV_KMOD || kmod_fd >= 0) {
+		ret = __zcr_pv_kmod_attach(pv, kmod_fd);
+		if (ret == -ENOMEM || (ret < 0 && mech == ZCR_PV_KMOD)) {
+			free(pv);
+			return ret;
+		}
+		pv->auto_kmod = pv->kmod && mech != ZCR_PV_KMOD;
+	}
 	ret = pv->ops->open(pv);
 	if (ret < 0) {
+		__zcr_pv_kmod_detach(pv);
 		free(pv);
 		return ret;
 	}
@@ -75,6 +100,12 @@ static int open_one(struct zcr_pv **pvp, enum zcr_pv_mech mech)
 }
 
 int __zcr_pv_open(struct zcr_pv **pvp, enum zcr_pv_mech mech)
+{
+	return __zcr_pv_open_kmod(pvp, mech, -1);
+}
+
+int __zcr_pv_open_kmod(struct zcr_pv **pvp, enum zcr_pv_mech mech,
+		       int kmod_fd)
 {
 	struct zcr_env_val v;
 	size_t i;
@@ -92,10 +123,10 @@ int __zcr_pv_open(struct zcr_pv **pvp, enum zcr_pv_mech mech)
 			mech = (enum zcr_pv_mech)v.u;
 	}
 	if (mech != ZCR_PV_AUTO)
-		return open_one(pvp, mech);
+		return open_one(pvp, mech, mech == ZCR_PV_KMOD ? kmod_fd : -1);
 	ret = -EOPNOTSUPP;
 	for (i = 0; i < sizeof(auto_order) / sizeof(auto_order[0]); i++) {
-		ret = open_one(pvp, auto_order[i]);
+		ret = open_one(pvp, auto_order[i], kmod_fd);
 		if (ret != -EOPNOTSUPP && ret != -EPERM && ret != -ENOSYS)
 			break;
 	}
@@ -109,7 +140,28 @@ void __zcr_pv_close(struct zcr_pv *pv)
 	while (pv->ranges)
 		__zcr_pv_untrack(pv, pv->ranges);
 	pv->ops->close(pv);
+	__zcr_pv_kmod_detach(pv);
 	free(pv);
+}
+
+/*
+ * The uffd mechanisms keep their state in the VMA and page tables:
+ * untracking one of two overlapping ranges would unregister the other's
+ * pages. One range per page, then, among the ranges they serve.
+ */
+static int track_own(struct zcr_pv *pv, struct zcr_pv_range *r,
+		     uintptr_t start, uintptr_t end)
+{
+	struct zcr_pv_range *o;
+
+	if (pv->ops->mech == ZCR_PV_HASH || pv->ops->mech == ZCR_PV_KMOD)
+		return pv->ops->track(pv, r);
+	for (o = pv->ranges; o; o = o->next)
+		if (o->ops == pv->ops &&
+		    start < o->start + o->npages * ZCR_PV_PAGE &&
+		    o->start < end)
+			return -EBUSY;
+	return pv->ops->track(pv, r);
 }
 
 int __zcr_pv_track(struct zcr_pv *pv, const void *addr, size_t len,
@@ -129,15 +181,6 @@ int __zcr_pv_track(struct zcr_pv *pv, const void *addr, size_t len,
 	ret = __zcr_pv_mapped(start, end - start);
 	if (ret < 0)
 		return ret;
-	/*
-	 * The uffd mechanisms keep their state in the VMA and page tables:
-	 * untracking one of two overlapping ranges would unregister the
-	 * other's pages. One range per page, then.
-	 */
-	for (r = pv->ranges; r && pv->ops->mech != ZCR_PV_HASH; r = r->next)
-		if (start < r->start + r->npages * ZCR_PV_PAGE &&
-		    r->start < end)
-			return -EBUSY;
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
@@ -148,8 +191,22 @@ int __zcr_pv_track(struct zcr_pv *pv, const void *addr, size_t len,
 		free(r);
 		return -ENOMEM;
 	}
-	ret = pv->ops->track(pv, r);
+	/* AUTO: the module's versions where it keeps them, quietly not. */
+	ret = -EINVAL;
+	if (pv->auto_kmod) {
+		ret = __zcr_pv_kmod_ops.track(pv, r);
+		if (ret == 0)
+			r->ops = &__zcr_pv_kmod_ops;
+		else if (ret != -EINVAL)
+			goto err;
+	}
+	if (!r->ops) {
+		ret = track_own(pv, r, start, end);
+		if (ret == 0)
+			r->ops = pv->ops;
+	}
 	if (ret < 0) {
+err:
 		free(r->ver);
 		free(r);
 		return ret;
@@ -172,7 +229,7 @@ void __zcr_pv_untrack(struct zcr_pv *pv, struct zcr_pv_range *r)
 			break;
 		}
 	}
-	pv->ops->untrack(pv, r);
+	r->ops->untrack(pv, r);
 	free(r->ver);
 	free(r);
 }
@@ -191,9 +248,9 @@ int __zcr_pv_read(struct zcr_pv *pv, struct zcr_pv_range *r, uint64_t *ver)
 	if (r->dead)
 		return -ESTALE;
 	/* A forked child: the descriptors still name the parent's memory. */
-	if (pv->ops->mech != ZCR_PV_HASH && getpid() != pv->pid)
+	if (r->ops->mech != ZCR_PV_HASH && getpid() != pv->pid)
 		return -ECHILD;
-	ret = pv->ops->read(pv, r, ver);
+	ret = r->ops->read(pv, r, ver);
 	if (ret < 0)
 		r->dead = true;
 	return ret;

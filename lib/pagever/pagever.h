@@ -31,6 +31,7 @@
 #ifndef ZCR_PAGEVER_H
 #define ZCR_PAGEVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,7 @@ enum zcr_pv_mech {
 	ZCR_PV_UFFD_SYNC,	/* userfaultfd write-protect, handler thread */
 	ZCR_PV_MPROTECT,	/* mprotect + SIGSEGV: only when asked for */
 	ZCR_PV_HASH,		/* a 64-bit hash of each page's contents */
+	ZCR_PV_KMOD,		/* zcrecv.ko's versions of a versioned zone */
 	ZCR_PV_NMECH
 };
 
@@ -52,9 +54,21 @@ struct zcr_pv_range;	/* one tracked range */
  * another -errno.
  */
 int __zcr_pv_open(struct zcr_pv **pvp, enum zcr_pv_mech mech);
+/*
+ * The same, given the context's /dev/zcrecv (@kmod_fd, or -1): ZCR_PV_KMOD
+ * needs it (and a module with ZCRECV_FEATURE_PAGEVER), and ZCR_PV_AUTO
+ * then tracks each range that lies in a ZCRECV_ZONE_PAGEVER zone of that
+ * file with the module's versions, any other with the mechanism it chose.
+ */
+int __zcr_pv_open_kmod(struct zcr_pv **pvp, enum zcr_pv_mech mech,
+		       int kmod_fd);
 /* Stop tracking every range (protections undone) and free. NULL: nothing. */
 void __zcr_pv_close(struct zcr_pv *pv);
 enum zcr_pv_mech __zcr_pv_mech(const struct zcr_pv *pv);
+/* The mechanism serving one range (under AUTO: kmod or the tracker's). */
+enum zcr_pv_mech __zcr_pv_range_mech(const struct zcr_pv_range *r);
+/* Whether the tracker uses zcrecv.ko's versions (ZCR_PV_KMOD or AUTO). */
+bool __zcr_pv_kmod(const struct zcr_pv *pv);
 const char *__zcr_pv_mech_name(enum zcr_pv_mech mech);
 
 /*
@@ -64,7 +78,8 @@ const char *__zcr_pv_mech_name(enum zcr_pv_mech mech);
  * it (another userfaultfd, such as the uffd-move backend's registration
  * of a receive buffer) or a range of this tracker already covers one of
  * its pages (uffd mechanisms), -ENOMEM when part of it is not mapped,
- * -EINVAL for a mapping kind the mechanism does not serve.
+ * -EINVAL for a mapping kind the mechanism does not serve (ZCR_PV_KMOD:
+ * anything but one run of a versioned zone of the tracker's file).
  */
 int __zcr_pv_track(struct zcr_pv *pv, const void *addr, size_t len,
 		   struct zcr_pv_range **rp);

@@ -23,6 +23,9 @@
  *		page was seen written; hash: a per-page seed bumped by
  *		__zcr_pv_bump()
  * @dead:	the mechanism can no longer vouch (every read fails)
+ * @ops:	the mechanism serving it: the tracker's, or under ZCR_PV_AUTO
+ *		the module's for a range of a versioned zone
+ * @priv:	that mechanism's state of the range (kmod)
  * @next:	the tracker's list
  */
 struct zcr_pv_range {
@@ -30,6 +33,8 @@ struct zcr_pv_range {
 	size_t npages;
 	uint64_t *ver;
 	bool dead;
+	const struct zcr_pv_ops *ops;
+	void *priv;
 	struct zcr_pv_range *next;
 };
 
@@ -54,18 +59,32 @@ struct zcr_pv_ops {
 /*
  * struct zcr_pv - one tracker. @pid: the process that opened it: the uffd
  * mechanisms' descriptors (/proc/self/pagemap opened then) keep naming
- * that process's memory in a child after fork.
+ * that process's memory in a child after fork. @kmod: zcrecv.ko's page
+ * versions (kmod.c), when the tracker was given /dev/zcrecv and the module
+ * keeps them: the mechanism of ZCR_PV_KMOD, and under ZCR_PV_AUTO the one
+ * tried first for each range.
  */
 struct zcr_pv {
 	const struct zcr_pv_ops *ops;
 	int pid;
 	struct zcr_pv_range *ranges;
 	void *priv;
+	void *kmod;
+	bool auto_kmod;
 };
 
 extern const struct zcr_pv_ops __zcr_pv_uffd_async_ops;
 extern const struct zcr_pv_ops __zcr_pv_uffd_sync_ops;
 extern const struct zcr_pv_ops __zcr_pv_hash_ops;
+extern const struct zcr_pv_ops __zcr_pv_kmod_ops;
+
+/*
+ * zcrecv.ko's versions (kmod.c): attach to the device @kmod_fd (the file
+ * whose zones will be tracked; duplicated) if the module keeps page
+ * versions (-EOPNOTSUPP otherwise); detach undoes it.
+ */
+int __zcr_pv_kmod_attach(struct zcr_pv *pv, int kmod_fd);
+void __zcr_pv_kmod_detach(struct zcr_pv *pv);
 
 /*
  * userfaultfd write-protect (uffd_wp.c): protect (or lift) a range,

@@ -632,10 +632,13 @@ static struct pf_buf *buf_get(struct zcr_ctx *ctx, uint64_t saddr,
 		 * for a buffer the application is unmapping that moment:
 		 * prefetch uses it only when asked to by name
 		 * (ZCRECV_PREFETCH_PAGEVER=hash), not as AUTO's fallback.
+		 * With zcrecv.ko's versions, buffers in versioned zones
+		 * (zcr_mem_alloc) are tracked whatever AUTO fell back to.
 		 */
-		if (__zcr_pv_open(&pf->pv, ZCR_PV_AUTO) ||
+		if (__zcr_pv_open_kmod(&pf->pv, ZCR_PV_AUTO, ctx->kmod_fd) ||
 		    (__zcr_pv_mech(pf->pv) == ZCR_PV_HASH &&
-		     !ctx->env.v[ZCR_ENV_PREFETCH_PAGEVER].u)) {
+		     !ctx->env.v[ZCR_ENV_PREFETCH_PAGEVER].u &&
+		     !__zcr_pv_kmod(pf->pv))) {
 			__zcr_pv_close(pf->pv);
 			pf->pv = NULL;
 			pf->pv_failed = true;	/* no mechanism works here */
@@ -648,6 +651,12 @@ static struct pf_buf *buf_get(struct zcr_ctx *ctx, uint64_t saddr,
 		return NULL;
 	if (__zcr_pv_track(pf->pv, (const void *)(uintptr_t)saddr, slen,
 			   &b->range)) {
+		free(b);
+		return NULL;
+	}
+	if (__zcr_pv_range_mech(b->range) == ZCR_PV_HASH &&
+	    !ctx->env.v[ZCR_ENV_PREFETCH_PAGEVER].u) {
+		__zcr_pv_untrack(pf->pv, b->range);	/* see above */
 		free(b);
 		return NULL;
 	}

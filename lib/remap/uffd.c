@@ -387,6 +387,29 @@ static long evict(struct uffd_priv *u, char *dst, char *old, size_t len,
 }
 
 /*
+ * An exchange of [off, off + len) of a slot of 2 MiB units is complete:
+ * the spare sp, which holds the user's old pages there and nothing else,
+ * becomes the slot. The old slot's other whole units (where the message's
+ * head and tail were staged, and copied out) go over to sp first, each
+ * one PMD move: dropped with the old slot, they were faulted in again at
+ * the next landing at that offset, a new huge page zeroed per unit and
+ * message. Units that [off, off + len) covers in part stay: moving them
+ * would split a huge page. What does not move (sp has pages there) is
+ * dropped as before.
+ */
+static void keep_units(struct uffd_priv *u, char *sp, char *old, size_t cap,
+		       size_t off, size_t len)
+{
+	size_t a = off & ~(ZCR_HUGE_SIZE - 1);
+	size_t e = (off + len + ZCR_HUGE_SIZE - 1) & ~(ZCR_HUGE_SIZE - 1);
+
+	if (a)
+		uffd_move(u, sp, old, a);
+	if (e < cap)
+		uffd_move(u, sp + e, old + e, cap - e);
+}
+
+/*
  * Second half: the slot's pages at off into dst, emptied by evict() into
  * the spare sp. Returns the bytes delivered (a prefix).
  */
@@ -403,9 +426,12 @@ static long fill(struct uffd_priv *u, char *dst, struct zcr_slot *s,
 		/*
 		 * The spare holds the user's old pages: it is the slot now.
 		 * The old slot becomes a spare, holding nothing anyone needs
-		 * (the message's head and tail were copied before the move):
-		 * dropped whole, mapped anew if it may keep page tables.
+		 * (the message's head and tail were copied before the move)
+		 * once its whole units are kept (keep_units()): dropped
+		 * whole, mapped anew if it may keep page tables.
 		 */
+		if (is_huge(s->cap))
+			keep_units(u, sp, s->base, s->cap, off, len);
 		spare_drop(u, s->base, s->cap, tables);
 		s->base = sp;
 		return b;

@@ -223,6 +223,30 @@ TEST(uapi_layout_pinned)
 	EXPECT_EQ(15, ZCRECV_FEATURE_ZONES | ZCRECV_FEATURE_REMAP |
 		     ZCRECV_FEATURE_PINCHECK | ZCRECV_FEATURE_HUGE);
 	EXPECT_EQ(1, ZCRECV_ZONE_HUGE);
+
+	EXPECT_EQ(80, sizeof(struct zcrecv_pagever));
+	EXPECT_EQ(0, offsetof(struct zcrecv_pagever, addr));
+	EXPECT_EQ(8, offsetof(struct zcrecv_pagever, len));
+	EXPECT_EQ(16, offsetof(struct zcrecv_pagever, op));
+	EXPECT_EQ(20, offsetof(struct zcrecv_pagever, flags));
+	EXPECT_EQ(24, offsetof(struct zcrecv_pagever, out_offset));
+	EXPECT_EQ(32, offsetof(struct zcrecv_pagever, out_size));
+	EXPECT_EQ(40, offsetof(struct zcrecv_pagever, out_first));
+	EXPECT_EQ(48, offsetof(struct zcrecv_pagever, out_gen));
+	EXPECT_EQ(56, offsetof(struct zcrecv_pagever, out_pages));
+	EXPECT_EQ(64, offsetof(struct zcrecv_pagever, reserved));
+	EXPECT_EQ(_IOWR(0xB9, 0x03, struct zcrecv_pagever),
+		  ZCRECV_IOC_PAGEVER);
+	EXPECT_EQ(64, sizeof(struct zcrecv_pagever_head));
+	EXPECT_EQ(0, offsetof(struct zcrecv_pagever_head, gen));
+	EXPECT_EQ(8, offsetof(struct zcrecv_pagever_head, pages));
+	EXPECT_EQ(16, offsetof(struct zcrecv_pagever_head, flags));
+	EXPECT_EQ(64, offsetof(struct zcrecv_pagever_head, ver));
+	EXPECT_EQ(16, ZCRECV_FEATURE_PAGEVER);
+	EXPECT_EQ(2, ZCRECV_ZONE_PAGEVER);
+	EXPECT_EQ(1, ZCRECV_PAGEVER_ARM);
+	EXPECT_EQ(2, ZCRECV_PAGEVER_BUMP);
+	EXPECT_EQ(1, ZCRECV_PAGEVER_DEAD);
 }
 
 TEST(open_close_loop_leaks_nothing)

@@ -5,7 +5,9 @@
  * commands and arguments, valid and invalid mixed, while other threads map,
  * touch and unmap zones under them, madvise, mlock and fork them, change
  * the writable module parameters, and files are closed and reopened. Zones
- * are 4 KiB or huge (2 MiB units; lengths and offsets are often whole units
+ * are 4 KiB, 4 KiB with page versions (ZCRECV_IOC_PAGEVER arms and bumps
+ * them, their version arrays are mapped, read and unmapped under the
+ * others) or huge (2 MiB units; lengths and offsets are often whole units
  * so that huge exchanges really happen). It checks that every ioctl
  * answers with a documented errno, that the process
  * survives, and that the module's counters balance at the end (the VM runner
@@ -158,6 +160,8 @@ static void op_zone(struct worker *w)
 		zc.flags = ZCRECV_ZONE_HUGE;
 		zc.pages = ((rnd(w) % 2) + 1) * (f->unit / f->page) +
 			   (rnd(w) % 10 ? 0 : rnd(w) % 8);
+	} else if (rnd(w) % 3 == 0) {
+		zc.flags = ZCRECV_ZONE_PAGEVER;
 	}
 	if (rnd(w) % 10 == 0)
 		zc.flags = rnd(w);
@@ -236,6 +240,55 @@ static void op_remap(struct worker *w)
 	if (rnd(w) % 20 == 0)
 		req.reserved[rnd(w) % 2] = rnd(w);
 	do_ioctl(w, pick_fd(w), ZCRECV_IOC_REMAP, &req);
+}
+
+/*
+ * ZCRECV_IOC_PAGEVER with random ranges, ops and fields; when it answers,
+ * sometimes map the version array it names (read-only: a writable mapping
+ * must fail), read a word of it and unmap it again.
+ */
+static void op_pagever(struct worker *w)
+{
+	struct zcrecv_pagever req;
+	int fd = pick_fd(w);
+	void *p;
+
+	memset(&req, 0, sizeof(req));
+	req.addr = pick_addr(w);
+	req.len = pick_len(w);
+	req.op = rnd(w) % 10 ? 1 + rnd(w) % 2 : (__u32)rnd(w);
+	req.flags = rnd(w) % 20 ? 0 : rnd(w);
+	if (rnd(w) % 20 == 0)
+		req.reserved[rnd(w) % 2] = rnd(w);
+	if (rnd(w) % 20 == 0) {
+		do_ioctl(w, fd, ZCRECV_IOC_PAGEVER,
+			 (void *)(uintptr_t)pick_addr(w));
+		return;
+	}
+	if (ioctl(fd, ZCRECV_IOC_PAGEVER, &req)) {
+		__atomic_add_fetch(&w->f->ioctls, 1, __ATOMIC_RELAXED);
+		w->done++;
+		if (!allowed_errno(errno))
+			__atomic_add_fetch(&w->f->bad_errno, 1,
+					   __ATOMIC_RELAXED);
+		return;
+	}
+	__atomic_add_fetch(&w->f->ioctls, 1, __ATOMIC_RELAXED);
+	w->done++;
+	if (rnd(w) % 4)
+		return;
+	p = mmap(NULL, req.out_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		 req.out_offset);
+	if (p != MAP_FAILED)	/* never writable */
+		__atomic_add_fetch(&w->f->bad_errno, 1, __ATOMIC_RELAXED);
+	p = mmap(NULL, req.out_size, PROT_READ,
+		 rnd(w) % 8 ? MAP_SHARED : MAP_PRIVATE, fd, req.out_offset);
+	if (p == MAP_FAILED)
+		return;		/* its zone went meanwhile */
+	(void)*(volatile __u64 *)((char *)p + (rnd(w) % req.out_size & ~7));
+	if (rnd(w) % 4)
+		madvise(p, req.out_size, MADV_DONTNEED);
+	munmap(p, req.out_size);
 }
 
 /*
@@ -355,8 +408,10 @@ static void *worker_main(void *arg)
 			op_zone(w);
 		else if (r < 30)
 			op_unmap(w);
-		else if (r < 82)
+		else if (r < 72)
 			op_remap(w);
+		else if (r < 82)
+			op_pagever(w);
 		else if (r < 95)
 			op_garbage(w);
 		else if (r < 96)

@@ -230,6 +230,7 @@ struct zcrecv_leak_check {
 	long long zones_live;
 	long long alloc_minus_freed;
 	long long reserved;
+	long long pagever_arrays;	/* -1 on a module without them */
 };
 
 static inline void zcrecv_leak_snapshot(struct zcrecv_leak_check *c)
@@ -238,6 +239,7 @@ static inline void zcrecv_leak_snapshot(struct zcrecv_leak_check *c)
 	c->alloc_minus_freed = zcrecv_counter("pages_allocated") -
 			       zcrecv_counter("pages_freed");
 	c->reserved = zcrecv_counter("pages_reserved");
+	c->pagever_arrays = zcrecv_counter("pagever_arrays");
 }
 
 static inline int zcrecv_leak_same(const struct zcrecv_leak_check *a)
@@ -247,7 +249,8 @@ static inline int zcrecv_leak_same(const struct zcrecv_leak_check *a)
 	zcrecv_leak_snapshot(&b);
 	return a->zones_live == b.zones_live &&
 	       a->alloc_minus_freed == b.alloc_minus_freed &&
-	       a->reserved == b.reserved;
+	       a->reserved == b.reserved &&
+	       a->pagever_arrays == b.pagever_arrays;
 }
 
 /* Path of zcrecv.ko for reload tests (the VM runner sets ZCRECV_KO). */

@@ -15,6 +15,14 @@
  *    normal memory; memory another userfaultfd registered is -EBUSY (the
  *    hash takes it); bad arguments are -EINVAL; AUTO and
  *    ZCRECV_PREFETCH_PAGEVER choose.
+ * kmod (zcrecv.ko's versions, in the VMs where the module is loaded; the
+ * memory is then a ZCRECV_ZONE_PAGEVER zone) runs the tests that apply to
+ * zones (a zone is not inherited by fork, is no THP and takes no
+ * userfaultfd), and its own: MADV_DONTNEED keeps a zone's bytes, munmap,
+ * mmap over and mremap away fail the read, an exchange into the range
+ * changes versions, reads of a clean range make no system call, AUTO
+ * takes the module's versions for versioned zones only, and a module
+ * without them (or no module) leaves the other mechanisms.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/zcrecv.h>
+
 #include "pagever/pagever.h"
 #include "zt.h"
 
@@ -38,10 +48,51 @@
 #define NPG	64		/* pages of the usual test range */
 #define ROUNDS	200
 
+/* kmod: /dev/zcrecv, and the mechanism of the running test. */
+static int kfd = -1;
+static enum zcr_pv_mech cur_mech;
+
+static int kmod_fd_or_skip(void)
+{
+	struct zcrecv_api api;
+
+	if (kfd < 0)
+		kfd = open("/dev/" ZCRECV_DEVICE_NAME, O_RDWR | O_CLOEXEC);
+	if (kfd < 0)
+		ZT_SKIP("kmod: no /dev/zcrecv here (the VMs load zcrecv.ko)");
+	memset(&api, 0, sizeof(api));
+	ZT_ASSERT(ioctl(kfd, ZCRECV_IOC_API, &api) == 0);
+	if (!(api.out_features & ZCRECV_FEATURE_PAGEVER))
+		ZT_SKIP("kmod: this zcrecv.ko keeps no page versions");
+	return kfd;
+}
+
+/* A zone of n pages of the kmod descriptor, mapped; flags of the zone. */
+static char *map_zone(size_t n, unsigned int flags)
+{
+	struct zcrecv_zone_create zc;
+	char *p;
+
+	memset(&zc, 0, sizeof(zc));
+	zc.pages = n;
+	zc.flags = flags;
+	ZT_ASSERT(ioctl(kfd, ZCRECV_IOC_ZONE_CREATE, &zc) == 0);
+	p = mmap(NULL, n * PG, PROT_READ | PROT_WRITE, MAP_SHARED, kfd,
+		 (off_t)zc.out_offset);
+	ZT_ASSERT(p != MAP_FAILED);
+	return p;
+}
+
 static struct zcr_pv *open_or_skip(enum zcr_pv_mech m)
 {
 	struct zcr_pv *pv = NULL;
-	int ret = __zcr_pv_open(&pv, m);
+	int ret;
+
+	cur_mech = m;
+	if (m == ZCR_PV_KMOD)
+		ret = __zcr_pv_open_kmod(&pv, m, kmod_fd_or_skip());
+	else
+		ret = __zcr_pv_open(&pv, m);
 
 	if (ret == -EOPNOTSUPP)
 		ZT_SKIP("%s: not available on this kernel",
@@ -51,10 +102,15 @@ static struct zcr_pv *open_or_skip(enum zcr_pv_mech m)
 	return pv;
 }
 
+/* Memory to track: a versioned zone under kmod, else anonymous. */
 static char *map_pages(size_t n)
 {
-	char *p = mmap(NULL, n * PG, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *p;
+
+	if (cur_mech == ZCR_PV_KMOD)
+		return map_zone(n, ZCRECV_ZONE_PAGEVER);
+	p = mmap(NULL, n * PG, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	ZT_ASSERT(p != MAP_FAILED);
 	return p;
@@ -559,34 +615,208 @@ static void t_bump(enum zcr_pv_mech m)
 	ZT_TEST(kind##_uffd_async) { t_##kind(ZCR_PV_UFFD_ASYNC); }	\
 	ZT_TEST(kind##_uffd_sync) { t_##kind(ZCR_PV_UFFD_SYNC); }	\
 	ZT_TEST(kind##_hash) { t_##kind(ZCR_PV_HASH); }
+/* The tests that apply to a zone as well. */
+#define PV_TESTS_ZONE(kind)						\
+	PV_TESTS(kind)							\
+	ZT_TEST(kind##_kmod) { t_##kind(ZCR_PV_KMOD); }
 
-PV_TESTS(rounds)
-PV_TESTS(untouched)
-PV_TESTS(syscall)
-PV_TESTS(remote)
+PV_TESTS_ZONE(rounds)
+PV_TESTS_ZONE(untouched)
+PV_TESTS_ZONE(syscall)
+PV_TESTS_ZONE(remote)
 PV_TESTS(dontneed)
 PV_TESTS(remap)
 PV_TESTS(fork)
 PV_TESTS(thp)
-PV_TESTS(threads)
-PV_TESTS(release)
+PV_TESTS_ZONE(threads)
+PV_TESTS_ZONE(release)
 PV_TESTS(busy)
-PV_TESTS(args)
-PV_TESTS(bump)
+PV_TESTS_ZONE(args)
+PV_TESTS_ZONE(bump)
+
+/* MADV_DONTNEED keeps a zone's bytes; the next store is still seen. */
+ZT_TEST(dontneed_kmod)
+{
+	PV_FIXTURE(ZCR_PV_KMOD);
+	int i;
+
+	ZT_ASSERT(madvise(p + 8 * PG, 4 * PG, MADV_DONTNEED) == 0);
+	ZT_EXPECT_EQ((unsigned char)p[8 * PG], 1 + (8 % 250));
+	rd(pv, r, b);
+	expect(a, b, NPG, 0, 0, "MADV_DONTNEED of a zone");
+	for (i = 0; i < 5; i++) {
+		ZT_ASSERT(madvise(p + 40 * PG, PG, MADV_DONTNEED) == 0);
+		p[40 * PG + 7] = (char)(i + 1);
+		rd(pv, r, b);
+		expect(a, b, NPG, 40, 41, "MADV_DONTNEED + rewrite");
+		memcpy(a, b, NPG * sizeof(*a));
+	}
+	__zcr_pv_close(pv);
+}
+
+/* munmap, mmap over, mremap away: the read fails and keeps failing. */
+ZT_TEST(remap_kmod)
+{
+	PV_FIXTURE(ZCR_PV_KMOD);
+	struct zcr_pv_range *r2;
+	char *q, *z;
+
+	ZT_ASSERT(munmap(p + 16 * PG, 8 * PG) == 0);
+	q = mmap(p + 16 * PG, 8 * PG, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	ZT_ASSERT(q == p + 16 * PG);
+	ZT_ASSERT(__zcr_pv_read(pv, r, b) < 0);
+	ZT_EXPECT_EQ(__zcr_pv_read(pv, r, b), -ESTALE);
+	__zcr_pv_untrack(pv, r);
+	/* the range over anonymous memory is not the module's */
+	ZT_EXPECT_EQ(__zcr_pv_track(pv, p, NPG * PG, &r), -EINVAL);
+	/* a zone moved away by mremap: nothing at the old address */
+	z = map_pages(NPG);
+	ZT_EXPECT_EQ(__zcr_pv_track(pv, z, NPG * PG, &r2), 0);
+	rd(pv, r2, a);
+	q = mmap(NULL, NPG * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		 0);
+	ZT_ASSERT(q != MAP_FAILED);
+	ZT_ASSERT(mremap(z, NPG * PG, NPG * PG, MREMAP_MAYMOVE | MREMAP_FIXED,
+			 q) == q);
+	ZT_EXPECT_EQ(__zcr_pv_read(pv, r2, b), -ENOMEM);
+	/* the whole zone unmapped: its array says dead */
+	z = map_pages(NPG);
+	ZT_EXPECT_EQ(__zcr_pv_track(pv, z + PG, 2 * PG, &r2), 0);
+	ZT_ASSERT(munmap(z, NPG * PG) == 0);
+	ZT_EXPECT_EQ(__zcr_pv_read(pv, r2, b), -ENOMEM);
+	__zcr_pv_close(pv);
+}
+
+/* An exchange into (and out of) the range changes exactly its pages. */
+ZT_TEST(exchange_kmod)
+{
+	PV_FIXTURE(ZCR_PV_KMOD);
+	char *src = map_zone(8, 0);
+	struct zcrecv_remap_entry e = {
+		.src = (uintptr_t)src, .dst = (uintptr_t)(p + 4 * PG),
+		.len = 8 * PG,
+	};
+	struct zcrecv_remap req = { .entries = (uintptr_t)&e, .count = 1 };
+
+	memset(src, 0x42, 8 * PG);
+	ZT_ASSERT(ioctl(kfd, ZCRECV_IOC_REMAP, &req) == 0);
+	ZT_EXPECT_EQ(p[4 * PG], 0x42);
+	rd(pv, r, b);
+	expect(a, b, NPG, 4, 12, "exchange into the range");
+	memcpy(a, b, NPG * sizeof(*a));
+	/* the pages that came in are armed: a store is seen */
+	p[5 * PG + 1] = 9;
+	rd(pv, r, b);
+	expect(a, b, NPG, 5, 6, "store after an exchange");
+	__zcr_pv_close(pv);
+}
+
+/* The module's ioctl counter (sysfs), or -1. */
+static long long kmod_ioctls(void)
+{
+	FILE *f = fopen("/sys/class/misc/zcrecv/counters/ioctls", "r");
+	long long v = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+/* Reading a clean range makes no system call: the array alone. */
+ZT_TEST(clean_read_no_ioctl_kmod)
+{
+	PV_FIXTURE(ZCR_PV_KMOD);
+	long long n0 = kmod_ioctls();
+	int i;
+
+	for (i = 0; i < 1000; i++)
+		rd(pv, r, b);
+	expect(a, b, NPG, 0, 0, "1000 clean reads");
+	ZT_EXPECT_EQ(kmod_ioctls(), n0);
+	/* a written page costs one ioctl, to arm it again */
+	p[3 * PG] = 1;
+	rd(pv, r, b);
+	expect(a, b, NPG, 3, 4, "then one store");
+	ZT_EXPECT_EQ(kmod_ioctls(), n0 + 1);
+	__zcr_pv_close(pv);
+}
+
+/*
+ * AUTO with the module's descriptor: its versions for a versioned zone,
+ * AUTO's own mechanism for anonymous memory; a zone without versions is
+ * left to that mechanism too (which may refuse it).
+ */
+ZT_TEST(auto_kmod)
+{
+	struct zcr_pv *pv;
+	struct zcr_pv_range *r1, *r2, *r3;
+	char *z, *anon;
+	int ret;
+
+	kmod_fd_or_skip();
+	cur_mech = ZCR_PV_KMOD;
+	z = map_pages(NPG);
+	cur_mech = ZCR_PV_AUTO;
+	anon = map_pages(NPG);
+	ZT_ASSERT(__zcr_pv_open_kmod(&pv, ZCR_PV_AUTO, kfd) == 0);
+	ZT_ASSERT(__zcr_pv_kmod(pv));
+	ZT_EXPECT_EQ(__zcr_pv_track(pv, z, NPG * PG, &r1), 0);
+	ZT_EXPECT_EQ(__zcr_pv_range_mech(r1), ZCR_PV_KMOD);
+	ZT_EXPECT_EQ(__zcr_pv_track(pv, anon, NPG * PG, &r2), 0);
+	ZT_EXPECT_EQ(__zcr_pv_range_mech(r2), __zcr_pv_mech(pv));
+	/* overlapping ranges of a zone are fine for the module */
+	ZT_EXPECT_EQ(__zcr_pv_track(pv, z + PG, PG, &r3), 0);
+	__zcr_pv_untrack(pv, r3);
+	ret = __zcr_pv_track(pv, map_zone(4, 0), 4 * PG, &r3);
+	if (ret == 0)
+		ZT_EXPECT_EQ(__zcr_pv_range_mech(r3), ZCR_PV_HASH);
+	__zcr_pv_close(pv);
+}
+
+/* No module, or one without page versions: the other mechanisms. */
+ZT_TEST(auto_without_kmod)
+{
+	struct zcr_pv *pv;
+	struct zcr_pv_range *r;
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	char *anon;
+
+	ZT_ASSERT(devnull >= 0);
+	cur_mech = ZCR_PV_AUTO;
+	anon = map_pages(NPG);
+	/* a descriptor that answers no zcrecv handshake */
+	ZT_ASSERT(__zcr_pv_open_kmod(&pv, ZCR_PV_AUTO, devnull) == 0);
+	ZT_ASSERT(!__zcr_pv_kmod(pv));
+	ZT_ASSERT(__zcr_pv_mech(pv) == ZCR_PV_UFFD_ASYNC ||
+		  __zcr_pv_mech(pv) == ZCR_PV_HASH);
+	ZT_EXPECT_EQ(__zcr_pv_track(pv, anon, NPG * PG, &r), 0);
+	ZT_EXPECT_EQ(__zcr_pv_range_mech(r), __zcr_pv_mech(pv));
+	__zcr_pv_close(pv);
+	ZT_EXPECT_EQ(__zcr_pv_open_kmod(&pv, ZCR_PV_KMOD, devnull),
+		     -EOPNOTSUPP);
+	ZT_EXPECT_EQ(__zcr_pv_open_kmod(&pv, ZCR_PV_KMOD, -1), -EOPNOTSUPP);
+	ZT_EXPECT_EQ(__zcr_pv_open(&pv, ZCR_PV_KMOD), -EOPNOTSUPP);
+	close(devnull);
+}
 
 /* Which mechanisms this kernel has: the log says what ran. */
 ZT_TEST(mechs_here)
 {
 	static const enum zcr_pv_mech all[] = {
 		ZCR_PV_UFFD_ASYNC, ZCR_PV_UFFD_SYNC, ZCR_PV_MPROTECT,
-		ZCR_PV_HASH,
+		ZCR_PV_HASH, ZCR_PV_KMOD,
 	};
+	int fd = open("/dev/" ZCRECV_DEVICE_NAME, O_RDWR | O_CLOEXEC);
 	struct zcr_pv *pv;
 	size_t i;
 
 	printf("# page-version mechanisms here:");
 	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
-		int ret = __zcr_pv_open(&pv, all[i]);
+		int ret = __zcr_pv_open_kmod(&pv, all[i], fd);
 
 		printf(" %s=%s", __zcr_pv_mech_name(all[i]),
 		       ret == 0 ? "yes" : ret == -EOPNOTSUPP ? "no" : "error");
@@ -600,6 +830,8 @@ ZT_TEST(mechs_here)
 	__zcr_pv_close(pv);
 	ZT_EXPECT_EQ(__zcr_pv_open(&pv, ZCR_PV_MPROTECT), -EOPNOTSUPP);
 	ZT_EXPECT_EQ(__zcr_pv_open(&pv, ZCR_PV_NMECH), -EINVAL);
+	if (fd >= 0)
+		close(fd);
 }
 
 /* ZCRECV_PREFETCH_PAGEVER overrides what AUTO picks. */

@@ -16,6 +16,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "base/mem.h"
@@ -276,6 +277,65 @@ ZT_TEST(a_message_filling_a_block_moves_its_whole_unit)
 		ZT_SKIP("no transparent huge page for the block here");
 	/* moved 4 KiB at a time, the huge page would have been split */
 	ZT_EXPECT_EQ(after, 2048);
+}
+
+/* Minor page faults of this process so far (a huge page's counts one). */
+static long minflt(void)
+{
+	struct rusage u;
+
+	getrusage(RUSAGE_SELF, &u);
+	return u.ru_minflt;
+}
+
+/*
+ * Early messages into a block of huge pages at 1 MiB into it: the head
+ * of each (up to the first 2 MiB boundary) is copied, the whole units
+ * after it move. The staging slot that comes back from an exchange must
+ * still hold the units the message was not moved from: had it lost its
+ * head unit, the next message would fault a new huge page in there (one
+ * fault and 2 MiB zeroed per message, on the path that lands it). So
+ * after a few landings more landings fault no page at all, here or in
+ * the block, and every message arrives intact.
+ */
+ZT_TEST(landings_keep_the_slot_whole)
+{
+	size_t blk = 8 << 20, len = (4 << 20) + (512 << 10), at = 1 << 20;
+	struct zcr_stats s0, s1;
+	long f0, f1;
+	char *sb, *buf;
+	struct pair p;
+	int n = 12;
+
+	pair_open(&p, 2, &remap_attr);
+	sb = malloc(len);
+	ZT_ASSERT(sb);
+	memset(sb, 1, len);
+	ZT_EXPECT_EQ(zcr_mem_alloc(p.c[0], blk, (void **)&buf), 0);
+	memset(buf, 0x5a, blk);
+	early_n(&p, sb, buf + at, len, 200, 4);
+	s0 = pair_stats(p.c[0]);
+	f0 = minflt();
+	early_n(&p, sb, buf + at, len, 300, n);
+	f1 = minflt();
+	s1 = pair_stats(p.c[0]);
+	print_stats("landings_keep_the_slot_whole", &s1);
+	printf("# %d landings: %ld minor faults\n", n, f1 - f0);
+	zcr_mem_free(p.c[0], buf);
+	free(sb);
+	pair_close(&p);
+	if (s1.backend != ZCRECV_BACKEND_UFFD)
+		ZT_SKIP("backend %s: no 2 MiB slots", s1.backend_name);
+	if (!__zcr_thp_enabled())
+		ZT_SKIP("THP is never here: no huge pages to keep");
+	ZT_EXPECT_EQ(s1.remap_fallbacks, 0);
+	ZT_ASSERT(s1.remaps - s0.remaps == (uint64_t)n);
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+	ZT_SKIP("the sanitizer's shadow memory takes page faults of its own");
+#endif
+	/* a stray allocation may fault; a fault per landing may not */
+	ZT_ASSERT_MSG(f1 - f0 < n / 2, "%ld faults in %d landings",
+		      f1 - f0, n);
 }
 
 ZT_TEST(posted_first)
@@ -698,6 +758,69 @@ ZT_TEST(progress_thread)
 ZT_TEST(progress_thread_large)
 {
 	progress_thread_run(16 << 20, 4);
+}
+
+/* Bytes of buf equal to want from the start. */
+static size_t same_prefix(const char *buf, const char *want, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len && buf[i] == want[i]; i++)
+		;
+	return i;
+}
+
+/*
+ * A large send writes only its first part inside zcr_isend() (256 KiB
+ * with its header: the rest is left to progress, so that the caller
+ * goes back to its computation), although the socket would take more:
+ * with the sender's context never progressed, the receiver, posted first,
+ * gets exactly that part and no more. Progress on the sender then
+ * delivers the rest, byte for byte. The connection is warmed up first by
+ * one large message, so that its buffers have grown past the part.
+ */
+ZT_TEST(a_large_send_starts_with_a_part)
+{
+	size_t len = 8 << 20, part = 256 << 10, got, i;
+	struct zcr_req *s, *r;
+	struct zcr_status st;
+	char *sb, *rb;
+	struct pair p;
+	double t0;
+
+	pair_open(&p, 2, NULL);
+	sb = malloc(len);
+	rb = malloc(len);
+	ZT_ASSERT(sb && rb);
+	/* Warm-up: the kernel grows the sockets' buffers under load. */
+	pattern_fill(sb, len, 5);
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, len, 1, 9, &r), 0);
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb, len, 9, &s), 0);
+	PAIR_PUMP_UNTIL(&p, zcr_test(r, &st) != 0);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+	ZT_EXPECT_EQ(pattern_bad(rb, len, 5), 0);
+
+	pattern_fill(sb, len, 6);
+	for (i = 0; i < len; i++)
+		rb[i] = (char)~sb[i];
+	ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, len, 1, 10, &r), 0);
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb, len, 10, &s), 0);
+	/* Only the receiver progresses: it reads what the call wrote. */
+	t0 = pair_now();
+	while (pair_now() - t0 < 0.3)
+		ZT_ASSERT(zcr_progress(p.c[0], 0) >= 0);
+	got = same_prefix(rb, sb, len);
+	printf("# first call: %zu payload bytes of %zu arrived\n", got, len);
+	/* The 32-byte header went in the same part. */
+	ZT_EXPECT_EQ(got, part - 32);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+	PAIR_PUMP_UNTIL(&p, zcr_test(r, &st) != 0);
+	ZT_EXPECT_EQ(st.error, 0);
+	ZT_EXPECT_EQ(st.len, len);
+	ZT_EXPECT_EQ(memcmp(rb, sb, len), 0);
+	free(sb);
+	free(rb);
+	pair_close(&p);
 }
 
 /*

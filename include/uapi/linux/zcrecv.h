@@ -38,6 +38,10 @@
  * - EBUSY: a page is pinned (pin_user_pages/get_user_pages) or the object is
  *   in use; the caller should copy instead.
  * - EPERM: the file or zone belongs to another process.
+ *
+ * ZCRECV_IOC_PAGEVER adds: EOPNOTSUPP for a range in a zone created without
+ * ZCRECV_ZONE_PAGEVER or for an unknown op; EINVAL for a range that is not
+ * one run of pages of a zone of the calling file.
  */
 
 /* Feature bits reported by ZCRECV_IOC_API in out_features. */
@@ -45,6 +49,8 @@
 #define ZCRECV_FEATURE_REMAP	(1ULL << 1)	/* ZCRECV_IOC_REMAP */
 #define ZCRECV_FEATURE_PINCHECK	(1ULL << 2)	/* pinned pages give EBUSY */
 #define ZCRECV_FEATURE_HUGE	(1ULL << 3)	/* ZCRECV_ZONE_HUGE zones */
+#define ZCRECV_FEATURE_PAGEVER	(1ULL << 4)	/* ZCRECV_ZONE_PAGEVER zones,
+						 * ZCRECV_IOC_PAGEVER */
 
 /**
  * struct zcrecv_api - handshake, the first ioctl a user issues
@@ -110,6 +116,7 @@ struct zcrecv_zone_create {
 
 /* ZCRECV_IOC_ZONE_CREATE flags */
 #define ZCRECV_ZONE_HUGE	(1U << 0) /* units of out_huge_unit_size */
+#define ZCRECV_ZONE_PAGEVER	(1U << 1) /* keep page versions (4 KiB only) */
 
 /**
  * struct zcrecv_remap_entry - one exchange of a ZCRECV_IOC_REMAP batch
@@ -163,8 +170,99 @@ struct zcrecv_remap {
 	__u64 reserved[2];
 };
 
+/**
+ * DOC: page versions
+ *
+ * A zone created with ZCRECV_ZONE_PAGEVER keeps one 64-bit version per page
+ * (per page index of the zone, not per page frame). Every version only ever
+ * grows, and its low bit says whether the page may be written without the
+ * module noticing:
+ *
+ * - even: armed. Every mapping of the page is read-only, so the next write
+ *   (a store, a system call writing it, get_user_pages for writing) takes a
+ *   write fault, and the module makes the version odd before the write can
+ *   proceed.
+ * - odd: written since it was last armed; it may be writable now.
+ *
+ * ZCRECV_IOC_PAGEVER with ZCRECV_PAGEVER_ARM makes the odd versions of a
+ * range even again (plus one) and write-protects those pages; a page pinned
+ * by pin_user_pages stays odd (plus two): writes through the pin cannot be
+ * seen. An exchange (ZCRECV_IOC_REMAP) adds two to every version of the
+ * range it fills, and ZCRECV_PAGEVER_BUMP adds two for a write the caller
+ * knows of that bypassed the page tables (a device or RDMA write).
+ *
+ * The versions are read without a system call: mmap(2) the file at
+ * out_offset, out_size bytes, PROT_READ, and read struct zcrecv_pagever_head
+ * there. A reader that sees only even versions in a range needs no ioctl;
+ * one that sees an odd version calls ZCRECV_PAGEVER_ARM on it and reads
+ * again. Whatever it returns then, a later write to a page makes that
+ * page's version differ. The mapping stays valid after the zone is freed
+ * (its @flags then has ZCRECV_PAGEVER_DEAD); @gen changes whenever a
+ * mapping of the zone is created, split, moved or removed, and a reader
+ * that sees it change checks its range again with the ioctl.
+ */
+
+/**
+ * struct zcrecv_pagever_head - a zone's versions, mapped read-only
+ * @gen: changes when a mapping of the zone is created, split, moved or
+ *	removed
+ * @pages: number of entries of @ver (the zone's pages)
+ * @flags: ZCRECV_PAGEVER_DEAD once the zone was freed
+ * @reserved: 0
+ * @ver: one version per page of the zone, in page order
+ */
+struct zcrecv_pagever_head {
+	__u64 gen;
+	__u64 pages;
+	__u64 flags;
+	__u64 reserved[5];
+	__u64 ver[];
+};
+
+/* struct zcrecv_pagever_head flags */
+#define ZCRECV_PAGEVER_DEAD	(1ULL << 0)
+
+/**
+ * struct zcrecv_pagever - arm or bump the page versions of a zone range
+ * @addr: in: user address of the range, page aligned
+ * @len: in: bytes, a nonzero multiple of the page size; [@addr, @addr +
+ *	@len) must be one run of pages of a ZCRECV_ZONE_PAGEVER zone of the
+ *	calling file (as for ZCRECV_IOC_REMAP)
+ * @op: in: ZCRECV_PAGEVER_ARM or ZCRECV_PAGEVER_BUMP
+ * @flags: in: must be 0
+ * @out_offset: out: mmap(2) offset of the zone's struct zcrecv_pagever_head
+ * @out_size: out: bytes to map there
+ * @out_first: out: index in @ver of the head of the page at @addr
+ * @out_gen: out: @gen of the head when the range was checked
+ * @out_pages: out: pages armed again (ARM) or bumped (BUMP)
+ * @reserved: must be 0
+ *
+ * ARM: every odd version of the range becomes even (see "page versions")
+ * and its page is write-protected; a write fault in flight on such a page
+ * is either finished before or made to fault again after. BUMP: every
+ * version of the range grows by two. Both report where the versions are
+ * mapped, so ARM on a fresh range is also how a reader finds them.
+ */
+struct zcrecv_pagever {
+	__u64 addr;
+	__u64 len;
+	__u32 op;
+	__u32 flags;
+	__u64 out_offset;
+	__u64 out_size;
+	__u64 out_first;
+	__u64 out_gen;
+	__u64 out_pages;
+	__u64 reserved[2];
+};
+
+/* struct zcrecv_pagever op */
+#define ZCRECV_PAGEVER_ARM	1
+#define ZCRECV_PAGEVER_BUMP	2
+
 #define ZCRECV_IOC_API		_IOWR(ZCRECV_IOC_MAGIC, 0x00, struct zcrecv_api)
 #define ZCRECV_IOC_ZONE_CREATE	_IOWR(ZCRECV_IOC_MAGIC, 0x01, struct zcrecv_zone_create)
 #define ZCRECV_IOC_REMAP	_IOWR(ZCRECV_IOC_MAGIC, 0x02, struct zcrecv_remap)
+#define ZCRECV_IOC_PAGEVER	_IOWR(ZCRECV_IOC_MAGIC, 0x03, struct zcrecv_pagever)
 
 #endif /* _UAPI_LINUX_ZCRECV_H */

@@ -355,23 +355,30 @@ static int tcp_progress(struct zcr_ctx *ctx, void *priv)
 {
 	struct tcp_ctx *tc = priv;
 	struct zcr_list *pos, *tmp;
+	uint64_t now, tx, rx;
 	int n, r = -1;
-	uint64_t now;
 	bool look;
 
 	n = __zcr_listener_accept(ctx, &tc->ls, &__zcr_transport_tcp,
 				  tcp_ep_alloc, tc);
 	if (!__atomic_load_n(&tc->neps, __ATOMIC_RELAXED))
 		return n;
+	/*
+	 * The progress thread moves a bounded part of each connection's
+	 * traffic per pass (tcp_priv.h, ZCR_TCP_PART) and yields between
+	 * passes: it shares a processor with the rank's computation.
+	 */
+	tx = tcp_tx_budget(ctx);
+	rx = tcp_rx_budget(ctx);
 	zcr_list_for_each_safe(pos, tmp, &ctx->eps) {
 		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
 
 		if (is_tcp(ep) && ep->state != ZCR_EP_CLOSED)
-			n += __zcr_tcp_push(ep);
+			n += __zcr_tcp_push(ep, tx);
 	}
 #ifdef ZCR_HAVE_LIBURING
 	if (tc->ring)
-		r = __zcr_tcp_read_batch(ctx, tc->ring);
+		r = __zcr_tcp_read_batch(ctx, tc->ring, rx);
 #endif
 	if (r >= 0) {
 		n += r;
@@ -379,7 +386,7 @@ static int tcp_progress(struct zcr_ctx *ctx, void *priv)
 		zcr_list_for_each_safe(pos, tmp, &ctx->eps)
 			n += __zcr_tcp_read_ep(zcr_container_of(pos,
 								struct zcr_ep,
-								link));
+								link), rx);
 	}
 	now = zcr_now_ns();
 	/*

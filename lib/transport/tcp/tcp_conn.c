@@ -355,7 +355,7 @@ static bool up_step(struct zcr_ep *ep, const void *body, size_t len)
 		return true;
 	case ZCR_UPGRADE_STAY:
 		__zcr_tcp_up_end(te);
-		__zcr_tcp_push(ep);
+		__zcr_tcp_push(ep, tcp_tx_budget(ep->ctx));
 		return true;
 	default:
 		return false;	/* moved (te is gone) or failed */

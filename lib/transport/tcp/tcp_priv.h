@@ -111,6 +111,29 @@ struct tcp_ep {
 	bool ra_ring;			/* an io_uring recv fills ra */
 };
 
+/*
+ * How much of a large message one call moves (tcp_send.c, tcp_rx.c):
+ * zcr_isend() writes the first ZCR_TCP_PART bytes and leaves the rest
+ * queued, and the progress thread writes and reads at most this much
+ * per endpoint and pass, then yields. Whoever sits in the library to
+ * wait (zcr_wait(), zcr_test(), a probe, zcr_progress()) writes up to
+ * the socket's send buffer per pass (ZCR_TCP_SNDBUF) and reads all
+ * there is.
+ */
+#define ZCR_TCP_PART		(256u << 10)
+#define ZCR_TCP_SNDBUF		UINT64_MAX	/* budget: SO_SNDBUF */
+
+/* What a progress pass of the calling thread may write, and read. */
+static inline uint64_t tcp_tx_budget(const struct zcr_ctx *ctx)
+{
+	return __zcr_is_progress_thread(ctx) ? ZCR_TCP_PART : ZCR_TCP_SNDBUF;
+}
+
+static inline uint64_t tcp_rx_budget(const struct zcr_ctx *ctx)
+{
+	return __zcr_is_progress_thread(ctx) ? ZCR_TCP_PART : UINT64_MAX;
+}
+
 /* Read-ahead buffer; wanted reads at least this long go straight in. */
 #define ZCR_TCP_RA_LEN		16384
 
@@ -138,12 +161,13 @@ bool __zcr_tcp_rx_body(struct zcr_ep *ep);
 void __zcr_tcp_up_end(struct tcp_ep *te);
 const struct zcr_transport_ops *__zcr_tcp_upgrade_of(struct zcr_ctx *ctx);
 
-/* tcp_rx.c: the receive state machine */
-int __zcr_tcp_read_ep(struct zcr_ep *ep);
-int __zcr_tcp_read_batch(struct zcr_ctx *ctx, struct io_uring *ring);
+/* tcp_rx.c: the receive state machine; budget: bytes, UINT64_MAX all */
+int __zcr_tcp_read_ep(struct zcr_ep *ep, uint64_t budget);
+int __zcr_tcp_read_batch(struct zcr_ctx *ctx, struct io_uring *ring,
+			  uint64_t budget);
 
 /* tcp_send.c: the send queue */
-int __zcr_tcp_push(struct zcr_ep *ep);
+int __zcr_tcp_push(struct zcr_ep *ep, uint64_t budget);
 int __zcr_tcp_send(struct zcr_ep *ep, struct zcr_req *r);
 int __zcr_tcp_ctl(struct zcr_ep *ep, int type, uint32_t tag, uint64_t seq,
 		  uint64_t hlen, char *body, uint64_t blen);

@@ -361,13 +361,15 @@ static bool ra_feed(struct zcr_ep *ep, int *fed)
 }
 
 /*
- * Read what is there with recv(2); returns how many reads moved data.
- * A read that returns less than it asked for drained the socket: the
- * next bytes are poll's to announce, not another recv's to fail on.
+ * Read what is there with recv(2), budget bytes at most (UINT64_MAX: no
+ * limit); returns how many reads moved data. A read that returns less
+ * than it asked for drained the socket: the next bytes are poll's to
+ * announce, not another recv's to fail on.
  */
-int __zcr_tcp_read_ep(struct zcr_ep *ep)
+int __zcr_tcp_read_ep(struct zcr_ep *ep, uint64_t budget)
 {
 	struct tcp_ep *te = T(ep);
+	uint64_t got = 0;
 	bool ahead;
 	size_t len;
 	int n = 0;
@@ -375,17 +377,21 @@ int __zcr_tcp_read_ep(struct zcr_ep *ep)
 
 	if (is_tcp(ep) && !ra_feed(ep, &n))
 		return n;
-	while ((len = rx_target(ep, &p)) > 0) {
+	while (got < budget && (len = rx_target(ep, &p)) > 0) {
 		ssize_t r;
 
 		ahead = ra_use(ep, len);
 		if (ahead) {
 			p = te->ra;
 			len = ZCR_TCP_RA_LEN;
+		} else if (len > budget - got) {
+			len = (size_t)(budget - got);
 		}
 		r = recv(te->fd, p, len, 0);
-		if (r > 0)
+		if (r > 0) {
 			n++;
+			got += (uint64_t)r;
+		}
 		if (ahead && r > 0) {
 			te->ra_off = 0;
 			te->ra_len = (uint32_t)r;
@@ -407,7 +413,8 @@ int __zcr_tcp_read_ep(struct zcr_ep *ep)
  * with many peers most of them idle, that is one system call rather than
  * many. The connections that got data are then drained with recv(2).
  */
-int __zcr_tcp_read_batch(struct zcr_ctx *ctx, struct io_uring *ring)
+int __zcr_tcp_read_batch(struct zcr_ctx *ctx, struct io_uring *ring,
+			  uint64_t budget)
 {
 	struct zcr_list *pos;
 	struct io_uring_cqe *cqe;
@@ -422,7 +429,7 @@ int __zcr_tcp_read_batch(struct zcr_ctx *ctx, struct io_uring *ring)
 
 		if (is_tcp(ep) && tcp_ra_left(T(ep))) {
 			/* Bytes read ahead go first. */
-			n += __zcr_tcp_read_ep(ep);
+			n += __zcr_tcp_read_ep(ep, budget);
 			continue;
 		}
 		len = rx_target(ep, &p);
@@ -430,13 +437,15 @@ int __zcr_tcp_read_batch(struct zcr_ctx *ctx, struct io_uring *ring)
 			continue;
 		sqe = io_uring_get_sqe(ring);
 		if (!sqe) {
-			n += __zcr_tcp_read_ep(ep);	/* the ring is full */
+			n += __zcr_tcp_read_ep(ep, budget); /* ring full */
 			continue;
 		}
 		T(ep)->ra_ring = ra_use(ep, len);
 		if (T(ep)->ra_ring) {
 			p = T(ep)->ra;
 			len = ZCR_TCP_RA_LEN;
+		} else if (len > budget) {
+			len = (size_t)budget;
 		}
 		io_uring_prep_recv(sqe, T(ep)->fd, p, len, MSG_DONTWAIT);
 		io_uring_sqe_set_data(sqe, ep);
@@ -462,13 +471,14 @@ int __zcr_tcp_read_batch(struct zcr_ctx *ctx, struct io_uring *ring)
 			T(ep)->ra_off = 0;
 			T(ep)->ra_len = (uint32_t)res;
 			if (ra_feed(ep, &n) && res == ZCR_TCP_RA_LEN)
-				n += __zcr_tcp_read_ep(ep);
+				n += __zcr_tcp_read_ep(ep, budget -
+						       (uint64_t)res);
 			continue;
 		}
 		T(ep)->ra_ring = false;
 		/* Bytes that arrived are in place; the rest by recv(2). */
-		if (rx_done(ep, res) && res > 0)
-			n += __zcr_tcp_read_ep(ep);
+		if (rx_done(ep, res) && res > 0 && (uint64_t)res < budget)
+			n += __zcr_tcp_read_ep(ep, budget - (uint64_t)res);
 	}
 	return n;
 }
