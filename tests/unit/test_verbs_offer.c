@@ -38,9 +38,10 @@ static void need_device(void)
 
 /*
  * Rank 0 listens on verbs, rank 1 connects; rank i's context is created
- * with ZCRECV_VERBS_ADVERT=advert[i].
+ * with ZCRECV_VERBS_ADVERT=advert[i] and attr's policy (NULL: default).
  */
-static void opair(struct pair *p, const char *advert0, const char *advert1)
+static void opair_attr(struct pair *p, const char *advert0,
+		       const char *advert1, const struct zcr_ctx_attr *attr)
 {
 	const char *adv[2] = { advert0, advert1 };
 	struct zcr_ctx_attr a;
@@ -52,6 +53,8 @@ static void opair(struct pair *p, const char *advert0, const char *advert1)
 	p->n = 2;
 	for (i = 0; i < 2; i++) {
 		memset(&a, 0, sizeof(a));
+		if (attr)
+			a.policy = attr->policy;
 		a.rank = i;
 		a.quiet = 1;
 		setenv("ZCRECV_VERBS_ADVERT", adv[i], 1);
@@ -66,6 +69,11 @@ static void opair(struct pair *p, const char *advert0, const char *advert1)
 	p->from[1] = ep;
 	PAIR_PUMP_UNTIL(p, zcr_ep_rank(p->to0[1]) == 0);
 	PAIR_PUMP_UNTIL(p, zcr_ep_rank(ep) == 1);
+}
+
+static void opair(struct pair *p, const char *advert0, const char *advert1)
+{
+	opair_attr(p, advert0, advert1, NULL);
 }
 
 static struct zcr_verbs_stats vst(struct zcr_ctx *c)
@@ -623,4 +631,68 @@ ZT_TEST(persistent_send_registration_ends_with_it)
 	pair_close(&p);
 	free(a);
 	free(b);
+}
+
+/*
+ * The pinned-page rule for an offered buffer: it stays registered between
+ * starts, so a message that arrives before the next start is staged at
+ * its page offset as usual, but the exchange into the buffer is refused
+ * (remap_fallbacks) and the message is copied, intact; no page is
+ * remapped into the registered buffer.
+ */
+ZT_TEST(offered_buffer_is_never_remapped_into)
+{
+	struct zcr_ctx_attr attr = { .policy = ZCRECV_POLICY_REMAP };
+	const size_t len = 128 << 10;
+	struct zcr_stats s0, s1;
+	struct zcr_req *r, *s;
+	struct zcr_status st;
+	struct zcr_preq *pr;
+	struct pair p;
+	char *a, *b;
+	int i;
+
+	opair_attr(&p, "1", "1", &attr);
+	a = malloc(len);
+	ZT_ASSERT(a);
+	ZT_EXPECT_EQ(zcr_mem_alloc(p.c[0], len, (void **)&b), 0);
+	ZT_EXPECT_EQ(zcr_recv_init_comm(p.c[0], 0, b, len, 1, TAG, 0, &pr),
+		     0);
+	/* Offered and written: the buffer is registered from now on. */
+	pattern_fill(a, len, 90);
+	ZT_EXPECT_EQ(zcr_start(pr, &r), 0);
+	settle(&p);
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], a, len, TAG, &s), 0);
+	ZT_EXPECT_EQ(finish(&p, r, &st), 1);
+	ZT_EXPECT_EQ(finish(&p, s, &st), 1);
+	check_bytes(b, len, 90);
+	ZT_EXPECT_EQ(vst(p.c[0]).live_adv_mrs, 1);
+	s0 = pair_stats(p.c[0]);
+	for (i = 0; i < 4; i++) {
+		uint64_t e0 = pair_stats(p.c[0]).early;
+
+		pattern_fill(a, len, 91 + i);
+		ZT_EXPECT_EQ(zcr_isend(p.to0[1], a, len, TAG, &s), 0);
+		PAIR_PUMP_UNTIL(&p, pair_stats(p.c[0]).early > e0);
+		ZT_EXPECT_EQ(zcr_start(pr, &r), 0);
+		ZT_EXPECT_EQ(finish(&p, r, &st), 1);
+		ZT_EXPECT_EQ(st.len, len);
+		ZT_EXPECT_EQ(finish(&p, s, &st), 1);
+		check_bytes(b, len, 91 + i);
+	}
+	s1 = pair_stats(p.c[0]);
+	ZT_EXPECT_EQ(s1.hits - s0.hits, 4);
+	ZT_EXPECT_EQ(s1.pages_remapped, s0.pages_remapped);
+	/*
+	 * Zone memory of /dev/zcrecv (the VM loads it): the exchange was
+	 * tried and refused, as for any registered buffer.
+	 */
+	ZT_ASSERT_MSG(s1.remap_fallbacks >= s0.remap_fallbacks + 4,
+		      "a remap into the offered buffer was not refused");
+	ZT_EXPECT_EQ(vst(p.c[0]).adv_sent, 1);
+	zcr_preq_free(pr);
+	ZT_EXPECT_EQ(vst(p.c[0]).live_adv_mrs, 0);
+	zcr_mem_free(p.c[0], b);
+	free(a);
+	pair_close(&p);
 }
