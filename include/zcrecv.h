@@ -587,7 +587,11 @@ int zcr_wait_sized(struct zcr_req *req, struct zcr_status *st,
  * then return -ECANCELED, set st.error to -ECANCELED and st.source,
  * st.tag to -1, and free it. A receive a message already matched cannot
  * be cancelled: it completes as usual. As with MPI_Cancel, the request
- * must still be completed with zcr_test() or zcr_wait().
+ * must still be completed with zcr_test() or zcr_wait(). A started
+ * persistent receive whose buffer was offered to its sender (verbs) may
+ * be written into at any moment: 0 then means the sender was asked, and
+ * the receive completes with -ECANCELED or with the message it had
+ * already sent into it.
  * Return: 0 when cancelled; -EBUSY when a message matched it already (or
  * it completed); -EOPNOTSUPP for a send; -EINVAL for NULL. Since 0.2.
  */
@@ -758,7 +762,9 @@ int zcr_send_init_comm(struct zcr_ep *ep, uint32_t comm, const void *buf,
  * From now until zcr_preq_free(), messages it could take that arrive
  * while it is not started are staged at @buf's page offset. Where
  * several persistent receives could take a message, it is staged for the
- * one started longest ago (a rotation of buffers started in turn).
+ * one started longest ago (a rotation of buffers started in turn). Over
+ * verbs a start may offer @buf to the sender, which writes into it; @buf
+ * then stays registered (pinned, never remapped into) until the free.
  * Return: 0, -EINVAL (bad argument or flag), -ENOMEM. Since 0.3.
  */
 int zcr_recv_init_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,

@@ -173,6 +173,10 @@ const struct zcr_env_var __zcr_env_vars[ZCR_ENV_COUNT] = {
 	    "long before it sleeps; 0: at once."),
 	BOOL(VERBS_STATS, ZCR_ENV_CTX, 0,
 	     "1: print the verbs transport's counters at zcr_ctx_destroy()."),
+	BOOL(VERBS_ADVERT, ZCR_ENV_CTX, 1,
+	     "verbs: a started persistent receive offers its buffer to its "
+	     "sender, which writes the message straight into it; 0: never "
+	     "(the peer learns it at the handshake)."),
 	BOOL(PREFETCH, ZCR_ENV_CTX, 0,
 	     "1: message prefetching over TCP: a receive waiting on nothing "
 	     "asks its sender for the pages of the predicted send buffer "

@@ -151,6 +151,12 @@ struct zcr_req {
 	uint64_t len;
 	uint64_t seq;			/* message number on ep, from 1 */
 	bool sync;			/* completes on the peer's ACK */
+	/*
+	 * Started by a persistent send: its buffer is sent again and again,
+	 * so a transport may keep it registered until the persistent send
+	 * is freed (transport.h, send_unbind).
+	 */
+	bool persist;
 	uint64_t sent;			/* transport's progress (bytes) */
 	uint8_t tx[ZCR_TX_SCRATCH];	/* transport's scratch */
 	/*
@@ -162,6 +168,12 @@ struct zcr_req {
 	struct zcr_pf_tx *pf;
 	bool ctl;
 	bool pf_asked;			/* a receive's wait asked already */
+	/*
+	 * A started persistent receive whose buffer the transport of ep
+	 * offered to its sender (__zcr_ep_offer_recv_locked()): it is off
+	 * match's posted queue, and that transport completes it.
+	 */
+	bool offered;
 };
 
 /* A request of the library's own (ZCR_REQ_ACK), and what it owns. */
@@ -263,6 +275,12 @@ struct zcr_ctx {
 	uint64_t hs_timeout_ns;
 	uint64_t progress_timeout_ns;	/* a message in flight must move */
 	unsigned int max_conns;		/* most live endpoints */
+	/*
+	 * Open endpoints whose transport can be offered a persistent
+	 * receive's buffer (transport.h, recv_offer): kept by the transports;
+	 * while 0, zcr_start() looks for none.
+	 */
+	unsigned int offer_eps;
 	/*
 	 * Set by a transport's poll_fill: how long the application's thread
 	 * should poll the set without sleeping first, because that

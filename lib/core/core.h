@@ -37,6 +37,10 @@ int __zcr_thread_wake_fd(void);
 /* The bodies of zcr_isend*() and zcr_irecv*() (request.c). */
 int __zcr_isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
 		size_t len, int tag, struct zcr_req **out, bool sync);
+/* The same, started by a persistent send when persist (r->persist). */
+int __zcr_isend_as(struct zcr_ep *ep, uint32_t comm, const void *buf,
+		   size_t len, int tag, struct zcr_req **out, bool sync,
+		   bool persist);
 int __zcr_irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 		int src, int tag, struct zcr_req **out, const void *site,
 		struct zcr_expect *known);

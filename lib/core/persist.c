@@ -26,6 +26,12 @@ struct zcr_preq {
 	size_t len;
 	int tag;
 	struct zcr_expect exp;		/* a receive's: buf, size, src, tag */
+	/*
+	 * A receive's buffer as a transport keeps it for offers to the
+	 * sender (its registration), from the first offer until the free.
+	 */
+	const struct zcr_transport_ops *bind_tp;
+	void *bind;
 };
 
 static struct zcr_preq *preq_new(struct zcr_ctx *ctx)
@@ -97,16 +103,34 @@ int zcr_recv_init_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
 	return 0;
 }
 
+/*
+ * A started receive that nothing matched is offered to its sender where
+ * the transport can take it (verbs: the sender writes the message
+ * straight into the buffer). Its buffer is known and stays the same from
+ * start to start, which is what makes the offer worth its registration.
+ */
 int zcr_start(struct zcr_preq *p, struct zcr_req **out)
 {
+	struct zcr_ctx *ctx;
+	int ret;
+
 	if (!p || !out)
 		return -EINVAL;
 	if (!p->recv)
-		return __zcr_isend(p->ep, p->comm, p->sbuf, p->len, p->tag,
-				   out, p->sync);
-	return __zcr_irecv(p->ctx, p->comm, (void *)p->exp.buf, p->exp.size,
-			   p->exp.src, p->exp.tag, out, NULL,
-			   zcr_list_empty(&p->exp.link) ? NULL : &p->exp);
+		return __zcr_isend_as(p->ep, p->comm, p->sbuf, p->len, p->tag,
+				      out, p->sync, true);
+	ctx = p->ctx;
+	ret = __zcr_irecv(ctx, p->comm, (void *)p->exp.buf, p->exp.size,
+			  p->exp.src, p->exp.tag, out, NULL,
+			  zcr_list_empty(&p->exp.link) ? NULL : &p->exp);
+	if (ret || p->exp.src < 0 || p->exp.tag < 0 ||
+	    !__atomic_load_n(&ctx->offer_eps, __ATOMIC_RELAXED))
+		return ret;
+	pthread_mutex_lock(&ctx->lock);
+	/* Not offered (or no memory): it stays posted, as any receive. */
+	__zcr_ep_offer_recv_locked(ctx, *out, &p->bind_tp, &p->bind);
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
 }
 
 /* p off the context's lists; the lock held. */
@@ -115,6 +139,11 @@ static void preq_del_locked(struct zcr_ctx *ctx, struct zcr_preq *p)
 	zcr_list_del(&p->link);
 	if (!zcr_list_empty(&p->exp.link))
 		__zcr_match_unexpect_locked(ctx, &p->exp);
+	if (p->bind)
+		p->bind_tp->bind_put(ctx, p->bind);
+	p->bind = NULL;
+	if (!p->recv)
+		__zcr_transports_send_unbind(ctx, p->sbuf, p->len);
 }
 
 void zcr_preq_free(struct zcr_preq *p)

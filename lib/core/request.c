@@ -93,6 +93,13 @@ static void req_free(struct zcr_ctx *ctx, struct zcr_req *r)
 int __zcr_isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
 		size_t len, int tag, struct zcr_req **out, bool sync)
 {
+	return __zcr_isend_as(ep, comm, buf, len, tag, out, sync, false);
+}
+
+int __zcr_isend_as(struct zcr_ep *ep, uint32_t comm, const void *buf,
+		   size_t len, int tag, struct zcr_req **out, bool sync,
+		   bool persist)
+{
 	struct zcr_ctx *ctx;
 	struct zcr_req *r;
 	bool wake;
@@ -110,6 +117,7 @@ int __zcr_isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
 	r->sbuf = buf;
 	r->len = len;
 	r->sync = sync;
+	r->persist = persist;
 	r->st.tag = tag;
 	r->st.len = len;
 	r->st.source = ctx->rank;
@@ -572,7 +580,12 @@ int zcr_cancel(struct zcr_req *r)
 	if (r->kind != ZCR_REQ_RECV)
 		return -EOPNOTSUPP;
 	pthread_mutex_lock(&r->ctx->lock);
-	ret = r->done ? -EBUSY : __zcr_match_cancel_locked(r->ctx, r);
+	if (r->done)
+		ret = -EBUSY;
+	else if (r->offered)	/* its sender may be writing into it */
+		ret = __zcr_ep_cancel_offered_locked(r);
+	else
+		ret = __zcr_match_cancel_locked(r->ctx, r);
 	pthread_mutex_unlock(&r->ctx->lock);
 	return ret;
 }

@@ -510,6 +510,28 @@ int __zcr_match_arrive_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
 	return __zcr_match_arrive_comm_locked(ctx, a, 0, src, tag, len);
 }
 
+void __zcr_match_arrive_bound_locked(struct zcr_ctx *ctx,
+				     struct zcr_arrival *a, struct zcr_req *r,
+				     int src, int tag, uint64_t len)
+{
+	memset(a, 0, sizeof(*a));
+	zcr_list_init(&a->stall_link);
+	a->comm = r->comm;
+	a->src = src;
+	a->tag = tag;
+	a->len = len;
+	land_posted(ctx, a, r);
+}
+
+bool __zcr_match_unpost_first_locked(struct zcr_ctx *ctx, struct zcr_req *r)
+{
+	if (!r->posted || find_posted(ctx, r->comm, r->src, r->tag) != r)
+		return false;
+	zcr_list_del(&r->link);
+	r->posted = false;
+	return true;
+}
+
 /*
  * Take m off the queue and give its slot back. Staging room was freed:
  * stalled arrivals may land at the next drain.

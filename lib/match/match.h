@@ -112,6 +112,21 @@ int __zcr_match_arrive_defer_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
  */
 bool __zcr_match_has_posted_locked(struct zcr_ctx *ctx, uint32_t comm,
 				   int src, int tag);
+/*
+ * A header (src, tag, len) arrived in a (idle) for receive r, which the
+ * transport took off the posted queue (__zcr_match_unpost_first_locked())
+ * and whose buffer it offered to the sender: the message lands in r,
+ * whatever else is posted. Always lands (a->state ZCR_RX_LANDING).
+ */
+void __zcr_match_arrive_bound_locked(struct zcr_ctx *ctx,
+				     struct zcr_arrival *a, struct zcr_req *r,
+				     int src, int tag, uint64_t len);
+/*
+ * If r is posted and the first posted receive a message (r->comm,
+ * r->src, r->tag) would take, take it off the posted queue (the
+ * transport now owns it) and return true; else false.
+ */
+bool __zcr_match_unpost_first_locked(struct zcr_ctx *ctx, struct zcr_req *r);
 /* All len payload bytes of a landing arrival are in: complete it. */
 void __zcr_match_payload_done_locked(struct zcr_ctx *ctx,
 				     struct zcr_arrival *a);

@@ -137,6 +137,36 @@ static int no_pf_ask(struct zcr_ep *ep, const struct zcr_pf_ask *a)
 	return -EOPNOTSUPP;
 }
 
+static int no_recv_offer(struct zcr_ep *ep, struct zcr_req *r, void **bind)
+{
+	(void)ep;
+	(void)r;
+	(void)bind;
+	return 0;
+}
+
+static int no_recv_cancel(struct zcr_ep *ep, struct zcr_req *r)
+{
+	(void)ep;
+	(void)r;
+	return -EBUSY;
+}
+
+static void no_bind_put(struct zcr_ctx *ctx, void *bind)
+{
+	(void)ctx;
+	(void)bind;
+}
+
+static void no_send_unbind(struct zcr_ctx *ctx, void *priv, const void *buf,
+			   size_t len)
+{
+	(void)ctx;
+	(void)priv;
+	(void)buf;
+	(void)len;
+}
+
 static const struct zcr_transport_ops defaults = {
 	.size = sizeof(struct zcr_transport_ops),
 	.init = no_init,
@@ -150,6 +180,10 @@ static const struct zcr_transport_ops defaults = {
 	.progress = no_progress,
 	.adopt = no_adopt,
 	.pf_ask = no_pf_ask,
+	.recv_offer = no_recv_offer,
+	.recv_cancel = no_recv_cancel,
+	.bind_put = no_bind_put,
+	.send_unbind = no_send_unbind,
 };
 
 #define OP(m, req)	ZCR_OP(struct zcr_transport_ops, m, req)
@@ -159,6 +193,8 @@ static const struct zcr_op members[] = {
 	OP(poll_max, false), OP(poll_fill, false), OP(poll_done, false),
 	OP(progress, false), OP(send, true), OP(ep_close, true),
 	OP(ep_free, true), OP(adopt, false), OP(pf_ask, false),
+	OP(recv_offer, false), OP(recv_cancel, false), OP(bind_put, false),
+	OP(send_unbind, false),
 };
 
 static const struct zcr_kind kind = {
@@ -205,6 +241,15 @@ int __zcr_transports_init(struct zcr_ctx *ctx)
 		ctx->ntr++;
 	}
 	return ctx->ntr ? 0 : -ENOPROTOOPT;
+}
+
+void __zcr_transports_send_unbind(struct zcr_ctx *ctx, const void *buf,
+				  size_t len)
+{
+	int i;
+
+	for (i = 0; i < ctx->ntr; i++)
+		ctx->tr[i].ops->send_unbind(ctx, ctx->tr[i].priv, buf, len);
 }
 
 void __zcr_transports_fini(struct zcr_ctx *ctx)
@@ -602,6 +647,49 @@ int __zcr_ep_handoff_locked(struct zcr_ep *ep,
  * engine calls this after the reads, so a handshake that did arrive is
  * taken even if we were slow to look.
  */
+/*
+ * The offer is made only where one connection leads to the sender: a
+ * message of the same source and tag on another connection would not be
+ * ordered with the one written into the buffer. A connection still in
+ * its handshake may turn out to be that source's: no offer then either.
+ */
+int __zcr_ep_offer_recv_locked(struct zcr_ctx *ctx, struct zcr_req *r,
+			       const struct zcr_transport_ops **tp,
+			       void **bind)
+{
+	struct zcr_ep *ep = NULL;
+	struct zcr_list *pos;
+	int ret;
+
+	if (!ctx->offer_eps || !r->posted || r->done || r->src < 0 ||
+	    r->tag < 0 || ctx->nhandshake)
+		return 0;
+	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
+		struct zcr_ep *e = zcr_container_of(pos, struct zcr_ep, link);
+
+		if (e->state == ZCR_EP_CLOSED || e->rank != r->src)
+			continue;
+		if (ep)
+			return 0;
+		ep = e;
+	}
+	if (!ep || ep->state != ZCR_EP_OPEN || (*tp && *tp != ep->tp))
+		return 0;
+	ret = ep->tp->recv_offer(ep, r, bind);
+	if (*bind)
+		*tp = ep->tp;
+	if (ret == 1) {
+		r->offered = true;
+		r->ep = ep;
+	}
+	return ret;
+}
+
+int __zcr_ep_cancel_offered_locked(struct zcr_req *r)
+{
+	return r->ep->tp->recv_cancel(r->ep, r);
+}
+
 int __zcr_ep_expire_handshakes_locked(struct zcr_ctx *ctx)
 {
 	struct zcr_list *pos, *tmp;

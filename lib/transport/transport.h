@@ -103,6 +103,28 @@ struct zcr_upgrade_ops;
  * @pf_ask:	send the prefetch request @a on @ep, which negotiated
  *		prefetching (ep->pf set; lib/prefetch). Returns 0 or -errno.
  *		Default: -EOPNOTSUPP (a transport that never sets ep->pf)
+ * @recv_offer:	offer the buffer of receive @r to @ep's peer, which then
+ *		writes its next message with r->tag straight into it. @r
+ *		is a started persistent receive naming that peer and a tag,
+ *		posted, and @ep is the only connection to it; *@bind is
+ *		the transport's state of the buffer (its registration),
+ *		kept by the persistent receive across its starts (NULL at
+ *		the first), which @bind_put releases. The transport takes
+ *		@r off match's posted queue itself
+ *		(__zcr_match_unpost_first_locked()) and completes it.
+ *		Returns 1 when it took @r, 0 when not (@r stays posted),
+ *		or -errno. Default: 0
+ * @recv_cancel: cancel receive @r that @recv_offer took on @ep: 0 when
+ *		asked (@r completes later, with -ECANCELED or with the
+ *		message the peer had already sent into it), -EBUSY when a
+ *		message is known to be on its way into it. Default: -EBUSY
+ * @bind_put:	the persistent receive that kept @bind is freed; the
+ *		state may outlive it while an offer uses it. Default:
+ *		nothing
+ * @send_unbind: a persistent send of @len bytes at @buf is freed: a
+ *		registration the transport kept for its sends (r->persist)
+ *		must not outlive it (the buffer may be freed next).
+ *		Default: nothing
  *
  * Receive side: for every incoming message a transport calls
  * __zcr_match_arrive_locked() with the header before it moves payload
@@ -137,6 +159,11 @@ struct zcr_transport_ops {
 		     void *prev_priv, void *arg);
 	const struct zcr_upgrade_ops *upgrade;
 	int (*pf_ask)(struct zcr_ep *ep, const struct zcr_pf_ask *a);
+	int (*recv_offer)(struct zcr_ep *ep, struct zcr_req *r, void **bind);
+	int (*recv_cancel)(struct zcr_ep *ep, struct zcr_req *r);
+	void (*bind_put)(struct zcr_ctx *ctx, void *bind);
+	void (*send_unbind)(struct zcr_ctx *ctx, void *priv, const void *buf,
+			    size_t len);
 };
 
 /*
@@ -170,6 +197,10 @@ extern struct zcr_transport_ops __zcr_transport_verbs;
 int __zcr_transport_ops_set(struct zcr_transport_ops *out,
 			    const struct zcr_transport_ops *in,
 			    const char *name);
+
+/* A persistent send of len bytes at buf is freed: tell every transport. */
+void __zcr_transports_send_unbind(struct zcr_ctx *ctx, const void *buf,
+				  size_t len);
 
 /* Set up / tear down every registered transport for ctx. */
 int __zcr_transports_init(struct zcr_ctx *ctx);
@@ -237,6 +268,18 @@ void __zcr_ep_pf_ask_locked(struct zcr_ctx *ctx, struct zcr_req *r);
  */
 int __zcr_ep_handoff_locked(struct zcr_ep *ep,
 			    const struct zcr_transport_ops *to, void *arg);
+/*
+ * Receive r, a started persistent receive, is posted: offer its buffer
+ * to its sender when exactly one connection, open, leads to r->src and
+ * its transport takes offers (recv_offer). *tp and *bind: the persistent
+ * receive's transport state of the buffer, set at the first offer. 1
+ * when offered (r->offered, r->ep), 0 when not, -errno.
+ */
+int __zcr_ep_offer_recv_locked(struct zcr_ctx *ctx, struct zcr_req *r,
+			       const struct zcr_transport_ops **tp,
+			       void **bind);
+/* Cancel receive r, offered (r->offered, not done): see recv_cancel. */
+int __zcr_ep_cancel_offered_locked(struct zcr_req *r);
 /* Close endpoints whose handshake outlived its deadline; how many. */
 int __zcr_ep_expire_handshakes_locked(struct zcr_ctx *ctx);
 /* Free accepted endpoints that closed before zcr_ep_accept() saw them. */

@@ -128,8 +128,8 @@ ZT_TEST(pingpong_all_sizes)
 	/* More 1 MiB READs than the endpoint keeps in flight (16). */
 	free(a);
 	free(b);
-	a = malloc(24 << 20);
-	b = malloc(24 << 20);
+	a = malloc((24 << 20) + 5);
+	b = malloc((24 << 20) + 5);
 	ZT_ASSERT(a && b);
 	one_msg(&p, 1, 0, a, b, (24 << 20) + 5, 77, false);
 	vs = vstats(p.c[0]);

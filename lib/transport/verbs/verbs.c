@@ -84,6 +84,7 @@ static int verbs_init(struct zcr_ctx *ctx, void **priv)
 	}
 	vc->print = env[ZCR_ENV_VERBS_STATS].u;
 	vc->spin_ns = env[ZCR_ENV_VERBS_SPIN_US].u * 1000;
+	vc->advert = env[ZCR_ENV_VERBS_ADVERT].u;
 	*priv = vc;
 	return 0;
 }
@@ -93,7 +94,9 @@ static void print_stats(struct zcr_ctx *ctx, const struct zcr_verbs_stats *s)
 	fprintf(stderr, "zcrecv-verbs: rank %d eager %llu rndv %llu "
 		"direct_posted %llu direct_staged %llu bounced %llu "
 		"bounce_bytes %llu regs %llu reg_ns %llu deregs %llu "
-		"dereg_ns %llu reg_failed %llu cache_hits %llu\n", ctx->rank,
+		"dereg_ns %llu reg_failed %llu cache_hits %llu adv_sent %llu "
+		"adv_written %llu adv_other %llu adv_revoked %llu writes %llu\n",
+		ctx->rank,
 		(unsigned long long)s->eager, (unsigned long long)s->rndv,
 		(unsigned long long)s->direct_posted,
 		(unsigned long long)s->direct_staged,
@@ -103,7 +106,12 @@ static void print_stats(struct zcr_ctx *ctx, const struct zcr_verbs_stats *s)
 		(unsigned long long)s->deregs,
 		(unsigned long long)s->dereg_ns,
 		(unsigned long long)s->reg_failed,
-		(unsigned long long)s->cache_hits);
+		(unsigned long long)s->cache_hits,
+		(unsigned long long)s->adv_sent,
+		(unsigned long long)s->adv_written,
+		(unsigned long long)s->adv_other,
+		(unsigned long long)s->adv_revoked,
+		(unsigned long long)s->writes);
 }
 
 static void verbs_fini(struct zcr_ctx *ctx, void *priv)
@@ -116,6 +124,9 @@ static void verbs_fini(struct zcr_ctx *ctx, void *priv)
 	for (i = 0; i < vc->cache_n && !foreign(vc); i++)
 		if (vc->cache[i].mr)
 			ibv_dereg_mr(vc->cache[i].mr);
+	for (i = 0; i < PIN_N && !foreign(vc); i++)
+		if (vc->pins[i].mr)
+			ibv_dereg_mr(vc->pins[i].mr);
 	free(vc->cache);
 	__zcr_listener_close(&vc->ls);
 	if (vc->pd && !foreign(vc))
@@ -144,7 +155,12 @@ int __zcr_verbs_stats(struct zcr_ctx *ctx, struct zcr_verbs_stats *vs)
 	pthread_mutex_lock(&ctx->lock);
 	vc = vctx_of(ctx);
 	if (vc && vc->dev) {
+		unsigned int i;
+
 		*vs = vc->st;
+		vs->live_pins = 0;
+		for (i = 0; i < PIN_N; i++)
+			vs->live_pins += vc->pins[i].mr != NULL;
 		ret = 0;
 	}
 	pthread_mutex_unlock(&ctx->lock);
@@ -321,7 +337,10 @@ static void close_wc(struct zcr_ep *ep, const struct ibv_wc *wc,
 	}
 	if (kind == W_SEND) {
 		ve->sfree[ve->nsfree++] = i;
-	} else if (kind == W_RECV && wc->byte_len == HDR) {
+	} else if (kind == W_WRITE) {
+		__zcr_verbs_write_done(ep);	/* the peer has it all */
+	} else if (kind == W_RECV && wc->opcode == IBV_WC_RECV &&
+		   wc->byte_len == HDR) {
 		memcpy(&h, rcell(ve, i), HDR);
 		if (h.type == T_FIN)
 			__zcr_verbs_fin_send(ep, h.cookie);
@@ -433,9 +452,15 @@ static void verbs_ep_close(struct zcr_ep *ep, void *ep_priv)
 		return;
 	if (ep && ve->qp && ve->stage == 3 && !foreign(ve->vc))
 		quiesce(ep, ve);
+	if (ve->adv_ok) {
+		ve->adv_ok = false;
+		__atomic_sub_fetch(&ep->ctx->offer_eps, 1, __ATOMIC_RELAXED);
+	}
 	if (ve->qp && !foreign(ve->vc))
 		ibv_destroy_qp(ve->qp);
 	ve->qp = NULL;
+	/* The NIC is stopped: no write into an offered buffer any more. */
+	__zcr_verbs_advs_close(ep, ve);
 	/* Announced sends: the peer can no longer pull them. */
 	if (ep && !foreign(ve->vc)) {
 		for (pos = ep->sendq.next; pos != &ep->sendq;
@@ -481,4 +506,8 @@ ZCR_TRANSPORT(verbs) = {
 	.send = __zcr_verbs_send,
 	.ep_close = verbs_ep_close,
 	.ep_free = verbs_ep_free,
+	.recv_offer = __zcr_verbs_recv_offer,
+	.recv_cancel = __zcr_verbs_recv_cancel,
+	.bind_put = __zcr_verbs_bind_put,
+	.send_unbind = __zcr_verbs_send_unbind,
 };

@@ -29,6 +29,15 @@ struct zcr_verbs_stats {
 	uint64_t reg_failed;		/* registrations refused (then bounced) */
 	uint64_t cache_hits;		/* registration cache hits */
 	uint64_t live_slot_mrs;		/* staging MRs registered right now */
+	/* offered receive buffers (persistent receives) */
+	uint64_t adv_sent;		/* receives offered to their sender */
+	uint64_t adv_written;		/* ... that it wrote into (WRITE+imm) */
+	uint64_t adv_other;		/* ... that took a message sent as usual */
+	uint64_t adv_revoked;		/* ... cancelled before any message */
+	uint64_t adv_got;		/* offers we got from receivers */
+	uint64_t writes;		/* messages we wrote into an offer */
+	uint64_t live_adv_mrs;		/* offered buffers registered now */
+	uint64_t live_pins;		/* persistent sends' registrations now */
 };
 
 /*

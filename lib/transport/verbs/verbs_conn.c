@@ -70,6 +70,8 @@ static int vep_new(struct zcr_ctx *ctx, struct vctx *vc, int fd,
 	ve->vc = vc;
 	ve->fd = fd;
 	zcr_list_init(&ve->link);
+	zcr_list_init(&ve->advs);
+	zcr_list_init(&ve->padvs);
 	ve->memlen = (size_t)(NRECV + NSEND) * CELL + BOUNCE;
 	ve->mem = mmap(NULL, ve->memlen, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -95,7 +97,7 @@ static int vep_new(struct zcr_ctx *ctx, struct vctx *vc, int fd,
 	qi.send_cq = ve->cq;
 	qi.recv_cq = ve->cq;
 	qi.qp_type = IBV_QPT_RC;
-	qi.cap.max_send_wr = NSEND + RD_OUT;
+	qi.cap.max_send_wr = NSEND + RD_OUT + DCRED;	/* + writes */
 	qi.cap.max_recv_wr = NRECV;
 	qi.cap.max_send_sge = 1;
 	qi.cap.max_recv_sge = 1;
@@ -105,7 +107,8 @@ static int vep_new(struct zcr_ctx *ctx, struct vctx *vc, int fd,
 	qa.qp_state = IBV_QPS_INIT;
 	qa.pkey_index = 0;
 	qa.port_num = (uint8_t)vc->port;
-	qa.qp_access_flags = IBV_ACCESS_REMOTE_READ;
+	/* Writes reach only a buffer registered for them (an offer). */
+	qa.qp_access_flags = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
 	ret = ibv_modify_qp(ve->qp, &qa, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 	if (ret) {
@@ -144,6 +147,7 @@ static int vep_new(struct zcr_ctx *ctx, struct vctx *vc, int fd,
 	ve->mine.mtu = (uint8_t)vc->pa.active_mtu;
 	ve->mine.credits = DCRED;
 	ve->mine.cell = CELL;
+	ve->mine.feat = vc->advert ? VFEAT_ADVERT : 0;
 	*out = ve;
 	return 0;
 fail_errno:
@@ -318,7 +322,14 @@ static bool hs_step(struct zcr_ep *ep)
 			return false;
 		}
 		ve->stage = 3;
-		return __zcr_ep_open_locked(ep, ve->peer.rank) == 0;
+		if (__zcr_ep_open_locked(ep, ve->peer.rank))
+			return false;
+		/* Unknown feature bits of a newer peer are not ours. */
+		ve->adv_ok = ve->mine.feat & ve->peer.feat & VFEAT_ADVERT;
+		if (ve->adv_ok)
+			__atomic_add_fetch(&ctx->offer_eps, 1,
+					   __ATOMIC_RELAXED);
+		return true;
 	}
 	if (ret) {
 		__zcr_ep_fail_locked(ep, ret, "verbs: handshake send failed");

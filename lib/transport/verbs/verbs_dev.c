@@ -168,9 +168,77 @@ struct ibv_mr *__zcr_verbs_cache_get(struct vctx *vc, const void *p,
 void __zcr_verbs_cache_put(struct vctx *vc, struct ibv_mr *mr,
 			   struct rc_ent *ce)
 {
-	if (ce)
-		ce->refs--;
-	else if (mr)
+	if (ce) {
+		/* A pin whose persistent send was freed meanwhile. */
+		if (!--ce->refs && ce->dead) {
+			if (!foreign(vc))
+				__zcr_verbs_dereg(vc, ce->mr);
+			memset(ce, 0, sizeof(*ce));
+		}
+	} else if (mr) {
 		__zcr_verbs_dereg(vc, mr);
+	}
+}
+
+/*
+ * The registration of a persistent send's buffer [p, p + n): kept in
+ * vc->pins from its first send (*ce set, release with cache_put); when
+ * all PIN_N are taken, whatever cache_get gives.
+ */
+struct ibv_mr *__zcr_verbs_pin_get(struct vctx *vc, const void *p, size_t n,
+				   struct rc_ent **ce)
+{
+	uintptr_t a = (uintptr_t)p;
+	struct rc_ent *e, *free_e = NULL;
+	struct ibv_mr *mr;
+	unsigned int i;
+
+	for (i = 0; i < PIN_N; i++) {
+		e = &vc->pins[i];
+		if (e->mr && !e->dead && e->a <= a && a + n <= e->a + e->len) {
+			e->refs++;
+			vc->st.cache_hits++;
+			*ce = e;
+			return e->mr;
+		}
+		if (!e->mr && !free_e)
+			free_e = e;
+	}
+	if (!free_e)
+		return __zcr_verbs_cache_get(vc, p, n, ce);
+	*ce = NULL;
+	mr = __zcr_verbs_reg(vc, p, n, ACC_ALL);
+	if (!mr)
+		return NULL;
+	free_e->mr = mr;
+	free_e->a = (uintptr_t)mr->addr;
+	free_e->len = mr->length;
+	free_e->refs = 1;
+	free_e->dead = false;
+	*ce = free_e;
+	return mr;
+}
+
+/* Pins overlapping a freed persistent send's buffer end (now or last put). */
+void __zcr_verbs_send_unbind(struct zcr_ctx *ctx, void *priv, const void *buf,
+			     size_t len)
+{
+	struct vctx *vc = priv;
+	uintptr_t a = (uintptr_t)buf;
+	unsigned int i;
+
+	(void)ctx;
+	for (i = 0; i < PIN_N; i++) {
+		struct rc_ent *e = &vc->pins[i];
+
+		if (!e->mr || e->dead || a + len <= e->a || e->a + e->len <= a)
+			continue;
+		e->dead = true;
+		if (!e->refs) {
+			if (!foreign(vc))
+				__zcr_verbs_dereg(vc, e->mr);
+			memset(e, 0, sizeof(*e));
+		}
+	}
 }
 

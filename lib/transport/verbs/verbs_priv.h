@@ -26,13 +26,15 @@
 #define CELL		(HDR + 8192)
 #define EAGER_MAX	(CELL - HDR)
 #define DCRED		32		/* data messages in flight, each way */
+#define ADV_MAX		8		/* receives offered per endpoint */
 /*
  * Cells posted: the DCRED data messages, and the control messages a peer
  * can send between two of our progress calls: a FIN for each of our
  * DCRED announced messages and a CREDIT per DCRED/2 data messages, with
- * a margin. RNR retries stay infinite as a last resort.
+ * a margin; and for offered receives an ADV and a REVOKE (or, the other
+ * way, a REVOKED) each. RNR retries stay infinite as a last resort.
  */
-#define NRECV		(2 * DCRED + DCRED / 2 + 8)
+#define NRECV		(2 * DCRED + DCRED / 2 + 8 + 2 * ADV_MAX)
 #define NSEND		NRECV
 #define BOUNCE		(256u << 10)	/* copy path: READ into this, copy */
 #define RD_CHUNK	(1u << 20)	/* largest READ work request */
@@ -47,21 +49,38 @@
 #define FLUSH_NS	(20ull * 1000000)
 #define VMAGIC		0x5652435aU	/* "ZCRV" */
 #define VVERSION	1
+/*
+ * HELLO feature bits (vhello.feat; a peer that predates them sends 0):
+ * VFEAT_ADVERT, the side takes offered receive buffers and offers its own
+ * (ZCRECV_VERBS_ADVERT); both must say so.
+ */
+#define VFEAT_ADVERT	1u
+/* Tags of our last data messages kept, by sequence number (see vep). */
+#define TAG_RING	64
 
-enum vtype { T_EAGER = 1, T_RTS = 2, T_FIN = 3, T_CREDIT = 4 };
-enum wkind { W_RECV = 1, W_SEND = 2, W_READ = 3 };
+/*
+ * T_ADV, T_REVOKE, T_REVOKED: an offered receive buffer, its revocation
+ * and the answer (control messages, no credit). T_WRITE never travels as
+ * a header: it is what the receiver writes into the cell of an RDMA
+ * WRITE with immediate, so that the data queue sees one more message.
+ */
+enum vtype { T_EAGER = 1, T_RTS = 2, T_FIN = 3, T_CREDIT = 4, T_ADV = 5,
+	     T_REVOKE = 6, T_REVOKED = 7, T_WRITE = 8 };
+enum wkind { W_RECV = 1, W_SEND = 2, W_READ = 3, W_WRITE = 4 };
 
 struct vhdr {
 	uint32_t type;
 	int32_t src;
 	int32_t tag;
 	uint32_t credits;		/* data cells reposted since last told */
-	uint64_t len;
-	uint64_t seq;
-	uint64_t addr;			/* RTS: payload in the sender */
+	uint64_t len;			/* ADV: the buffer's size */
+	uint64_t seq;			/* ADV: our last message number seen */
+	uint64_t addr;			/* RTS: payload in the sender; ADV:
+					 * the receive's buffer */
 	uint32_t rkey;
 	int32_t status;			/* FIN: 0 or -errno of the pull */
-	uint64_t cookie;		/* RTS/FIN: the sender's request */
+	uint64_t cookie;		/* RTS/FIN: the sender's request;
+					 * ADV/REVOKE/REVOKED: the offer */
 	uint64_t pad;
 };
 
@@ -83,7 +102,8 @@ struct vhello {
 	uint8_t pad0;
 	uint32_t credits;		/* DCRED */
 	uint32_t cell;			/* CELL */
-	uint8_t pad[60];
+	uint32_t feat;			/* VFEAT_*; was padding: 0 */
+	uint8_t pad[56];
 };
 
 _Static_assert(sizeof(struct vhello) == HELLO_LEN, "HELLO is 128 bytes");
@@ -95,6 +115,56 @@ struct rc_ent {
 	struct ibv_mr *mr;
 	uint64_t use;
 	unsigned int refs;
+	bool dead;			/* pins: deregister at the last put */
+};
+
+/* Persistent sends' buffers kept registered per context (vctx.pins). */
+#define PIN_N		16
+
+/*
+ * A persistent receive's buffer as offered (struct zcr_preq keeps it):
+ * registered for the peer's writes at the first offer, deregistered once
+ * the persistent receive is freed and no offer uses it (refs).
+ */
+struct vbind {
+	struct vctx *vc;
+	void *buf;
+	size_t size;
+	struct ibv_mr *mr;
+	unsigned int refs;
+	bool failed;			/* registration refused: never offered */
+};
+
+/*
+ * One of our receives offered to the peer (ve->advs). The peer's first
+ * message with its tag numbered above k goes into it: by RDMA WRITE with
+ * immediate, or as any message (too big, eager); bound is that message's
+ * number once it showed in the completion queue.
+ */
+struct vadv {
+	struct zcr_list link;
+	uint32_t id;
+	int tag;
+	uint64_t k;
+	uint64_t bound;
+	struct zcr_req *r;
+	struct vbind *b;
+	bool revoking;			/* REVOKE sent or queued */
+};
+
+/* The peer's offer (ve->padvs), for our next message with its tag. */
+struct vpadv {
+	struct zcr_list link;
+	uint32_t id;
+	int tag;
+	uint64_t addr, len;
+	uint32_t rkey;
+};
+
+/* A control message waiting for a send cell: FIN, REVOKE or REVOKED. */
+struct vctl {
+	uint32_t type;
+	uint64_t cookie;
 };
 
 struct vctx {
@@ -114,10 +184,19 @@ struct vctx {
 	bool land_copy;			/* staging landings via bounce buffer */
 	unsigned int cache_n;
 	struct rc_ent *cache;
+	/*
+	 * Registrations of persistent sends' buffers, kept from their first
+	 * send until the persistent send is freed (send_unbind): the same
+	 * buffer goes out at every start. Apart from the cache, which is
+	 * off by default because a cached registration outlives what it
+	 * covers; these end with the request that vouches for the buffer.
+	 */
+	struct rc_ent pins[PIN_N];
 	uint64_t cache_tick;
 	bool print;
 	uint32_t rd_chunk;		/* largest READ: RD_CHUNK or less */
 	uint64_t spin_ns;		/* look at the CQs before sleeping */
+	bool advert;			/* ZCRECV_VERBS_ADVERT */
 	pid_t owner;			/* the process that opened dev */
 	struct zcr_verbs_stats st;
 };
@@ -174,9 +253,24 @@ struct vep {
 	unsigned int nsfree;
 	struct ibv_wc stash[16];	/* taken by poll_fill's look */
 	int nstash;
-	uint64_t *fins;			/* FINs waiting for a send cell */
-	unsigned int nfin, fin_cap;
+	struct vctl *fins;		/* control messages waiting for a */
+	unsigned int nfin, fin_cap;	/* send cell, in order */
 	int fin_status;
+	/*
+	 * Offered receive buffers (both sides said VFEAT_ADVERT): ours
+	 * (advs, at most ADV_MAX, one per tag) and the peer's (padvs).
+	 * cq_seq numbers the peer's data messages as they complete in the
+	 * CQ, which is where the offer binds them; sent_seq and sent_tag
+	 * keep the number and tag of our last data messages posted, for an
+	 * offer that comes after the message it binds.
+	 */
+	bool adv_ok;
+	uint32_t adv_id;
+	struct zcr_list advs, padvs;
+	unsigned int nadv, npadv;
+	unsigned int revokes;		/* REVOKEs sent, not answered */
+	uint64_t cq_seq, sent_seq;
+	int32_t sent_tag[TAG_RING];
 	/*
 	 * The peer closed its end of the TCP connection, or exited: why.
 	 * What it sent before is in our CQ and cells, and is still
@@ -229,6 +323,10 @@ struct ibv_mr *__zcr_verbs_cache_get(struct vctx *vc, const void *p,
 				     size_t n, struct rc_ent **ce);
 void __zcr_verbs_cache_put(struct vctx *vc, struct ibv_mr *mr,
 			   struct rc_ent *ce);
+struct ibv_mr *__zcr_verbs_pin_get(struct vctx *vc, const void *p, size_t n,
+				   struct rc_ent **ce);
+void __zcr_verbs_send_unbind(struct zcr_ctx *ctx, void *priv, const void *buf,
+			     size_t len);
 
 /* verbs_conn.c: connection set-up over TCP, and the handshake */
 int __zcr_verbs_listen(struct zcr_ctx *ctx, void *priv, const char *addr);
@@ -244,12 +342,28 @@ void __zcr_verbs_poll_done(struct zcr_ctx *ctx, void *priv,
 int __zcr_verbs_post_msg(struct vep *ve, struct vhdr *h, const void *payload,
 			 size_t n);
 int __zcr_verbs_queue_fin(struct vep *ve, uint64_t cookie);
+int __zcr_verbs_queue_ctl(struct vep *ve, uint32_t type, uint64_t cookie);
+void __zcr_verbs_sent(struct vep *ve, const struct zcr_req *r);
+void __zcr_verbs_write_done(struct zcr_ep *ep);
+void __zcr_verbs_rx_adv(struct zcr_ep *ep, const struct vhdr *h);
+void __zcr_verbs_rx_revoke(struct zcr_ep *ep, const struct vhdr *h);
 void __zcr_verbs_unannounce(struct vep *ve, struct zcr_req *r);
 int __zcr_verbs_post_fins(struct vep *ve);
 int __zcr_verbs_push_sends(struct zcr_ep *ep);
 bool __zcr_verbs_fin_send(struct zcr_ep *ep, uint64_t cookie);
 void __zcr_verbs_rx_fin(struct zcr_ep *ep, const struct vhdr *h);
 int __zcr_verbs_send(struct zcr_ep *ep, struct zcr_req *r);
+
+/* verbs_offer.c: offered receive buffers, the receiving side */
+int __zcr_verbs_recv_offer(struct zcr_ep *ep, struct zcr_req *r, void **bind);
+int __zcr_verbs_recv_cancel(struct zcr_ep *ep, struct zcr_req *r);
+void __zcr_verbs_bind_put(struct zcr_ctx *ctx, void *bind);
+struct vadv *__zcr_verbs_adv_id(struct vep *ve, uint32_t id);
+struct vadv *__zcr_verbs_adv_bound(struct vep *ve, uint64_t seq);
+void __zcr_verbs_adv_bind(struct zcr_ep *ep, const struct vhdr *h);
+void __zcr_verbs_adv_end(struct vep *ve, struct vadv *ad);
+void __zcr_verbs_rx_revoked(struct zcr_ep *ep, const struct vhdr *h);
+void __zcr_verbs_advs_close(struct zcr_ep *ep, struct vep *ve);
 
 /* verbs_recv.c: receiving, and the completion queue */
 int __zcr_verbs_gone_settle(struct zcr_ep *ep);

@@ -6,6 +6,7 @@
  * protocol is described in verbs.c.
  */
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
 
@@ -219,6 +220,8 @@ static int rx_data(struct zcr_ep *ep)
 			continue;
 		}
 		if (!ve->arriving) {
+			struct vadv *ad;
+
 			memcpy(h, rcell(ve, cell), HDR);
 			if (h->src != ep->rank || h->tag < 0 ||
 			    h->seq != ep->recv_seq + 1 ||
@@ -235,9 +238,24 @@ static int rx_data(struct zcr_ep *ep)
 			}
 			ep->recv_seq = h->seq;
 			ve->arriving = true;
-			if (__zcr_match_arrive_locked(ep->ctx, &ep->rx, h->src,
-						      h->tag, h->len) < 0)
+			/* An offered receive's message (verbs_offer.c). */
+			ad = ve->nadv ? __zcr_verbs_adv_bound(ve, h->seq) :
+			     NULL;
+			if (ad) {
+				struct zcr_req *r = ad->r;
+
+				if (h->type != T_WRITE)
+					ve->vc->st.adv_other++;
+				__zcr_verbs_adv_end(ve, ad);
+				__zcr_match_arrive_bound_locked(ep->ctx,
+								&ep->rx, r,
+								h->src, h->tag,
+								h->len);
+			} else if (__zcr_match_arrive_locked(ep->ctx, &ep->rx,
+							     h->src, h->tag,
+							     h->len) < 0) {
 				return n;	/* stalled */
+			}
 		}
 		if (ep->rx.state != ZCR_RX_LANDING)
 			return n;
@@ -245,7 +263,8 @@ static int rx_data(struct zcr_ep *ep)
 			n += rndv_start(ep);
 			continue;
 		}
-		if (ep->rx.room)
+		/* A write's payload is in the buffer already. */
+		if (h->type == T_EAGER && ep->rx.room)
 			memcpy(ep->rx.dst, rcell(ve, cell) + HDR,
 			       ep->rx.room < h->len ? ep->rx.room : h->len);
 		ve->arriving = false;
@@ -256,7 +275,10 @@ static int rx_data(struct zcr_ep *ep)
 			return n;
 		}
 		ve->ret_credits++;
-		ve->vc->st.eager++;
+		if (h->type == T_WRITE)
+			ve->vc->st.adv_written++;
+		else
+			ve->vc->st.eager++;
 		__zcr_match_payload_done_locked(ep->ctx, &ep->rx);
 		n++;
 	}
@@ -272,7 +294,8 @@ static int rx_cell(struct zcr_ep *ep, uint32_t i, uint32_t bytes)
 	memcpy(&h, rcell(ve, i), HDR);
 	if (bytes < HDR || h.credits > DCRED ||
 	    ve->credits + h.credits > DCRED ||
-	    (h.type < T_EAGER || h.type > T_CREDIT) ||
+	    (h.type < T_EAGER || h.type > T_REVOKED) ||
+	    (h.type >= T_ADV && !ve->adv_ok) ||
 	    (h.type == T_EAGER && bytes != HDR + h.len) ||
 	    (h.type != T_EAGER && bytes != HDR) || ve->stage != 3) {
 		ep->ctx->st.bad_headers++;
@@ -283,6 +306,8 @@ static int rx_cell(struct zcr_ep *ep, uint32_t i, uint32_t bytes)
 	}
 	ve->credits += h.credits;
 	if (h.type == T_EAGER || h.type == T_RTS) {
+		ve->cq_seq++;
+		__zcr_verbs_adv_bind(ep, &h);
 		ve->dq[(ve->dq_head + ve->dq_n) % NRECV] = i;
 		ve->dq_n++;
 		return 0;
@@ -291,17 +316,64 @@ static int rx_cell(struct zcr_ep *ep, uint32_t i, uint32_t bytes)
 		__zcr_ep_fail_locked(ep, -EIO, "verbs: cannot repost");
 		return 0;
 	}
-	if (h.type == T_FIN) {
+	switch (h.type) {
+	case T_FIN:
 		__zcr_verbs_rx_fin(ep, &h);
 		return 1;
+	case T_ADV:
+		__zcr_verbs_rx_adv(ep, &h);
+		return 1;
+	case T_REVOKE:
+		__zcr_verbs_rx_revoke(ep, &h);
+		return 1;
+	case T_REVOKED:
+		__zcr_verbs_rx_revoked(ep, &h);
+		return 1;
 	}
+	return 0;
+}
+
+/*
+ * The peer wrote a message into an offered buffer of ours: an RDMA WRITE
+ * with immediate (the offer's id) completed into cell i, whose bytes it
+ * did not touch. The cell gets the header the message would have had, so
+ * that it takes its place in the data queue like any other.
+ */
+static int rx_write(struct zcr_ep *ep, uint32_t i, const struct ibv_wc *wc)
+{
+	struct vep *ve = V(ep);
+	struct vadv *ad = NULL;
+	struct vhdr h;
+
+	if (ve->stage == 3 && ve->adv_ok && (wc->wc_flags & IBV_WC_WITH_IMM))
+		ad = __zcr_verbs_adv_id(ve, ntohl(wc->imm_data));
+	if (!ad || ad->bound || ve->cq_seq + 1 <= ad->k ||
+	    wc->byte_len > ad->r->size) {
+		ep->ctx->st.bad_headers++;
+		__zcr_ep_fail_locked(ep, -EPROTO, "verbs: write into no "
+				     "offered buffer (%u bytes)",
+				     wc->byte_len);
+		return 0;
+	}
+	ve->cq_seq++;
+	ad->bound = ve->cq_seq;
+	memset(&h, 0, sizeof(h));
+	h.type = T_WRITE;
+	h.src = ep->rank;
+	h.tag = ad->tag;
+	h.len = wc->byte_len;
+	h.seq = ve->cq_seq;
+	h.cookie = ad->id;
+	memcpy(rcell(ve, i), &h, HDR);
+	ve->dq[(ve->dq_head + ve->dq_n) % NRECV] = i;
+	ve->dq_n++;
 	return 0;
 }
 
 static const char *wr_name(int kind)
 {
 	return kind == W_RECV ? "receive" : kind == W_SEND ? "send" :
-	       "RDMA READ";
+	       kind == W_WRITE ? "RDMA WRITE" : "RDMA READ";
 }
 
 /* One completion. */
@@ -327,10 +399,15 @@ static int handle_wc(struct zcr_ep *ep, const struct ibv_wc *wc)
 		return 0;
 	}
 	if (kind == W_RECV)
-		return rx_cell(ep, i, wc->byte_len);
+		return wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM ?
+		       rx_write(ep, i, wc) : rx_cell(ep, i, wc->byte_len);
 	if (kind == W_SEND) {
 		ve->sfree[ve->nsfree++] = i;
 		return 0;
+	}
+	if (kind == W_WRITE) {
+		__zcr_verbs_write_done(ep);
+		return 1;
 	}
 	return read_done(ep);
 }

@@ -5,6 +5,7 @@
  * answers with FIN, and the FINs we owe. The protocol is described in
  * verbs.c.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,21 +50,123 @@ int __zcr_verbs_post_msg(struct vep *ve, struct vhdr *h, const void *payload,
 	return 0;
 }
 
-int __zcr_verbs_queue_fin(struct vep *ve, uint64_t cookie)
+int __zcr_verbs_queue_ctl(struct vep *ve, uint32_t type, uint64_t cookie)
 {
 	if (ve->gone)
 		return 0;	/* nobody waits for it any more */
 	if (ve->nfin == ve->fin_cap) {
 		unsigned int cap = ve->fin_cap ? 2 * ve->fin_cap : 16;
-		uint64_t *f = realloc(ve->fins, cap * sizeof(*f));
+		struct vctl *f = realloc(ve->fins, cap * sizeof(*f));
 
 		if (!f)
 			return -ENOMEM;
 		ve->fins = f;
 		ve->fin_cap = cap;
 	}
-	ve->fins[ve->nfin++] = cookie;
+	ve->fins[ve->nfin].type = type;
+	ve->fins[ve->nfin++].cookie = cookie;
 	return 0;
+}
+
+int __zcr_verbs_queue_fin(struct vep *ve, uint64_t cookie)
+{
+	return __zcr_verbs_queue_ctl(ve, T_FIN, cookie);
+}
+
+/* Data message r was posted: what an offer coming later must know. */
+void __zcr_verbs_sent(struct vep *ve, const struct zcr_req *r)
+{
+	ve->sent_seq = r->seq;
+	ve->sent_tag[r->seq % TAG_RING] = r->st.tag;
+}
+
+/*
+ * The peer offers a receive buffer (ADV, in CQ order). It binds our first
+ * message with its tag numbered above k: one posted already (sent as
+ * usual, it lands in that receive all the same) settles it now; else it
+ * waits for the next send with that tag (push_sends()). The peer had
+ * returned the credits of its messages up to k only, so at most DCRED of
+ * ours are above k: TAG_RING of them are kept.
+ */
+void __zcr_verbs_rx_adv(struct zcr_ep *ep, const struct vhdr *h)
+{
+	struct vep *ve = V(ep);
+	struct zcr_list *pos;
+	struct vpadv *pa;
+	uint64_t s;
+
+	for (pos = ve->padvs.next; pos != &ve->padvs; pos = pos->next)
+		if (zcr_container_of(pos, struct vpadv, link)->tag == h->tag)
+			break;
+	if (!ve->adv_ok || h->tag < 0 || h->len <= EAGER_MAX ||
+	    pos != &ve->padvs || ve->npadv >= ADV_MAX || h->seq > ve->sent_seq ||
+	    ve->sent_seq - h->seq > TAG_RING) {
+		ep->ctx->st.bad_headers++;
+		__zcr_ep_fail_locked(ep, -EPROTO, "verbs: offer out of "
+				     "protocol (tag %d, after %llu of %llu)",
+				     h->tag, (unsigned long long)h->seq,
+				     (unsigned long long)ve->sent_seq);
+		return;
+	}
+	ve->vc->st.adv_got++;
+	for (s = h->seq + 1; s <= ve->sent_seq; s++)
+		if (ve->sent_tag[s % TAG_RING] == h->tag)
+			return;		/* bound to message s, sent already */
+	pa = calloc(1, sizeof(*pa));
+	if (!pa) {
+		__zcr_ep_fail_locked(ep, -ENOMEM, "verbs: out of memory");
+		return;
+	}
+	pa->id = (uint32_t)h->cookie;
+	pa->tag = h->tag;
+	pa->addr = h->addr;
+	pa->len = h->len;
+	pa->rkey = h->rkey;
+	zcr_list_add_tail(&pa->link, &ve->padvs);
+	ve->npadv++;
+}
+
+/*
+ * The peer revokes an offer: forget it if no message took it yet. The
+ * answer goes behind whatever we posted, so the peer sees a bound
+ * message before it.
+ */
+void __zcr_verbs_rx_revoke(struct zcr_ep *ep, const struct vhdr *h)
+{
+	struct vep *ve = V(ep);
+	struct zcr_list *pos;
+
+	for (pos = ve->padvs.next; pos != &ve->padvs; pos = pos->next) {
+		struct vpadv *pa = zcr_container_of(pos, struct vpadv, link);
+
+		if (pa->id == (uint32_t)h->cookie) {
+			zcr_list_del(&pa->link);
+			ve->npadv--;
+			free(pa);
+			break;
+		}
+	}
+	if (__zcr_verbs_queue_ctl(ve, T_REVOKED, h->cookie))
+		__zcr_ep_fail_locked(ep, -ENOMEM, "verbs: out of memory");
+}
+
+/* The peer's offer for a message with this tag, taken off the list. */
+static struct vpadv *padv_take(struct vep *ve, int tag)
+{
+	struct zcr_list *pos;
+
+	if (!ve->npadv)
+		return NULL;
+	for (pos = ve->padvs.next; pos != &ve->padvs; pos = pos->next) {
+		struct vpadv *pa = zcr_container_of(pos, struct vpadv, link);
+
+		if (pa->tag == tag) {
+			zcr_list_del(&pa->link);
+			ve->npadv--;
+			return pa;
+		}
+	}
+	return NULL;
 }
 
 /* The registration an announced send keeps in its scratch. */
@@ -82,7 +185,7 @@ void __zcr_verbs_unannounce(struct vep *ve, struct zcr_req *r)
 	r->sent = 0;
 }
 
-/* Post the queued FINs as far as send cells allow. */
+/* Post the queued control messages as far as send cells allow. */
 int __zcr_verbs_post_fins(struct vep *ve)
 {
 	struct vhdr h;
@@ -91,16 +194,88 @@ int __zcr_verbs_post_fins(struct vep *ve)
 
 	for (k = 0; k < ve->nfin && ve->nsfree; k++) {
 		memset(&h, 0, sizeof(h));
-		h.type = T_FIN;
+		h.type = ve->fins[k].type;
 		h.src = ve->ep->ctx->rank;
-		h.cookie = ve->fins[k];
+		h.cookie = ve->fins[k].cookie;
 		ret = __zcr_verbs_post_msg(ve, &h, NULL, 0);
 		if (ret)
 			break;
 	}
-	memmove(ve->fins, ve->fins + k, (ve->nfin - k) * sizeof(*ve->fins));
-	ve->nfin -= k;
+	/* With nothing queued ever, fins is NULL: no memmove of it. */
+	if (k) {
+		memmove(ve->fins, ve->fins + k,
+			(ve->nfin - k) * sizeof(*ve->fins));
+		ve->nfin -= k;
+	}
 	return ret;
+}
+
+/*
+ * Write r straight into the peer's offered buffer pa: one RDMA WRITE
+ * with immediate (the offer's id), which takes a data credit and a
+ * receive cell of the peer like any data message. r completes when the
+ * write does (write_done()). 1 when written; 0: not possible, send it as
+ * usual; -1: the endpoint failed.
+ */
+static int write_offered(struct zcr_ep *ep, struct zcr_req *r,
+			 const struct vpadv *pa)
+{
+	struct vep *ve = V(ep);
+	struct ibv_sge sg;
+	struct ibv_send_wr wr = { 0 }, *bad;
+	struct rts_state rs;
+	int ret;
+
+	rs.mr = r->persist ?
+		__zcr_verbs_pin_get(ve->vc, r->sbuf, r->len, &rs.ce) :
+		__zcr_verbs_cache_get(ve->vc, r->sbuf, r->len, &rs.ce);
+	if (!rs.mr) {
+		ve->vc->st.reg_failed++;
+		return 0;	/* the announcement says why, if it fails */
+	}
+	sg.addr = (uintptr_t)r->sbuf;
+	sg.length = (uint32_t)r->len;
+	sg.lkey = rs.mr->lkey;
+	wr.wr_id = wrid(W_WRITE, 0);
+	wr.sg_list = &sg;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.imm_data = htonl(pa->id);
+	wr.wr.rdma.remote_addr = pa->addr;
+	wr.wr.rdma.rkey = pa->rkey;
+	ret = ibv_post_send(ve->qp, &wr, &bad);
+	if (ret) {
+		__zcr_verbs_cache_put(ve->vc, rs.mr, rs.ce);
+		__zcr_ep_fail_locked(ep, -ret, "verbs: cannot post RDMA WRITE");
+		return -1;
+	}
+	memcpy(r->tx, &rs, sizeof(rs));
+	ve->credits--;
+	__zcr_verbs_sent(ve, r);
+	r->sent = 2;
+	ve->vc->st.writes++;
+	return 1;
+}
+
+/*
+ * An RDMA WRITE completed: the peer's NIC has the bytes. Writes complete
+ * in the order they were posted, which is the send queue's order.
+ */
+void __zcr_verbs_write_done(struct zcr_ep *ep)
+{
+	struct zcr_list *pos;
+
+	for (pos = ep->sendq.next; pos != &ep->sendq; pos = pos->next) {
+		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
+
+		if (r->sent != 2)
+			continue;
+		__zcr_verbs_unannounce(V(ep), r);
+		zcr_list_del(&r->link);
+		__zcr_ep_send_done_locked(ep, r);
+		return;
+	}
 }
 
 int __zcr_verbs_push_sends(struct zcr_ep *ep)
@@ -120,11 +295,25 @@ int __zcr_verbs_push_sends(struct zcr_ep *ep)
 	zcr_list_for_each_safe(pos, tmp, &ep->sendq) {
 		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
 		struct rts_state rs;
+		struct vpadv *pa;
 
 		if (r->sent)
-			continue;	/* announced: waits for its FIN */
+			continue;	/* announced or written: waits */
 		if (!ve->credits || !ve->nsfree)
 			break;
+		/* An offer binds this message whichever way it goes. */
+		pa = padv_take(ve, r->st.tag);
+		if (pa) {
+			ret = 0;
+			if (r->len > EAGER_MAX && r->len <= pa->len &&
+			    r->len <= ve->vc->pa.max_msg_sz)
+				ret = write_offered(ep, r, pa);
+			free(pa);
+			if (ret < 0)
+				return n;	/* the endpoint failed */
+			if (ret)
+				continue;
+		}
 		memset(&h, 0, sizeof(h));
 		h.src = ctx->rank;
 		h.tag = r->st.tag;
@@ -136,12 +325,16 @@ int __zcr_verbs_push_sends(struct zcr_ep *ep)
 			if (ret)
 				goto fail;
 			ve->credits--;
+			__zcr_verbs_sent(ve, r);
 			zcr_list_del(&r->link);
 			__zcr_ep_send_done_locked(ep, r);
 			n++;
 			continue;
 		}
-		rs.mr = __zcr_verbs_cache_get(ve->vc, r->sbuf, r->len, &rs.ce);
+		rs.mr = r->persist ?
+			__zcr_verbs_pin_get(ve->vc, r->sbuf, r->len, &rs.ce) :
+			__zcr_verbs_cache_get(ve->vc, r->sbuf, r->len,
+					      &rs.ce);
 		if (!rs.mr) {
 			ret = errno ? -errno : -ENOMEM;
 			ve->vc->st.reg_failed++;
@@ -163,6 +356,7 @@ int __zcr_verbs_push_sends(struct zcr_ep *ep)
 		}
 		memcpy(r->tx, &rs, sizeof(rs));
 		ve->credits--;
+		__zcr_verbs_sent(ve, r);
 		r->sent = 1;
 	}
 	return n;
@@ -182,7 +376,7 @@ bool __zcr_verbs_fin_send(struct zcr_ep *ep, uint64_t cookie)
 	for (pos = ep->sendq.next; pos != &ep->sendq; pos = pos->next) {
 		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
 
-		if ((uintptr_t)r != cookie || !r->sent)
+		if ((uintptr_t)r != cookie || r->sent != 1)
 			continue;
 		__zcr_verbs_unannounce(V(ep), r);
 		zcr_list_del(&r->link);
