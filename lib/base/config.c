@@ -135,6 +135,11 @@ const struct zcr_env_var __zcr_env_vars[ZCR_ENV_COUNT] = {
 	NUM(TCP_SPIN_US, ZCR_ENV_US, ZCR_ENV_CTX, 0, SPIN_MAX_US, 2000,
 	    "A thread waiting with a TCP connection open polls this long "
 	    "before it sleeps in poll(2); 0: it sleeps at once."),
+	NUM(TCP_DEFER_RATE, ZCR_ENV_UINT, ZCR_ENV_CTX, 0, 1000000, 250,
+	    "TCP: once a connection delivered a payload of 1 MiB or more at "
+	    "this many MB/s or faster, its large early payloads wait in the "
+	    "socket for their receive (every 8th is staged and timed "
+	    "again); 0: always staged."),
 	BOOL(SHM, ZCR_ENV_CTX, 0,
 	     "1: offer and accept the shared-memory transport to peers on "
 	     "this host, at each connection's handshake."),

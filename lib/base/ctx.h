@@ -80,10 +80,15 @@ enum zcr_rx_state {
  * @stall_link:	on ctx->stalled while ZCR_RX_STALLED
  * @ack:	a synchronous message: its number, ACKed once matched; or 0
  * @may_defer:	the transport can leave the payload where it is (in the
- *		sender, over shm) until a receive takes it
+ *		sender over shm, in the socket over TCP) until a receive
+ *		takes it
+ * @defer_any:	may_defer even when the landing would be a remap: the
+ *		transport found taking the payload early does not pay
+ *		(TCP on a fast connection, tcp_rx.c)
  * @deferred:	stalled by choice, not for want of room: the landing
- *		would be a copy out of staging, so the payload waits for
- *		its receive and lands once, straight into it
+ *		would be a copy out of staging (or @defer_any), so the
+ *		payload waits for its receive and lands once, straight
+ *		into it
  * @release:	a receive, probe or synchronous send needs what comes
  *		after it from this endpoint: stage it after all
  *
@@ -100,7 +105,7 @@ struct zcr_arrival {
 	struct zcr_msg *msg;
 	struct zcr_list stall_link;
 	uint64_t ack;
-	bool may_defer, deferred, release;
+	bool may_defer, defer_any, deferred, release;
 };
 
 /* One registered transport in a context (lib/transport/transport.c). */

@@ -389,6 +389,7 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 			return -EAGAIN;
 		a->deferred = false;
 		a->may_defer = false;
+		a->defer_any = false;
 	}
 	/* Too small to remap: staged in plain memory, no prediction. */
 	off = 0;
@@ -397,7 +398,8 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 		off = landing_offset(ctx, a->comm, a->src, a->tag, &pbuf,
 				     &known);
 	ops = __zcr_remap_pick(ctx, pbuf, a->len, &by);
-	if (a->may_defer && ops == &__zcr_remap_copy && ctx->defer_min &&
+	if (a->may_defer && (ops == &__zcr_remap_copy || a->defer_any) &&
+	    ctx->defer_min &&
 	    a->len >= ctx->defer_min && a->state != ZCR_RX_STALLED &&
 	    !defer_blocked(ctx, a->src)) {
 		defer(ctx, a);
@@ -476,7 +478,7 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 
 int __zcr_match_arrive_defer_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
 				    uint32_t comm, int src, int tag,
-				    uint64_t len, uint64_t ack, bool may_defer)
+				    uint64_t len, uint64_t ack, int may_defer)
 {
 	memset(a, 0, sizeof(*a));
 	zcr_list_init(&a->stall_link);
@@ -486,6 +488,7 @@ int __zcr_match_arrive_defer_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
 	a->len = len;
 	a->ack = ack;
 	a->may_defer = may_defer && ctx->policy != ZCRECV_POLICY_REMAP;
+	a->defer_any = a->may_defer && may_defer == ZCR_DEFER_ANY;
 	return find_landing(ctx, a);
 }
 
@@ -494,7 +497,7 @@ int __zcr_match_arrive_sync_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
 				   uint64_t len, uint64_t ack)
 {
 	return __zcr_match_arrive_defer_locked(ctx, a, comm, src, tag, len,
-					       ack, false);
+					       ack, 0);
 }
 
 int __zcr_match_arrive_comm_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,

@@ -97,15 +97,19 @@ int __zcr_match_arrive_sync_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
 				   uint64_t len, uint64_t ack);
 /*
  * The same, from a transport that can leave a payload of len bytes
- * unread (may_defer): with no receive posted for it, a message that would
- * be copied out of staging anyway (no remap) may then stall by choice
- * (a->deferred) instead of being staged, and land once, straight into
- * the receive that takes it. Read nothing more from the endpoint until
- * a->state becomes ZCR_RX_LANDING, as for any stall.
+ * unread (may_defer ZCR_DEFER_COPY): with no receive posted for it, a
+ * message that would be copied out of staging anyway (no remap) may then
+ * stall by choice (a->deferred) instead of being staged, and land once,
+ * straight into the receive that takes it. ZCR_DEFER_ANY: a remapped one
+ * too (the transport found that taking its payload early does not pay,
+ * tcp_rx.c). Read nothing more from the endpoint until a->state becomes
+ * ZCR_RX_LANDING, as for any stall. 0: never deferred.
  */
+#define ZCR_DEFER_COPY	1
+#define ZCR_DEFER_ANY	2
 int __zcr_match_arrive_defer_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
 				    uint32_t comm, int src, int tag,
-				    uint64_t len, uint64_t ack, bool may_defer);
+				    uint64_t len, uint64_t ack, int may_defer);
 /*
  * Would a message (comm, src, tag) arriving now find a posted receive?
  * Nothing is taken.

@@ -241,6 +241,7 @@ static int tcp_init(struct zcr_ctx *ctx, void **priv)
 	__zcr_listener_init(&tc->ls);
 	tc->ring = ring_init(ctx);
 	tc->spin_ns = ctx->env.v[ZCR_ENV_TCP_SPIN_US].u * 1000;
+	tc->defer_rate = ctx->env.v[ZCR_ENV_TCP_DEFER_RATE].u * 1000000;
 	*priv = tc;
 	return 0;
 }

@@ -25,6 +25,7 @@ struct tcp_ctx {
 	struct zcr_listener ls;
 	uint64_t paused_look;		/* last look at paused connections */
 	struct io_uring *ring;		/* batched receives, or NULL */
+	uint64_t defer_rate;		/* bytes/s, ZCRECV_TCP_DEFER_RATE */
 	uint64_t spin_ns;		/* look before sleeping (ctx.h) */
 	/*
 	 * Endpoints of ours not freed yet. 0 once every connection moved
@@ -83,6 +84,15 @@ struct tcp_ep {
 	int hello_src;			/* the rank it claimed */
 	struct zcr_rx_watch watch;	/* progress of a message in flight */
 	/*
+	 * The connection's delivery rate (tcp_rx.c, rx_may_defer()): when
+	 * the header of a large payload read as it came was taken (0: none
+	 * being timed), the rate of the last one timed (bytes/s, 0: none
+	 * yet), and the large early payloads deferred since.
+	 */
+	uint64_t rx_t0;
+	uint64_t rate;
+	unsigned int ndefer;
+	/*
 	 * Message prefetching (lib/prefetch): a PF_INFO's or PF_DATA's
 	 * bitmap being read into pf_body, then PF_DATA's pages into runs
 	 * of pf_dst; for a DATA, the payload bytes on the wire (want,
@@ -133,6 +143,18 @@ static inline uint64_t tcp_rx_budget(const struct zcr_ctx *ctx)
 {
 	return __zcr_is_progress_thread(ctx) ? ZCR_TCP_PART : UINT64_MAX;
 }
+
+/*
+ * Large early payloads on a fast connection (tcp_rx.c, rx_may_defer()):
+ * payloads this long or more are timed from header to last byte when
+ * read as they come, and when the last one timed came at
+ * ZCRECV_TCP_DEFER_RATE or faster, the next that finds no receive posted
+ * waits in the socket for it (deferred), as stock Open MPI's rendezvous
+ * leaves it with the sender; all but every ZCR_TCP_DEFER_PROBE-th, which
+ * is staged and timed again.
+ */
+#define ZCR_TCP_DEFER_LEN	(1u << 20)
+#define ZCR_TCP_DEFER_PROBE	8
 
 /* Read-ahead buffer; wanted reads at least this long go straight in. */
 #define ZCR_TCP_RA_LEN		16384
