@@ -222,7 +222,9 @@ struct zcr_ctx_attr {
  *			peer's receive that offered us part of its copy
  * @deferred:		since 0.3: messages that arrived before their receive
  *			and were left with the transport (they would only
- *			have been copied out of staging, ZCRECV_DEFER_MIN):
+ *			have been copied out of staging, ZCRECV_DEFER_MIN;
+ *			over TCP, large ones on a connection measured fast,
+ *			ZCRECV_TCP_DEFER_RATE):
  *			those that land straight in their receive count in
  *			@posted, those staged later (something came behind
  *			them) in @early

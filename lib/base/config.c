@@ -120,7 +120,8 @@ const struct zcr_env_var __zcr_env_vars[ZCR_ENV_COUNT] = {
 	NUM(DEFER_MIN, ZCR_ENV_BYTES, ZCR_ENV_CTX, 0, 1ULL << 62, 65536,
 	    "shm: an early message of this size or more that would only "
 	    "be copied out of staging waits in its sender and lands "
-	    "straight into its receive; 0: every early message is staged."),
+	    "straight into its receive (TCP: see ZCRECV_TCP_DEFER_RATE); "
+	    "0: every early message is staged."),
 	[ZCR_ENV_JOB_SECRET] = {
 		.name = "ZCRECV_JOB_SECRET", .type = ZCR_ENV_STRING,
 		.reader = ZCR_ENV_CTX, .secret = true, .max = 256,

@@ -398,10 +398,11 @@ ZT_TEST(defer_min_zero_stages_and_bad_values_fail)
 }
 
 /*
- * Over TCP a large early message is staged as before, whatever the
- * policy: left in the socket it would stop the sender, and the network
- * would wait for the receive instead of working while the application
- * computes.
+ * Over TCP an early message shorter than 1 MiB is staged as before,
+ * whatever the policy (and so is a large one until its connection is
+ * known to be fast, below): left in the socket it would stop the sender,
+ * and the network would wait for the receive instead of working while
+ * the application computes.
  */
 ZT_TEST(tcp_large_early_message_is_staged)
 {
@@ -421,5 +422,138 @@ ZT_TEST(tcp_large_early_message_is_staged)
 	ZT_EXPECT_EQ(b.deferred, a.deferred);
 	ZT_EXPECT_EQ(b.bytes_copied, a.bytes_copied + BIG);
 	pair_close(&p);
+	free(sb);
+}
+
+#define HUGE	(2 << 20)	/* timed and deferred over TCP: 1 MiB or more */
+
+/*
+ * Send len bytes of (1, tag) with the receive posted first, and time its
+ * delivery: slow, the sender progresses only after the receiver has
+ * waited 0.2 s with the first part (what zcr_isend() writes) in; else at
+ * once.
+ */
+static void posted_delivery(struct pair *p, char *sb, size_t len, int tag,
+			    bool slow)
+{
+	char *rb = malloc(len);
+	struct zcr_status st;
+	struct zcr_req *r, *s;
+	double t0;
+
+	ZT_ASSERT(rb);
+	ZT_EXPECT_EQ(zcr_irecv(p->c[0], rb, len, 1, tag, &r), 0);
+	s = send_seed(p, sb, len, tag, (uint32_t)tag);
+	if (slow) {
+		t0 = pair_now();
+		while (pair_now() - t0 < 0.2)
+			ZT_ASSERT(zcr_progress(p->c[0], 0) >= 0);
+		ZT_EXPECT_EQ(zcr_test(r, NULL), 0);
+	}
+	PAIR_PUMP_UNTIL(p, zcr_test(r, &st) != 0);
+	PAIR_PUMP_UNTIL(p, zcr_test(s, NULL) != 0);
+	ZT_EXPECT_EQ(st.error, 0);
+	ZT_EXPECT_EQ(pattern_bad(rb, len, (uint32_t)tag), 0);
+	free(rb);
+}
+
+/*
+ * An early message of len bytes, (1, tag): deferred (left in the socket
+ * until its receive) or staged? Its bytes are checked either way, and a
+ * deferred one lands straight in its receive: nothing copied, nothing
+ * remapped.
+ */
+static bool early_deferred(struct pair *p, char *sb, size_t len, int tag)
+{
+	struct zcr_stats a = pair_stats(p->c[0]), b;
+	struct zcr_req *s;
+	bool deferred;
+
+	s = send_seed(p, sb, len, tag, (uint32_t)tag);
+	PAIR_PUMP_UNTIL(p, pair_stats(p->c[0]).deferred == a.deferred + 1 ||
+			   pair_stats(p->c[0]).early == a.early + 1);
+	deferred = pair_stats(p->c[0]).deferred == a.deferred + 1;
+	recv_check(p, len, tag, (uint32_t)tag);
+	PAIR_PUMP_UNTIL(p, zcr_test(s, NULL) != 0);
+	b = pair_stats(p->c[0]);
+	if (deferred) {
+		ZT_EXPECT_EQ(b.early, a.early);
+		ZT_EXPECT_EQ(b.posted, a.posted + 1);
+		ZT_EXPECT_EQ(b.bytes_copied, a.bytes_copied);
+		ZT_EXPECT_EQ(b.remaps, a.remaps);
+	} else {
+		ZT_EXPECT_EQ(b.early, a.early + 1);
+	}
+	return deferred;
+}
+
+/*
+ * Over TCP the connection's own rate decides (ZCRECV_TCP_DEFER_RATE,
+ * default 250 MB/s): a large payload read as it came is timed, and while
+ * the last one timed came fast, large early payloads wait in the socket
+ * for their receive, under auto (remap landings) as under copy; every
+ * 8th is staged and timed again. Loopback delivers GB/s; held back by
+ * its sender for 0.2 s, 2 MiB come at 10 MB/s or less.
+ */
+static void tcp_rate_decides(const struct zcr_ctx_attr *attr)
+{
+	char *sb = malloc(HUGE);
+	struct pair p;
+	int i, n;
+
+	ZT_ASSERT(sb);
+	open_pair(&p, attr, false);
+	/* Nothing timed yet: staged. */
+	ZT_EXPECT_EQ(early_deferred(&p, sb, HUGE, 1), false);
+	/* Delivered slowly: staged. */
+	posted_delivery(&p, sb, HUGE, 2, true);
+	ZT_EXPECT_EQ(early_deferred(&p, sb, HUGE, 3), false);
+	/* Fast: deferred, and a small one still staged. */
+	posted_delivery(&p, sb, HUGE, 4, false);
+	ZT_EXPECT_EQ(early_deferred(&p, sb, HUGE, 5), true);
+	ZT_EXPECT_EQ(early_deferred(&p, sb, SMALL, 6), false);
+	/* Every 8th is staged (and timed: fast, deferred again after). */
+	for (i = 0, n = 1; i < 7; i++)
+		n += early_deferred(&p, sb, HUGE, 7 + i);
+	ZT_EXPECT_EQ(n, 7);
+	ZT_EXPECT_EQ(early_deferred(&p, sb, HUGE, 14), true);
+	/* Slow again: staged again. */
+	posted_delivery(&p, sb, HUGE, 15, true);
+	ZT_EXPECT_EQ(early_deferred(&p, sb, HUGE, 16), false);
+	pair_close(&p);
+	free(sb);
+}
+
+ZT_TEST(tcp_fast_connection_defers_large_early_payloads_auto)
+{
+	static const struct zcr_ctx_attr auto_attr = {
+		.policy = ZCRECV_POLICY_AUTO,
+	};
+
+	tcp_rate_decides(&auto_attr);
+}
+
+ZT_TEST(tcp_fast_connection_defers_large_early_payloads_copy)
+{
+	tcp_rate_decides(&copy_attr);
+}
+
+/* ZCRECV_TCP_DEFER_RATE=0, or a rate loopback never reaches: staged. */
+ZT_TEST(tcp_defer_rate_zero_or_unreached_stages)
+{
+	static const char *const rate[] = { "0", "1000000" };
+	char *sb = malloc(HUGE);
+	struct pair p;
+	size_t i;
+
+	ZT_ASSERT(sb);
+	for (i = 0; i < 2; i++) {
+		setenv("ZCRECV_TCP_DEFER_RATE", rate[i], 1);
+		open_pair(&p, &copy_attr, false);
+		unsetenv("ZCRECV_TCP_DEFER_RATE");
+		posted_delivery(&p, sb, HUGE, 1, false);
+		ZT_EXPECT_EQ(early_deferred(&p, sb, HUGE, 2), false);
+		pair_close(&p);
+	}
 	free(sb);
 }
