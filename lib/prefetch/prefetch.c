@@ -43,6 +43,7 @@
 #include "base/ctx.h"
 #include "base/list.h"
 #include "pagever/pagever.h"
+#include "pagever/pv_int.h"
 #include "prefetch/prefetch.h"
 
 #define PRED_N		16	/* (comm, tag) predictions per connection */
@@ -53,6 +54,9 @@
 #define IDLE_MAX	3	/* requests for nothing before untracking */
 #define UNASKED_MAX	16	/* sends asked for by no one (above the
 				 * receiver's longest back-off) */
+#define HASH_BAD	2	/* sends whose rewritten pages mostly
+				 * changed, before contents go unhashed */
+#define HASH_SKIP	16	/* sends unhashed, then a new look */
 
 /* A send buffer whose pages are versioned (shared by the connections). */
 struct pf_buf {
@@ -92,6 +96,17 @@ struct pf_snd {
 	bool pre_order;			/* the pre-send trusted the order */
 	unsigned int distrust;		/* requests left: stable part only */
 	unsigned int nbad_order;	/* order-trusting pre-sends gone bad */
+	/*
+	 * Contents (Documentation/prefetch.md, "Rewritten with the same
+	 * bytes"): a hash of each page at the last send (have_hlast) and
+	 * of each page pre-sent as it was copied out (have_hpre). A page
+	 * the application wrote again with the bytes it had is neither
+	 * rewritten for the rules nor sent again. Hashing stops for a
+	 * while (hash_skip sends) when the rewritten pages mostly changed.
+	 */
+	uint64_t *hlast, *hpre;
+	bool have_hlast, have_hpre;
+	unsigned int hash_bad, hash_skip;
 };
 
 /* A prediction of the sender's buffer for (comm, tag). */
@@ -242,6 +257,8 @@ static void snd_free(struct zcr_pf *pf, struct pf_snd *s)
 	free(s->pre);
 	free(s->rew);
 	free(s->pre_set);
+	free(s->hlast);
+	free(s->hpre);
 	free(s);
 }
 
@@ -694,7 +711,10 @@ static struct pf_snd *snd_new(struct zcr_ctx *ctx, struct zcr_pf_ep *pe,
 	s->pre = calloc(b->npages, sizeof(*s->pre));
 	s->rew = calloc((b->npages + 7) / 8, 1);
 	s->pre_set = calloc((b->npages + 7) / 8, 1);
-	if (!s->last || !s->pre || !s->rew || !s->pre_set) {
+	s->hlast = calloc(b->npages, sizeof(*s->hlast));
+	s->hpre = calloc(b->npages, sizeof(*s->hpre));
+	if (!s->last || !s->pre || !s->rew || !s->pre_set || !s->hlast ||
+	    !s->hpre) {
 		snd_free(pf, s);
 		return NULL;
 	}
@@ -714,6 +734,23 @@ static void pre_drop(struct zcr_ctx *ctx, struct pf_snd *s)
 		ctx->st.pf_wasted_bytes += s->pre_bytes;
 	s->token = 0;
 	s->pre_bytes = 0;
+	s->have_hpre = false;
+}
+
+/*
+ * A hash of the len bytes at p (one page's bytes of a message, len <=
+ * ZCR_PF_PAGE): the page hash of the hash mechanism (lib/pagever/hash.c),
+ * a partial page padded with zeros and told apart by its length.
+ */
+static uint64_t bytes_hash(const char *p, uint64_t len)
+{
+	uint64_t page[ZCR_PF_PAGE / 8];
+
+	if (len == ZCR_PF_PAGE && (uintptr_t)p % 8 == 0)
+		return __zcr_pv_hash_page(p, 0);
+	memset(page, 0, sizeof(page));
+	memcpy(page, p, len);
+	return __zcr_pv_hash_page(page, len);
 }
 
 /* A send of (saddr, slen) on ep is queued and not all written. */
@@ -905,6 +942,19 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 	s->token = token;
 	s->pre_bytes = n;
 	s->idle = 0;
+	s->have_hpre = !s->hash_skip;
+	if (s->have_hpre) {
+		/* The bytes as they left, not as they are now. */
+		const char *at = *data + (np + 7) / 8;
+
+		for (k = 0; k < np; k++) {
+			if (!bit(s->pre_set, k))
+				continue;
+			page_bytes(saddr, slen, k, &lo, &hi);
+			s->hpre[k] = bytes_hash(at, hi - lo);
+			at += hi - lo;
+		}
+	}
 	ctx->st.pf_presend_bytes += n;
 	return 0;
 late:
@@ -917,6 +967,68 @@ dropped:
 	return 0;
 }
 
+/*
+ * The hash of every page of send r (of s's buffer) as it goes: a page
+ * whose version did not change since the last send keeps the hash it had
+ * then. NULL: no memory. The application does not write a buffer being
+ * sent, so its bytes are read here as they go on the wire.
+ */
+static uint64_t *send_hashes(const struct pf_snd *s, const struct zcr_req *r,
+			     const uint64_t *cur)
+{
+	uint64_t saddr = (uint64_t)(uintptr_t)r->sbuf, np = s->buf->npages;
+	uint64_t *h = malloc(np * sizeof(*h)), k, lo, hi;
+
+	if (!h)
+		return NULL;
+	for (k = 0; k < np; k++) {
+		if (s->have_hlast && cur[k] == s->last[k]) {
+			h[k] = s->hlast[k];
+			continue;
+		}
+		page_bytes(saddr, r->len, k, &lo, &hi);
+		h[k] = bytes_hash((const char *)r->sbuf + lo, hi - lo);
+	}
+	return h;
+}
+
+/*
+ * After a send of s: keep its page hashes (hnow, NULL when not hashed)
+ * for the next one, and stop hashing for a while when the pages the
+ * application rewrote mostly got other bytes (HASH_BAD sends in a row):
+ * then hashing only costs.
+ */
+static void hash_policy(struct pf_snd *s, const uint64_t *cur,
+			const uint64_t *hnow)
+{
+	uint64_t k, np = s->buf->npages, written = 0, same = 0;
+
+	if (!hnow) {
+		if (s->hash_skip)
+			s->hash_skip--;
+		s->have_hlast = false;
+		return;
+	}
+	if (s->have_hlast && s->have_last) {
+		for (k = 0; k < np; k++) {
+			if (cur[k] == s->last[k])
+				continue;
+			written++;
+			same += hnow[k] == s->hlast[k];
+		}
+		if (written && same * 2 < written) {
+			if (++s->hash_bad >= HASH_BAD) {
+				s->hash_bad = 0;
+				s->hash_skip = HASH_SKIP;
+			}
+		} else if (written) {
+			s->hash_bad = 0;
+		}
+	}
+	memcpy(s->hlast, hnow, np * sizeof(*hnow));
+	s->have_hlast = true;
+}
+
 int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 {
 	struct zcr_ctx *ctx = ep->ctx;
@@ -926,7 +1038,7 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 	uint64_t np, k, lo, hi, saved = 0, off = 0;
 	struct zcr_pf_tx *tx;
 	struct pf_snd *s;
-	uint64_t *cur = NULL;
+	uint64_t *cur = NULL, *hnow = NULL;
 	size_t n = 0, extra = 0;
 	bool have = false;
 
@@ -938,6 +1050,8 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 		cur = malloc(s->buf->npages * sizeof(*cur));
 		have = cur && read_versions(pf, s, cur);
 	}
+	if (s && have && !s->hash_skip)
+		hnow = send_hashes(s, r, cur);
 	/* One block, freed with the request: bitmap, then the runs. */
 	if (s && s->token)
 		extra = ((np + 7) / 8 + 7) / 8 * 8 +
@@ -953,9 +1067,14 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 	tx->saddr = saddr;
 	tx->wire_len = r->len;
 	if (s && s->token && have) {
-		/* Pre-sent pages whose version did not change stay out. */
+		/*
+		 * Pre-sent pages whose version did not change stay out, and
+		 * those rewritten with the bytes that were pre-sent.
+		 */
 		for (k = 0; k < np; k++) {
-			if (bit(s->pre_set, k) && cur[k] == s->pre[k]) {
+			if (bit(s->pre_set, k) &&
+			    (cur[k] == s->pre[k] ||
+			     (hnow && s->have_hpre && hnow[k] == s->hpre[k]))) {
 				tx->bm[k / 8] |= (uint8_t)(1u << (k % 8));
 				page_bytes(saddr, r->len, k, &lo, &hi);
 				saved += hi - lo;
@@ -1002,6 +1121,7 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 		}
 		s->token = 0;	/* one send uses a pre-send */
 		s->pre_bytes = 0;
+		s->have_hpre = false;
 	}
 	if (s && have && ++s->unasked >= UNASKED_MAX) {
 		snd_free(pf, s);
@@ -1009,18 +1129,23 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 	}
 	if (s && have) {
 		if (s->have_last) {
+			/* Rewritten: another version, and other bytes. */
 			memset(s->rew, 0, (np + 7) / 8);
 			for (k = 0; k < np; k++)
-				if (cur[k] != s->last[k])
+				if (cur[k] != s->last[k] &&
+				    !(hnow && s->have_hlast &&
+				      hnow[k] == s->hlast[k]))
 					s->rew[k / 8] |= (uint8_t)(1u << (k % 8));
 			s->have_rew = true;
 		}
+		hash_policy(s, cur, hnow);
 		memcpy(s->last, cur, s->buf->npages * sizeof(*cur));
 		s->have_last = true;
 	} else if (s) {
 		snd_free(pf, s);	/* its versions cannot be had */
 	}
 	free(cur);
+	free(hnow);
 	r->pf = tx;
 	return 0;
 }
