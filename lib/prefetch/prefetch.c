@@ -183,6 +183,39 @@ static bool bit(const uint8_t *bm, uint64_t k)
 	return bm[k / 8] & (1u << (k % 8));
 }
 
+/*
+ * Page k of the buffer (saddr, len) is page *j of the buffer (taddr,
+ * tlen), the same page of memory: true when the bytes of the first on it
+ * lie within those of the second (exact: are the same bytes).
+ */
+static bool page_in(uint64_t saddr, uint64_t len, uint64_t k,
+		    uint64_t taddr, uint64_t tlen, bool exact, uint64_t *j)
+{
+	uint64_t lo, hi, tlo, thi, p = saddr / ZCR_PF_PAGE + k;
+
+	if (p < taddr / ZCR_PF_PAGE ||
+	    p - taddr / ZCR_PF_PAGE >= npages_of(taddr, tlen))
+		return false;
+	*j = p - taddr / ZCR_PF_PAGE;
+	page_bytes(saddr, len, k, &lo, &hi);
+	page_bytes(taddr, tlen, *j, &tlo, &thi);
+	if (exact)
+		return saddr + lo == taddr + tlo && saddr + hi == taddr + thi;
+	return saddr + lo >= taddr + tlo && saddr + hi <= taddr + thi;
+}
+
+/*
+ * Two buffers are one that drifts (a count of keys before it changed):
+ * they share at least 7/8 of the longer one's bytes.
+ */
+static bool near(uint64_t a, uint64_t al, uint64_t b, uint64_t bl)
+{
+	uint64_t lo = a > b ? a : b, hi = a + al < b + bl ? a + al : b + bl;
+	uint64_t most = al > bl ? al : bl;
+
+	return hi > lo && (hi - lo) * 8 >= most * 7;
+}
+
 /* ---- context and connection ---- */
 
 int __zcr_pf_ctx_init(struct zcr_ctx *ctx)
@@ -335,6 +368,13 @@ static bool pred_next(const struct pf_pred *p, uint64_t *saddr,
 		*slen = p->l[1];
 		return true;
 	}
+	/* One buffer whose start or end moves a little: the last one. */
+	if (p->n >= 3 && near(p->a[0], p->l[0], p->a[1], p->l[1]) &&
+	    near(p->a[1], p->l[1], p->a[2], p->l[2])) {
+		*saddr = p->a[0];
+		*slen = p->l[0];
+		return true;
+	}
 	return false;
 }
 
@@ -439,10 +479,13 @@ int __zcr_pf_data_locked(struct zcr_ep *ep, uint32_t comm, int tag,
 		info_clear(pe);
 		return 0;
 	}
-	/* The pre-send it uses: ours, of this very buffer and size. */
+	/*
+	 * The pre-send it uses: ours. The message may start or end
+	 * elsewhere than the buffer asked for; each page left out must
+	 * have come whole in the pre-send.
+	 */
 	np = npages_of(pe->info_saddr, len);
 	if (pe->store.token != pe->info_token ||
-	    pe->store.saddr != pe->info_saddr || pe->store.slen != len ||
 	    pe->info_bmlen != (np + 7) / 8)
 		return -EPROTO;
 	free(pe->runs);
@@ -454,7 +497,11 @@ int __zcr_pf_data_locked(struct zcr_ep *ep, uint32_t comm, int tag,
 	for (k = 0; k < np; k++) {
 		page_bytes(pe->info_saddr, len, k, &lo, &hi);
 		if (bit(pe->info_bm, k)) {
-			if (!bit(pe->store.have, k))
+			uint64_t j;
+
+			if (!page_in(pe->info_saddr, len, k, pe->store.saddr,
+				     pe->store.slen, false, &j) ||
+			    !bit(pe->store.have, j))
 				return -EPROTO;
 			if (off < lo) {
 				pe->runs[n].off = off;
@@ -505,7 +552,9 @@ void __zcr_pf_data_done_locked(struct zcr_ep *ep, char *dst, uint64_t room)
 			break;
 		if (hi > room)
 			hi = room;
-		memcpy(dst + lo, pe->store.buf + lo, hi - lo);
+		/* Within the pre-send: __zcr_pf_data_locked checked it. */
+		memcpy(dst + lo, pe->store.buf + (pe->fill_saddr + lo -
+						  pe->store.saddr), hi - lo);
 	}
 	/* Used once. */
 	store_free(pe);
@@ -612,9 +661,14 @@ void __zcr_pf_presend_done_locked(struct zcr_ep *ep)
 
 /* ---- sender ---- */
 
+/*
+ * What this connection's sender remembers of the buffer (saddr, slen):
+ * that very buffer, or else one near it (a buffer that drifts, near()).
+ */
 static struct pf_snd *snd_find(struct zcr_pf_ep *pe, uint64_t saddr,
 			       uint64_t slen)
 {
+	struct pf_snd *nearby = NULL;
 	struct zcr_list *pos;
 
 	for (pos = pe->snds.next; pos != &pe->snds; pos = pos->next) {
@@ -622,8 +676,10 @@ static struct pf_snd *snd_find(struct zcr_pf_ep *pe, uint64_t saddr,
 
 		if (s->buf->saddr == saddr && s->buf->slen == slen)
 			return s;
+		if (!nearby && near(s->buf->saddr, s->buf->slen, saddr, slen))
+			nearby = s;
 	}
-	return NULL;
+	return nearby;
 }
 
 /* The versioned buffer (saddr, slen), tracked now if need be; or NULL. */
@@ -744,13 +800,14 @@ static void pre_drop(struct zcr_ctx *ctx, struct pf_snd *s)
  */
 static uint64_t bytes_hash(const char *p, uint64_t len)
 {
-	uint64_t page[ZCR_PF_PAGE / 8];
+	uint64_t page[ZCR_PF_PAGE / 8], seed = len % ZCR_PF_PAGE;
 
-	if (len == ZCR_PF_PAGE && (uintptr_t)p % 8 == 0)
+	/* The same bytes hash the same wherever they are (aligned or not). */
+	if (!seed && (uintptr_t)p % 8 == 0)
 		return __zcr_pv_hash_page(p, 0);
 	memset(page, 0, sizeof(page));
 	memcpy(page, p, len);
-	return __zcr_pv_hash_page(page, len);
+	return __zcr_pv_hash_page(page, seed);
 }
 
 /* A send of (saddr, slen) on ep is queued and not all written. */
@@ -762,7 +819,7 @@ static bool send_under_way(struct zcr_ep *ep, uint64_t saddr, uint64_t slen)
 		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
 
 		if (r->kind == ZCR_REQ_SEND &&
-		    (uint64_t)(uintptr_t)r->sbuf == saddr && r->len == slen)
+		    near((uint64_t)(uintptr_t)r->sbuf, r->len, saddr, slen))
 			return true;
 	}
 	return false;
@@ -841,7 +898,8 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 	struct zcr_pf_ep *pe = ep->pf;
 	struct zcr_list *pos;
 	struct pf_snd *s;
-	uint64_t *cur, k, np, lo, hi, n = 0;
+	uint64_t *cur, k, j, np, nq, lo, hi, n = 0;
+	uint8_t *qset;
 	int64_t top = -1;
 
 	*data = NULL;
@@ -926,16 +984,38 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 			pick = false;
 		else
 			pick = stable;
-		if (pick) {
+		if (pick)
 			s->pre_set[k / 8] |= (uint8_t)(1u << (k % 8));
+	}
+	/*
+	 * The answer counts the pages of the buffer asked for, which may
+	 * start or end elsewhere than the one tracked (a buffer that
+	 * drifts): only the pages whose bytes are the same in both go.
+	 */
+	nq = npages_of(saddr, slen);
+	qset = calloc((nq + 7) / 8, 1);
+	if (!qset)
+		goto dropped;
+	for (k = 0; k < nq; k++) {
+		if (page_in(saddr, slen, k, s->buf->saddr, s->buf->slen, true,
+			    &j) && bit(s->pre_set, j)) {
+			qset[k / 8] |= (uint8_t)(1u << (k % 8));
 			page_bytes(saddr, slen, k, &lo, &hi);
 			n += hi - lo;
 		}
 	}
-	if (!n)
+	memset(s->pre_set, 0, (np + 7) / 8);
+	for (k = 0; k < nq; k++)
+		if (bit(qset, k) && page_in(saddr, slen, k, s->buf->saddr,
+					    s->buf->slen, true, &j))
+			s->pre_set[j / 8] |= (uint8_t)(1u << (j % 8));
+	*data = n ? gather(saddr, slen, qset, nq, len) : NULL;
+	if (!n) {
+		free(qset);
 		goto late;	/* what was asked for went, or is not begun */
-	*data = gather(saddr, slen, s->pre_set, np, len);
+	}
 	if (!*data) {
+		free(qset);
 		snd_free(pf, s);
 		goto dropped;
 	}
@@ -945,16 +1025,19 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 	s->have_hpre = !s->hash_skip;
 	if (s->have_hpre) {
 		/* The bytes as they left, not as they are now. */
-		const char *at = *data + (np + 7) / 8;
+		const char *at = *data + (nq + 7) / 8;
 
-		for (k = 0; k < np; k++) {
-			if (!bit(s->pre_set, k))
+		for (k = 0; k < nq; k++) {
+			if (!bit(qset, k))
 				continue;
 			page_bytes(saddr, slen, k, &lo, &hi);
-			s->hpre[k] = bytes_hash(at, hi - lo);
+			page_in(saddr, slen, k, s->buf->saddr, s->buf->slen,
+				true, &j);
+			s->hpre[j] = bytes_hash(at, hi - lo);
 			at += hi - lo;
 		}
 	}
+	free(qset);
 	ctx->st.pf_presend_bytes += n;
 	return 0;
 late:
@@ -968,16 +1051,19 @@ dropped:
 }
 
 /*
- * The hash of every page of send r (of s's buffer) as it goes: a page
- * whose version did not change since the last send keeps the hash it had
- * then. NULL: no memory. The application does not write a buffer being
- * sent, so its bytes are read here as they go on the wire.
+ * The hash of every page of s's buffer as send r goes: a page whose
+ * version did not change since the last send keeps the hash it had then.
+ * The application does not write a buffer being sent, so its bytes are
+ * read here as they go on the wire; a page of s's buffer not within the
+ * message (r drifted from it) is not read, and gets a hash other than
+ * its last (rewritten, for the rules; left out of r it cannot be).
+ * NULL: no memory.
  */
 static uint64_t *send_hashes(const struct pf_snd *s, const struct zcr_req *r,
 			     const uint64_t *cur)
 {
 	uint64_t saddr = (uint64_t)(uintptr_t)r->sbuf, np = s->buf->npages;
-	uint64_t *h = malloc(np * sizeof(*h)), k, lo, hi;
+	uint64_t *h = malloc(np * sizeof(*h)), k, m, lo, hi;
 
 	if (!h)
 		return NULL;
@@ -986,8 +1072,14 @@ static uint64_t *send_hashes(const struct pf_snd *s, const struct zcr_req *r,
 			h[k] = s->hlast[k];
 			continue;
 		}
-		page_bytes(saddr, r->len, k, &lo, &hi);
-		h[k] = bytes_hash((const char *)r->sbuf + lo, hi - lo);
+		if (!page_in(s->buf->saddr, s->buf->slen, k, saddr, r->len,
+			     false, &m)) {
+			h[k] = ~s->hlast[k];
+			continue;
+		}
+		page_bytes(s->buf->saddr, s->buf->slen, k, &lo, &hi);
+		h[k] = bytes_hash((const char *)(uintptr_t)(s->buf->saddr + lo),
+				  hi - lo);
 	}
 	return h;
 }
@@ -1059,6 +1151,7 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 	tx = calloc(1, sizeof(*tx) + extra);
 	if (!tx) {
 		free(cur);
+		free(hnow);
 		return -ENOMEM;
 	}
 	if (extra)
@@ -1071,10 +1164,15 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 		 * Pre-sent pages whose version did not change stay out, and
 		 * those rewritten with the bytes that were pre-sent.
 		 */
+		uint64_t j;
+
 		for (k = 0; k < np; k++) {
-			if (bit(s->pre_set, k) &&
-			    (cur[k] == s->pre[k] ||
-			     (hnow && s->have_hpre && hnow[k] == s->hpre[k]))) {
+			/* The same bytes as page j of the tracked buffer. */
+			if (page_in(saddr, r->len, k, s->buf->saddr,
+				    s->buf->slen, true, &j) &&
+			    bit(s->pre_set, j) &&
+			    (cur[j] == s->pre[j] ||
+			     (hnow && s->have_hpre && hnow[j] == s->hpre[j]))) {
 				tx->bm[k / 8] |= (uint8_t)(1u << (k % 8));
 				page_bytes(saddr, r->len, k, &lo, &hi);
 				saved += hi - lo;
@@ -1130,6 +1228,7 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 	if (s && have) {
 		if (s->have_last) {
 			/* Rewritten: another version, and other bytes. */
+			np = s->buf->npages;
 			memset(s->rew, 0, (np + 7) / 8);
 			for (k = 0; k < np; k++)
 				if (cur[k] != s->last[k] &&
