@@ -99,14 +99,21 @@ static void pf_close(struct pf *t)
 	free(t->rb);
 }
 
+/* The bytes [*lo, *hi) of the buffer on page k. */
+static void page_range(int k, size_t *lo, size_t *hi)
+{
+	*lo = k ? (size_t)k * PG - OFF : 0;
+	*hi = (size_t)(k + 1) * PG - OFF;
+	if (*hi > LEN)
+		*hi = LEN;
+}
+
 /* Write page k of the buffer (its part of it) with something new. */
 static void write_page(struct pf *t, int k)
 {
-	size_t lo = k ? (size_t)k * PG - OFF : 0;
-	size_t hi = (size_t)(k + 1) * PG - OFF;
+	size_t lo, hi;
 
-	if (hi > LEN)
-		hi = LEN;
+	page_range(k, &lo, &hi);
 	t->stamp++;
 	pattern_fill(t->sb + lo, hi - lo, t->stamp);
 }
@@ -280,12 +287,10 @@ ZT_TEST(stable_part_presend_late_rewrites)
 /* Page k of the buffer written again with the bytes it holds. */
 static void write_same(struct pf *t, int k)
 {
-	size_t lo = k ? (size_t)k * PG - OFF : 0;
-	size_t hi = (size_t)(k + 1) * PG - OFF;
+	size_t lo, hi;
 	char page[PG];
 
-	if (hi > LEN)
-		hi = LEN;
+	page_range(k, &lo, &hi);
 	memcpy(page, t->sb + lo, hi - lo);
 	memcpy(t->sb + lo, page, hi - lo);
 }
