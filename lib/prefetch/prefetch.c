@@ -57,6 +57,7 @@
 #define HASH_BAD	2	/* sends whose rewritten pages mostly
 				 * changed, before contents go unhashed */
 #define HASH_SKIP	16	/* sends unhashed, then a new look */
+#define GONE_N		8	/* untracked buffers whose order failed */
 
 /* A send buffer whose pages are versioned (shared by the connections). */
 struct pf_buf {
@@ -150,6 +151,17 @@ struct zcr_pf_ep {
 	uint64_t fill_len, fill_saddr;
 	/* sender */
 	struct zcr_list snds;
+	/*
+	 * Buffers no longer tracked whose order-trusting pre-sends went
+	 * bad: tracked again, they do not start trusting the order afresh
+	 * (FT's requests come late three times, its buffer is untracked,
+	 * asked for again, and its slabs pre-sent in full again).
+	 */
+	struct {
+		uint64_t saddr, slen;
+		unsigned int nbad_order, distrust;
+	} gone[GONE_N];
+	unsigned int gone_next;
 };
 
 struct zcr_pf {
@@ -777,6 +789,38 @@ static struct pf_snd *snd_new(struct zcr_ctx *ctx, struct zcr_pf_ep *pe,
 	return s;
 }
 
+/* Untrack s (policy: idle or unasked), remembering a failed order. */
+static void snd_retire(struct zcr_pf *pf, struct zcr_pf_ep *pe,
+		       struct pf_snd *s)
+{
+	if (s->nbad_order) {
+		unsigned int g = pe->gone_next++ % GONE_N;
+
+		pe->gone[g].saddr = s->buf->saddr;
+		pe->gone[g].slen = s->buf->slen;
+		pe->gone[g].nbad_order = s->nbad_order;
+		pe->gone[g].distrust = s->distrust;
+	}
+	snd_free(pf, s);
+}
+
+/* s is tracked again: what its order did before it was untracked. */
+static void snd_recall(struct zcr_pf_ep *pe, struct pf_snd *s)
+{
+	unsigned int g;
+
+	for (g = 0; g < GONE_N; g++) {
+		if (!pe->gone[g].nbad_order ||
+		    !near(pe->gone[g].saddr, pe->gone[g].slen, s->buf->saddr,
+			  s->buf->slen))
+			continue;
+		s->nbad_order = pe->gone[g].nbad_order;
+		s->distrust = pe->gone[g].distrust;
+		pe->gone[g].nbad_order = 0;
+		return;
+	}
+}
+
 /* The versions of s's buffer now into v; false: they cannot be had. */
 static bool read_versions(struct zcr_pf *pf, struct pf_snd *s, uint64_t *v)
 {
@@ -926,6 +970,8 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 		 * baseline, as if it had just been sent.
 		 */
 		s = snd_new(ctx, pe, saddr, slen);
+		if (s)
+			snd_recall(pe, s);
 		if (s && read_versions(pf, s, s->last))
 			s->have_last = true;
 		goto dropped;
@@ -1043,7 +1089,7 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 late:
 	ctx->st.pf_late++;
 	if (++s->idle >= IDLE_MAX)
-		snd_free(pf, s);
+		snd_retire(pf, pe, s);
 	return 0;
 dropped:
 	ctx->st.pf_dropped++;
@@ -1205,8 +1251,8 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 		ctx->st.pf_wasted_bytes += s->pre_bytes - saved;
 		if (saved * 2 < s->pre_bytes) {
 			if (s->pre_order) {
-				s->distrust = 8u << (s->nbad_order < 3 ?
-						     s->nbad_order : 3);
+				s->distrust = 8u << 2 * (s->nbad_order < 3 ?
+							 s->nbad_order : 3);
 				s->nbad_order++;
 			}
 			if (++s->bad >= BAD_BACKOFF)
@@ -1222,7 +1268,7 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 		s->have_hpre = false;
 	}
 	if (s && have && ++s->unasked >= UNASKED_MAX) {
-		snd_free(pf, s);
+		snd_retire(pf, pe, s);
 		s = NULL;
 	}
 	if (s && have) {
