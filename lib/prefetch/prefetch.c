@@ -933,6 +933,34 @@ static char *gather(uint64_t saddr, uint64_t slen, const uint8_t *set,
 	return body;
 }
 
+/*
+ * The hashes of the pages of s pre-sent (qset, in the grid of the buffer
+ * asked for, saddr and slen; their bytes at body), as the bytes left: a
+ * page not written since the last send (s->pre against s->last) nor
+ * while it was copied out (the versions read again now) left with the
+ * bytes it had at that send, whose hash is kept; the others are hashed.
+ */
+static void pre_hashes(struct zcr_pf *pf, struct pf_snd *s, uint64_t saddr,
+		       uint64_t slen, const uint8_t *qset, const char *body)
+{
+	uint64_t nq = npages_of(saddr, slen), k, j, lo, hi;
+	uint64_t *now = malloc(s->buf->npages * sizeof(*now));
+	bool same = now && s->have_hlast && read_versions(pf, s, now);
+
+	for (k = 0; k < nq; k++) {
+		if (!bit(qset, k))
+			continue;
+		page_bytes(saddr, slen, k, &lo, &hi);
+		page_in(saddr, slen, k, s->buf->saddr, s->buf->slen, true, &j);
+		if (same && s->pre[j] == s->last[j] && now[j] == s->pre[j])
+			s->hpre[j] = s->hlast[j];
+		else
+			s->hpre[j] = bytes_hash(body, hi - lo);
+		body += hi - lo;
+	}
+	free(now);
+}
+
 int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 			    uint64_t saddr, uint64_t slen, char **data,
 			    uint64_t *len)
@@ -1069,20 +1097,8 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 	s->pre_bytes = n;
 	s->idle = 0;
 	s->have_hpre = !s->hash_skip;
-	if (s->have_hpre) {
-		/* The bytes as they left, not as they are now. */
-		const char *at = *data + (nq + 7) / 8;
-
-		for (k = 0; k < nq; k++) {
-			if (!bit(qset, k))
-				continue;
-			page_bytes(saddr, slen, k, &lo, &hi);
-			page_in(saddr, slen, k, s->buf->saddr, s->buf->slen,
-				true, &j);
-			s->hpre[j] = bytes_hash(at, hi - lo);
-			at += hi - lo;
-		}
-	}
+	if (s->have_hpre)
+		pre_hashes(pf, s, saddr, slen, qset, *data + (nq + 7) / 8);
 	free(qset);
 	ctx->st.pf_presend_bytes += n;
 	return 0;
