@@ -84,7 +84,7 @@ static void pf_open(struct pf *t, int prefetch_on_sender)
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ZT_ASSERT(t->base != MAP_FAILED);
 	t->sb = t->base + OFF;
-	t->want = malloc(LEN);
+	t->want = malloc(NPG * PG);	/* a drifting send: up to all of base */
 	t->rb = malloc(LEN + PG);
 	ZT_ASSERT(t->want && t->rb);
 	t->seed = 12345;
