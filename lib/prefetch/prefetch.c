@@ -498,8 +498,10 @@ int __zcr_pf_data_locked(struct zcr_ep *ep, uint32_t comm, int tag,
 	 */
 	np = npages_of(pe->info_saddr, len);
 	if (pe->store.token != pe->info_token ||
-	    pe->info_bmlen != (np + 7) / 8)
-		return -EPROTO;
+	    pe->info_bmlen != (np + 7) / 8 ||
+	    pe->info_saddr + len < pe->info_saddr ||
+	    pe->store.saddr + pe->store.slen < pe->store.saddr)
+		return -EPROTO;	/* (and no range past the end of memory) */
 	free(pe->runs);
 	pe->runs = calloc(np / 2 + 1, sizeof(*pe->runs));
 	if (!pe->runs)
