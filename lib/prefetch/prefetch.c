@@ -43,6 +43,7 @@
 #include "base/ctx.h"
 #include "base/list.h"
 #include "pagever/pagever.h"
+#include "pagever/pv_int.h"
 #include "prefetch/prefetch.h"
 
 #define PRED_N		16	/* (comm, tag) predictions per connection */
@@ -53,6 +54,10 @@
 #define IDLE_MAX	3	/* requests for nothing before untracking */
 #define UNASKED_MAX	16	/* sends asked for by no one (above the
 				 * receiver's longest back-off) */
+#define HASH_BAD	2	/* sends whose rewritten pages mostly
+				 * changed, before contents go unhashed */
+#define HASH_SKIP	16	/* sends unhashed, then a new look */
+#define GONE_N		8	/* untracked buffers whose order failed */
 
 /* A send buffer whose pages are versioned (shared by the connections). */
 struct pf_buf {
@@ -92,6 +97,17 @@ struct pf_snd {
 	bool pre_order;			/* the pre-send trusted the order */
 	unsigned int distrust;		/* requests left: stable part only */
 	unsigned int nbad_order;	/* order-trusting pre-sends gone bad */
+	/*
+	 * Contents (Documentation/prefetch.md, "Rewritten with the same
+	 * bytes"): a hash of each page at the last send (have_hlast) and
+	 * of each page pre-sent as it was copied out (have_hpre). A page
+	 * the application wrote again with the bytes it had is neither
+	 * rewritten for the rules nor sent again. Hashing stops for a
+	 * while (hash_skip sends) when the rewritten pages mostly changed.
+	 */
+	uint64_t *hlast, *hpre;
+	bool have_hlast, have_hpre;
+	unsigned int hash_bad, hash_skip;
 };
 
 /* A prediction of the sender's buffer for (comm, tag). */
@@ -135,6 +151,17 @@ struct zcr_pf_ep {
 	uint64_t fill_len, fill_saddr;
 	/* sender */
 	struct zcr_list snds;
+	/*
+	 * Buffers no longer tracked whose order-trusting pre-sends went
+	 * bad: tracked again, they do not start trusting the order afresh
+	 * (FT's requests come late three times, its buffer is untracked,
+	 * asked for again, and its slabs pre-sent in full again).
+	 */
+	struct {
+		uint64_t saddr, slen;
+		unsigned int nbad_order, distrust;
+	} gone[GONE_N];
+	unsigned int gone_next;
 };
 
 struct zcr_pf {
@@ -166,6 +193,39 @@ static void page_bytes(uint64_t saddr, uint64_t len, uint64_t k,
 static bool bit(const uint8_t *bm, uint64_t k)
 {
 	return bm[k / 8] & (1u << (k % 8));
+}
+
+/*
+ * Page k of the buffer (saddr, len) is page *j of the buffer (taddr,
+ * tlen), the same page of memory: true when the bytes of the first on it
+ * lie within those of the second (exact: are the same bytes).
+ */
+static bool page_in(uint64_t saddr, uint64_t len, uint64_t k,
+		    uint64_t taddr, uint64_t tlen, bool exact, uint64_t *j)
+{
+	uint64_t lo, hi, tlo, thi, p = saddr / ZCR_PF_PAGE + k;
+
+	if (p < taddr / ZCR_PF_PAGE ||
+	    p - taddr / ZCR_PF_PAGE >= npages_of(taddr, tlen))
+		return false;
+	*j = p - taddr / ZCR_PF_PAGE;
+	page_bytes(saddr, len, k, &lo, &hi);
+	page_bytes(taddr, tlen, *j, &tlo, &thi);
+	if (exact)
+		return saddr + lo == taddr + tlo && saddr + hi == taddr + thi;
+	return saddr + lo >= taddr + tlo && saddr + hi <= taddr + thi;
+}
+
+/*
+ * Two buffers are one that drifts (a count of keys before it changed):
+ * they share at least 7/8 of the longer one's bytes.
+ */
+static bool near(uint64_t a, uint64_t al, uint64_t b, uint64_t bl)
+{
+	uint64_t lo = a > b ? a : b, hi = a + al < b + bl ? a + al : b + bl;
+	uint64_t most = al > bl ? al : bl;
+
+	return hi > lo && (hi - lo) * 8 >= most * 7;
 }
 
 /* ---- context and connection ---- */
@@ -242,6 +302,8 @@ static void snd_free(struct zcr_pf *pf, struct pf_snd *s)
 	free(s->pre);
 	free(s->rew);
 	free(s->pre_set);
+	free(s->hlast);
+	free(s->hpre);
 	free(s);
 }
 
@@ -316,6 +378,13 @@ static bool pred_next(const struct pf_pred *p, uint64_t *saddr,
 	    p->l[0] == p->l[2] && p->l[1] == p->l[3] && p->a[0] != p->a[1]) {
 		*saddr = p->a[1];
 		*slen = p->l[1];
+		return true;
+	}
+	/* One buffer whose start or end moves a little: the last one. */
+	if (p->n >= 3 && near(p->a[0], p->l[0], p->a[1], p->l[1]) &&
+	    near(p->a[1], p->l[1], p->a[2], p->l[2])) {
+		*saddr = p->a[0];
+		*slen = p->l[0];
 		return true;
 	}
 	return false;
@@ -422,12 +491,17 @@ int __zcr_pf_data_locked(struct zcr_ep *ep, uint32_t comm, int tag,
 		info_clear(pe);
 		return 0;
 	}
-	/* The pre-send it uses: ours, of this very buffer and size. */
+	/*
+	 * The pre-send it uses: ours. The message may start or end
+	 * elsewhere than the buffer asked for; each page left out must
+	 * have come whole in the pre-send.
+	 */
 	np = npages_of(pe->info_saddr, len);
 	if (pe->store.token != pe->info_token ||
-	    pe->store.saddr != pe->info_saddr || pe->store.slen != len ||
-	    pe->info_bmlen != (np + 7) / 8)
-		return -EPROTO;
+	    pe->info_bmlen != (np + 7) / 8 ||
+	    pe->info_saddr + len < pe->info_saddr ||
+	    pe->store.saddr + pe->store.slen < pe->store.saddr)
+		return -EPROTO;	/* (and no range past the end of memory) */
 	free(pe->runs);
 	pe->runs = calloc(np / 2 + 1, sizeof(*pe->runs));
 	if (!pe->runs)
@@ -437,7 +511,11 @@ int __zcr_pf_data_locked(struct zcr_ep *ep, uint32_t comm, int tag,
 	for (k = 0; k < np; k++) {
 		page_bytes(pe->info_saddr, len, k, &lo, &hi);
 		if (bit(pe->info_bm, k)) {
-			if (!bit(pe->store.have, k))
+			uint64_t j;
+
+			if (!page_in(pe->info_saddr, len, k, pe->store.saddr,
+				     pe->store.slen, false, &j) ||
+			    !bit(pe->store.have, j))
 				return -EPROTO;
 			if (off < lo) {
 				pe->runs[n].off = off;
@@ -488,7 +566,9 @@ void __zcr_pf_data_done_locked(struct zcr_ep *ep, char *dst, uint64_t room)
 			break;
 		if (hi > room)
 			hi = room;
-		memcpy(dst + lo, pe->store.buf + lo, hi - lo);
+		/* Within the pre-send: __zcr_pf_data_locked checked it. */
+		memcpy(dst + lo, pe->store.buf + (pe->fill_saddr + lo -
+						  pe->store.saddr), hi - lo);
 	}
 	/* Used once. */
 	store_free(pe);
@@ -595,9 +675,14 @@ void __zcr_pf_presend_done_locked(struct zcr_ep *ep)
 
 /* ---- sender ---- */
 
+/*
+ * What this connection's sender remembers of the buffer (saddr, slen):
+ * that very buffer, or else one near it (a buffer that drifts, near()).
+ */
 static struct pf_snd *snd_find(struct zcr_pf_ep *pe, uint64_t saddr,
 			       uint64_t slen)
 {
+	struct pf_snd *nearby = NULL;
 	struct zcr_list *pos;
 
 	for (pos = pe->snds.next; pos != &pe->snds; pos = pos->next) {
@@ -605,8 +690,10 @@ static struct pf_snd *snd_find(struct zcr_pf_ep *pe, uint64_t saddr,
 
 		if (s->buf->saddr == saddr && s->buf->slen == slen)
 			return s;
+		if (!nearby && near(s->buf->saddr, s->buf->slen, saddr, slen))
+			nearby = s;
 	}
-	return NULL;
+	return nearby;
 }
 
 /* The versioned buffer (saddr, slen), tracked now if need be; or NULL. */
@@ -694,11 +781,46 @@ static struct pf_snd *snd_new(struct zcr_ctx *ctx, struct zcr_pf_ep *pe,
 	s->pre = calloc(b->npages, sizeof(*s->pre));
 	s->rew = calloc((b->npages + 7) / 8, 1);
 	s->pre_set = calloc((b->npages + 7) / 8, 1);
-	if (!s->last || !s->pre || !s->rew || !s->pre_set) {
+	s->hlast = calloc(b->npages, sizeof(*s->hlast));
+	s->hpre = calloc(b->npages, sizeof(*s->hpre));
+	if (!s->last || !s->pre || !s->rew || !s->pre_set || !s->hlast ||
+	    !s->hpre) {
 		snd_free(pf, s);
 		return NULL;
 	}
 	return s;
+}
+
+/* Untrack s (policy: idle or unasked), remembering a failed order. */
+static void snd_retire(struct zcr_pf *pf, struct zcr_pf_ep *pe,
+		       struct pf_snd *s)
+{
+	if (s->nbad_order) {
+		unsigned int g = pe->gone_next++ % GONE_N;
+
+		pe->gone[g].saddr = s->buf->saddr;
+		pe->gone[g].slen = s->buf->slen;
+		pe->gone[g].nbad_order = s->nbad_order;
+		pe->gone[g].distrust = s->distrust;
+	}
+	snd_free(pf, s);
+}
+
+/* s is tracked again: what its order did before it was untracked. */
+static void snd_recall(struct zcr_pf_ep *pe, struct pf_snd *s)
+{
+	unsigned int g;
+
+	for (g = 0; g < GONE_N; g++) {
+		if (!pe->gone[g].nbad_order ||
+		    !near(pe->gone[g].saddr, pe->gone[g].slen, s->buf->saddr,
+			  s->buf->slen))
+			continue;
+		s->nbad_order = pe->gone[g].nbad_order;
+		s->distrust = pe->gone[g].distrust;
+		pe->gone[g].nbad_order = 0;
+		return;
+	}
 }
 
 /* The versions of s's buffer now into v; false: they cannot be had. */
@@ -714,6 +836,24 @@ static void pre_drop(struct zcr_ctx *ctx, struct pf_snd *s)
 		ctx->st.pf_wasted_bytes += s->pre_bytes;
 	s->token = 0;
 	s->pre_bytes = 0;
+	s->have_hpre = false;
+}
+
+/*
+ * A hash of the len bytes at p (one page's bytes of a message, len <=
+ * ZCR_PF_PAGE): the page hash of the hash mechanism (lib/pagever/hash.c),
+ * a partial page padded with zeros and told apart by its length.
+ */
+static uint64_t bytes_hash(const char *p, uint64_t len)
+{
+	uint64_t page[ZCR_PF_PAGE / 8], seed = len % ZCR_PF_PAGE;
+
+	/* The same bytes hash the same wherever they are (aligned or not). */
+	if (!seed && (uintptr_t)p % 8 == 0)
+		return __zcr_pv_hash_page(p, 0);
+	memset(page, 0, sizeof(page));
+	memcpy(page, p, len);
+	return __zcr_pv_hash_page(page, seed);
 }
 
 /* A send of (saddr, slen) on ep is queued and not all written. */
@@ -725,7 +865,7 @@ static bool send_under_way(struct zcr_ep *ep, uint64_t saddr, uint64_t slen)
 		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
 
 		if (r->kind == ZCR_REQ_SEND &&
-		    (uint64_t)(uintptr_t)r->sbuf == saddr && r->len == slen)
+		    near((uint64_t)(uintptr_t)r->sbuf, r->len, saddr, slen))
 			return true;
 	}
 	return false;
@@ -795,6 +935,34 @@ static char *gather(uint64_t saddr, uint64_t slen, const uint8_t *set,
 	return body;
 }
 
+/*
+ * The hashes of the pages of s pre-sent (qset, in the grid of the buffer
+ * asked for, saddr and slen; their bytes at body), as the bytes left: a
+ * page not written since the last send (s->pre against s->last) nor
+ * while it was copied out (the versions read again now) left with the
+ * bytes it had at that send, whose hash is kept; the others are hashed.
+ */
+static void pre_hashes(struct zcr_pf *pf, struct pf_snd *s, uint64_t saddr,
+		       uint64_t slen, const uint8_t *qset, const char *body)
+{
+	uint64_t nq = npages_of(saddr, slen), k, j, lo, hi;
+	uint64_t *now = malloc(s->buf->npages * sizeof(*now));
+	bool same = now && s->have_hlast && read_versions(pf, s, now);
+
+	for (k = 0; k < nq; k++) {
+		if (!bit(qset, k))
+			continue;
+		page_bytes(saddr, slen, k, &lo, &hi);
+		page_in(saddr, slen, k, s->buf->saddr, s->buf->slen, true, &j);
+		if (same && s->pre[j] == s->last[j] && now[j] == s->pre[j])
+			s->hpre[j] = s->hlast[j];
+		else
+			s->hpre[j] = bytes_hash(body, hi - lo);
+		body += hi - lo;
+	}
+	free(now);
+}
+
 int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 			    uint64_t saddr, uint64_t slen, char **data,
 			    uint64_t *len)
@@ -804,7 +972,8 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 	struct zcr_pf_ep *pe = ep->pf;
 	struct zcr_list *pos;
 	struct pf_snd *s;
-	uint64_t *cur, k, np, lo, hi, n = 0;
+	uint64_t *cur, k, j, np, nq, lo, hi, n = 0;
+	uint8_t *qset;
 	int64_t top = -1;
 
 	*data = NULL;
@@ -831,6 +1000,8 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 		 * baseline, as if it had just been sent.
 		 */
 		s = snd_new(ctx, pe, saddr, slen);
+		if (s)
+			snd_recall(pe, s);
 		if (s && read_versions(pf, s, s->last))
 			s->have_last = true;
 		goto dropped;
@@ -889,32 +1060,129 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 			pick = false;
 		else
 			pick = stable;
-		if (pick) {
+		if (pick)
 			s->pre_set[k / 8] |= (uint8_t)(1u << (k % 8));
+	}
+	/*
+	 * The answer counts the pages of the buffer asked for, which may
+	 * start or end elsewhere than the one tracked (a buffer that
+	 * drifts): only the pages whose bytes are the same in both go.
+	 */
+	nq = npages_of(saddr, slen);
+	qset = calloc((nq + 7) / 8, 1);
+	if (!qset)
+		goto dropped;
+	for (k = 0; k < nq; k++) {
+		if (page_in(saddr, slen, k, s->buf->saddr, s->buf->slen, true,
+			    &j) && bit(s->pre_set, j)) {
+			qset[k / 8] |= (uint8_t)(1u << (k % 8));
 			page_bytes(saddr, slen, k, &lo, &hi);
 			n += hi - lo;
 		}
 	}
-	if (!n)
+	memset(s->pre_set, 0, (np + 7) / 8);
+	for (k = 0; k < nq; k++)
+		if (bit(qset, k) && page_in(saddr, slen, k, s->buf->saddr,
+					    s->buf->slen, true, &j))
+			s->pre_set[j / 8] |= (uint8_t)(1u << (j % 8));
+	*data = n ? gather(saddr, slen, qset, nq, len) : NULL;
+	if (!n) {
+		free(qset);
 		goto late;	/* what was asked for went, or is not begun */
-	*data = gather(saddr, slen, s->pre_set, np, len);
+	}
 	if (!*data) {
+		free(qset);
 		snd_free(pf, s);
 		goto dropped;
 	}
 	s->token = token;
 	s->pre_bytes = n;
 	s->idle = 0;
+	s->have_hpre = !s->hash_skip;
+	if (s->have_hpre)
+		pre_hashes(pf, s, saddr, slen, qset, *data + (nq + 7) / 8);
+	free(qset);
 	ctx->st.pf_presend_bytes += n;
 	return 0;
 late:
 	ctx->st.pf_late++;
 	if (++s->idle >= IDLE_MAX)
-		snd_free(pf, s);
+		snd_retire(pf, pe, s);
 	return 0;
 dropped:
 	ctx->st.pf_dropped++;
 	return 0;
+}
+
+/*
+ * The hash of every page of s's buffer as send r goes: a page whose
+ * version did not change since the last send keeps the hash it had then.
+ * The application does not write a buffer being sent, so its bytes are
+ * read here as they go on the wire; a page of s's buffer not within the
+ * message (r drifted from it) is not read, and gets a hash other than
+ * its last (rewritten, for the rules; left out of r it cannot be).
+ * NULL: no memory.
+ */
+static uint64_t *send_hashes(const struct pf_snd *s, const struct zcr_req *r,
+			     const uint64_t *cur)
+{
+	uint64_t saddr = (uint64_t)(uintptr_t)r->sbuf, np = s->buf->npages;
+	uint64_t *h = malloc(np * sizeof(*h)), k, m, lo, hi;
+
+	if (!h)
+		return NULL;
+	for (k = 0; k < np; k++) {
+		if (s->have_hlast && cur[k] == s->last[k]) {
+			h[k] = s->hlast[k];
+			continue;
+		}
+		if (!page_in(s->buf->saddr, s->buf->slen, k, saddr, r->len,
+			     false, &m)) {
+			h[k] = ~s->hlast[k];
+			continue;
+		}
+		page_bytes(s->buf->saddr, s->buf->slen, k, &lo, &hi);
+		h[k] = bytes_hash((const char *)(uintptr_t)(s->buf->saddr + lo),
+				  hi - lo);
+	}
+	return h;
+}
+
+/*
+ * After a send of s: keep its page hashes (hnow, NULL when not hashed)
+ * for the next one, and stop hashing for a while when the pages the
+ * application rewrote mostly got other bytes (HASH_BAD sends in a row):
+ * then hashing only costs.
+ */
+static void hash_policy(struct pf_snd *s, const uint64_t *cur,
+			const uint64_t *hnow)
+{
+	uint64_t k, np = s->buf->npages, written = 0, same = 0;
+
+	if (!hnow) {
+		if (s->hash_skip)
+			s->hash_skip--;
+		s->have_hlast = false;
+		return;
+	}
+	if (s->have_hlast && s->have_last) {
+		for (k = 0; k < np; k++) {
+			if (cur[k] == s->last[k])
+				continue;
+			written++;
+			same += hnow[k] == s->hlast[k];
+		}
+		if (written && same * 2 < written) {
+			if (++s->hash_bad >= HASH_BAD) {
+				s->hash_bad = 0;
+				s->hash_skip = HASH_SKIP;
+			}
+		} else if (written) {
+			s->hash_bad = 0;
+		}
+	}
+	memcpy(s->hlast, hnow, np * sizeof(*hnow));
+	s->have_hlast = true;
 }
 
 int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
@@ -926,7 +1194,7 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 	uint64_t np, k, lo, hi, saved = 0, off = 0;
 	struct zcr_pf_tx *tx;
 	struct pf_snd *s;
-	uint64_t *cur = NULL;
+	uint64_t *cur = NULL, *hnow = NULL;
 	size_t n = 0, extra = 0;
 	bool have = false;
 
@@ -938,6 +1206,8 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 		cur = malloc(s->buf->npages * sizeof(*cur));
 		have = cur && read_versions(pf, s, cur);
 	}
+	if (s && have && !s->hash_skip)
+		hnow = send_hashes(s, r, cur);
 	/* One block, freed with the request: bitmap, then the runs. */
 	if (s && s->token)
 		extra = ((np + 7) / 8 + 7) / 8 * 8 +
@@ -945,6 +1215,7 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 	tx = calloc(1, sizeof(*tx) + extra);
 	if (!tx) {
 		free(cur);
+		free(hnow);
 		return -ENOMEM;
 	}
 	if (extra)
@@ -953,9 +1224,19 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 	tx->saddr = saddr;
 	tx->wire_len = r->len;
 	if (s && s->token && have) {
-		/* Pre-sent pages whose version did not change stay out. */
+		/*
+		 * Pre-sent pages whose version did not change stay out, and
+		 * those rewritten with the bytes that were pre-sent.
+		 */
+		uint64_t j;
+
 		for (k = 0; k < np; k++) {
-			if (bit(s->pre_set, k) && cur[k] == s->pre[k]) {
+			/* The same bytes as page j of the tracked buffer. */
+			if (page_in(saddr, r->len, k, s->buf->saddr,
+				    s->buf->slen, true, &j) &&
+			    bit(s->pre_set, j) &&
+			    (cur[j] == s->pre[j] ||
+			     (hnow && s->have_hpre && hnow[j] == s->hpre[j]))) {
 				tx->bm[k / 8] |= (uint8_t)(1u << (k % 8));
 				page_bytes(saddr, r->len, k, &lo, &hi);
 				saved += hi - lo;
@@ -988,8 +1269,8 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 		ctx->st.pf_wasted_bytes += s->pre_bytes - saved;
 		if (saved * 2 < s->pre_bytes) {
 			if (s->pre_order) {
-				s->distrust = 8u << (s->nbad_order < 3 ?
-						     s->nbad_order : 3);
+				s->distrust = 8u << 2 * (s->nbad_order < 3 ?
+							 s->nbad_order : 3);
 				s->nbad_order++;
 			}
 			if (++s->bad >= BAD_BACKOFF)
@@ -1002,25 +1283,32 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 		}
 		s->token = 0;	/* one send uses a pre-send */
 		s->pre_bytes = 0;
+		s->have_hpre = false;
 	}
 	if (s && have && ++s->unasked >= UNASKED_MAX) {
-		snd_free(pf, s);
+		snd_retire(pf, pe, s);
 		s = NULL;
 	}
 	if (s && have) {
 		if (s->have_last) {
+			/* Rewritten: another version, and other bytes. */
+			np = s->buf->npages;
 			memset(s->rew, 0, (np + 7) / 8);
 			for (k = 0; k < np; k++)
-				if (cur[k] != s->last[k])
+				if (cur[k] != s->last[k] &&
+				    !(hnow && s->have_hlast &&
+				      hnow[k] == s->hlast[k]))
 					s->rew[k / 8] |= (uint8_t)(1u << (k % 8));
 			s->have_rew = true;
 		}
+		hash_policy(s, cur, hnow);
 		memcpy(s->last, cur, s->buf->npages * sizeof(*cur));
 		s->have_last = true;
 	} else if (s) {
 		snd_free(pf, s);	/* its versions cannot be had */
 	}
 	free(cur);
+	free(hnow);
 	r->pf = tx;
 	return 0;
 }
