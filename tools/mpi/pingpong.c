@@ -46,7 +46,7 @@ static void usage(FILE *f)
 		"               every size a multiple of P)\n"
 		"  --overhead   time the calls' own work per message instead\n"
 		"               of round trips: rank 0's MPI_Isend + MPI_Wait\n"
-		"               (or MPI_Start + MPI_Wait) of eager messages\n"
+		"               (or MPI_Start + MPI_Wait) of messages\n"
 		"               into a receiver with its receives posted, and\n"
 		"               its MPI_Irecv + MPI_Wait (or MPI_Start +\n"
 		"               MPI_Wait) of messages that have arrived already;\n"
