@@ -786,6 +786,23 @@ int zcr_recv_init_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
 int zcr_start(struct zcr_preq *preq, struct zcr_req **req);
 
 /**
+ * zcr_start_test() - start the persistent send or receive @preq, and
+ * tell whether it completed within the call
+ * @req: the started operation, as zcr_start()'s, when 0 is returned
+ * @st: the status (its error field too: -EMSGSIZE for a truncated
+ *	receive) when 1 is returned; @st_size: sizeof(*@st)
+ *
+ * An eager send that went into the peer's ring, or a receive whose
+ * message had arrived, completes inside the start: then no request is
+ * made for it (*@req is NULL), nothing is left to test or wait for, and
+ * the context's lock is taken once for the whole operation.
+ * Return: 1 (complete, status in @st), 0 (started, *@req to test or wait
+ * on), -EINVAL, or an error of zcr_start(). Since 0.3.
+ */
+int zcr_start_test(struct zcr_preq *preq, struct zcr_req **req,
+		   struct zcr_status *st, size_t st_size);
+
+/**
  * zcr_preq_free() - free the persistent request @preq
  *
  * Operations it started go on and complete as before. Messages already

@@ -325,6 +325,13 @@ struct zcr_ctx {
 	bool thread_busy;		/* in a progress call, maybe in poll */
 	unsigned int waiters;
 	uint64_t park_until;		/* ns: the last waiter left + grace */
+	/*
+	 * Calls that found their request complete at once (a wait on an
+	 * eager send, a persistent start that completed): each would have
+	 * started the grace again; the thread, at the end of a park, parks
+	 * another grace if the count moved meanwhile.
+	 */
+	uint64_t app_calls, app_calls_seen;
 	pthread_cond_t park;
 	struct zcr_stats st;
 };

@@ -99,6 +99,12 @@ static void *progress_thread(void *arg)
 		 */
 		if (ctx->waiters && ctx->park_until < now + ZCR_PARK_GRACE_NS)
 			ctx->park_until = now + ZCR_PARK_GRACE_NS;
+		/* The application came back while we were parked. */
+		if (now >= ctx->park_until &&
+		    ctx->app_calls != ctx->app_calls_seen) {
+			ctx->app_calls_seen = ctx->app_calls;
+			ctx->park_until = now + ZCR_PARK_GRACE_NS;
+		}
 		if (now < ctx->park_until) {
 			struct timespec dl;
 			uint64_t t = ctx->park_until - now;

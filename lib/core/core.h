@@ -37,13 +37,22 @@ int __zcr_thread_wake_fd(void);
 /* The bodies of zcr_isend*() and zcr_irecv*() (request.c). */
 int __zcr_isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
 		size_t len, int tag, struct zcr_req **out, bool sync);
-/* The same, started by a persistent send when persist (r->persist). */
+/*
+ * The same, started by a persistent send when persist (r->persist). With
+ * reap, a request already complete when the call lets go of the context
+ * lock (an eager send in the ring, a receive whose message was there) is
+ * taken off the completed list under that lock and 1 is returned: the
+ * caller owns it and hands it back with __zcr_req_finish(), with no wait.
+ */
 int __zcr_isend_as(struct zcr_ep *ep, uint32_t comm, const void *buf,
 		   size_t len, int tag, struct zcr_req **out, bool sync,
-		   bool persist);
+		   bool persist, bool reap);
 int __zcr_irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 		int src, int tag, struct zcr_req **out, const void *site,
-		struct zcr_expect *known);
+		struct zcr_expect *known, bool reap);
+/* Status of complete, reaped r into st (may be NULL), r freed; r's error. */
+int __zcr_req_finish(struct zcr_req *r, struct zcr_status *st,
+		     size_t st_size);
 /* Free the persistent requests never freed (persist.c). */
 void __zcr_preqs_fini(struct zcr_ctx *ctx);
 /* Free a job's wire-up state (lib/core/job.c); NULL is ignored. */

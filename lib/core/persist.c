@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * persist.c - persistent sends and receives: zcr_send_init_comm(),
- * zcr_recv_init_comm(), zcr_start(), zcr_preq_free().
+ * zcr_recv_init_comm(), zcr_start(), zcr_start_test(), zcr_preq_free().
  *
  * A persistent request keeps its arguments, checked once, and starts an
  * ordinary send or receive each time (request.c), so completion is the
@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "core/core.h"
+#include "core/sized.h"
 
 struct zcr_preq {
 	struct zcr_list link;		/* on ctx->preqs */
@@ -108,21 +109,21 @@ int zcr_recv_init_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
  * the transport can take it (verbs: the sender writes the message
  * straight into the buffer). Its buffer is known and stays the same from
  * start to start, which is what makes the offer worth its registration.
+ * With reap (zcr_start_test()), an operation complete when the start lets
+ * go of the lock is reaped there and 1 returned (request.c).
  */
-int zcr_start(struct zcr_preq *p, struct zcr_req **out)
+static int start(struct zcr_preq *p, struct zcr_req **out, bool reap)
 {
 	struct zcr_ctx *ctx;
 	int ret;
 
-	if (!p || !out)
-		return -EINVAL;
 	if (!p->recv)
 		return __zcr_isend_as(p->ep, p->comm, p->sbuf, p->len, p->tag,
-				      out, p->sync, true);
+				      out, p->sync, true, reap);
 	ctx = p->ctx;
 	ret = __zcr_irecv(ctx, p->comm, (void *)p->exp.buf, p->exp.size,
 			  p->exp.src, p->exp.tag, out, NULL,
-			  zcr_list_empty(&p->exp.link) ? NULL : &p->exp);
+			  zcr_list_empty(&p->exp.link) ? NULL : &p->exp, reap);
 	if (ret || p->exp.src < 0 || p->exp.tag < 0 ||
 	    !__atomic_load_n(&ctx->offer_eps, __ATOMIC_RELAXED))
 		return ret;
@@ -131,6 +132,33 @@ int zcr_start(struct zcr_preq *p, struct zcr_req **out)
 	__zcr_ep_offer_recv_locked(ctx, *out, &p->bind_tp, &p->bind);
 	pthread_mutex_unlock(&ctx->lock);
 	return 0;
+}
+
+int zcr_start(struct zcr_preq *p, struct zcr_req **out)
+{
+	if (!p || !out)
+		return -EINVAL;
+	return start(p, out, false);
+}
+
+/*
+ * The same, and an operation complete within the call (an eager send in
+ * the ring, a receive whose message had arrived) is handed back at once:
+ * no request, no wait, the context's lock taken once.
+ */
+int zcr_start_test(struct zcr_preq *p, struct zcr_req **out,
+		   struct zcr_status *st, size_t st_size)
+{
+	int ret;
+
+	if (!p || !out || !st || st_size < ZCR_STATUS_SIZE_0_1)
+		return -EINVAL;
+	ret = start(p, out, true);
+	if (ret != 1)
+		return ret;
+	__zcr_req_finish(*out, st, st_size);
+	*out = NULL;
+	return 1;
 }
 
 /* p off the context's lists; the lock held. */

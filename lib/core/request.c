@@ -83,6 +83,36 @@ static struct zcr_req *req_new(struct zcr_ctx *ctx, int kind, uint32_t comm)
 	return r;
 }
 
+/* r goes back to the caller: off the context's list of completed ones. */
+static void reaped_locked(struct zcr_req *r)
+{
+	if (r->in_done) {
+		zcr_list_del(&r->done_link);
+		r->in_done = false;
+	}
+}
+
+/*
+ * The application is in the library (a call that needs no progress):
+ * the progress thread stays parked for another grace (context.c). A
+ * count, not a clock read: the thread compares it when its park ends.
+ */
+static void app_seen_locked(struct zcr_ctx *ctx)
+{
+	if (ctx->thread_on && !ctx->waiters)
+		ctx->app_calls++;
+}
+
+/* Reap r if complete already, as a wait would (the lock held). */
+static bool reap_now_locked(struct zcr_ctx *ctx, struct zcr_req *r)
+{
+	if (!r->done)
+		return false;
+	app_seen_locked(ctx);
+	reaped_locked(r);
+	return true;
+}
+
 /* r is no longer anyone's. */
 static void req_free(struct zcr_ctx *ctx, struct zcr_req *r)
 {
@@ -93,16 +123,17 @@ static void req_free(struct zcr_ctx *ctx, struct zcr_req *r)
 int __zcr_isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
 		size_t len, int tag, struct zcr_req **out, bool sync)
 {
-	return __zcr_isend_as(ep, comm, buf, len, tag, out, sync, false);
+	return __zcr_isend_as(ep, comm, buf, len, tag, out, sync, false,
+			      false);
 }
 
 int __zcr_isend_as(struct zcr_ep *ep, uint32_t comm, const void *buf,
 		   size_t len, int tag, struct zcr_req **out, bool sync,
-		   bool persist)
+		   bool persist, bool reap)
 {
 	struct zcr_ctx *ctx;
 	struct zcr_req *r;
-	bool wake;
+	bool wake, reaped;
 	int ret;
 
 	if (!ep || !out || (len && !buf) || tag < 0)
@@ -138,6 +169,7 @@ int __zcr_isend_as(struct zcr_ep *ep, uint32_t comm, const void *buf,
 	 * complete r (and write r->done) at any time.
 	 */
 	wake = !ret && ctx->thread_busy && !r->done;
+	reaped = !ret && reap && reap_now_locked(ctx, r);
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret) {
 		req_free(ctx, r);
@@ -146,7 +178,7 @@ int __zcr_isend_as(struct zcr_ep *ep, uint32_t comm, const void *buf,
 	if (wake)
 		__zcr_wake(ctx);
 	*out = r;
-	return 0;
+	return reaped;
 }
 
 int zcr_isend(struct zcr_ep *ep, const void *buf, size_t len, int tag,
@@ -192,11 +224,11 @@ static void pf_ask_locked(struct zcr_ctx *ctx, struct zcr_req *r)
  */
 int __zcr_irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 		int src, int tag, struct zcr_req **out, const void *site,
-		struct zcr_expect *known)
+		struct zcr_expect *known, bool reap)
 {
 	struct zcr_call c = { 0 };
 	struct zcr_req *r;
-	bool wake;
+	bool wake, reaped;
 	int ret;
 
 	ZCR_PROBE(ZCR_PP_RECV_IN);
@@ -247,6 +279,7 @@ int __zcr_irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 	 */
 	wake = !ret && ctx->thread_busy &&
 	       (ctx->drain_pending || !r->done);
+	reaped = !ret && reap && reap_now_locked(ctx, r);
 	pthread_mutex_unlock(&ctx->lock);
 	if (ret) {
 		req_free(ctx, r);
@@ -256,21 +289,21 @@ int __zcr_irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 		__zcr_wake(ctx);
 	*out = r;
 	ZCR_PROBE(ZCR_PP_RECV_OUT);
-	return 0;
+	return reaped;
 }
 
 int zcr_irecv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
 	      struct zcr_req **out)
 {
 	return __zcr_irecv(ctx, 0, buf, size, src, tag, out,
-			   __builtin_return_address(0), NULL);
+			   __builtin_return_address(0), NULL, false);
 }
 
 int zcr_irecv_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
 		   size_t size, int src, int tag, struct zcr_req **out)
 {
 	return __zcr_irecv(ctx, comm, buf, size, src, tag, out,
-			   __builtin_return_address(0), NULL);
+			   __builtin_return_address(0), NULL, false);
 }
 
 /*
@@ -393,15 +426,6 @@ int zcr_imrecv(struct zcr_message *msg, void *buf, size_t size,
 	return 0;
 }
 
-/* r goes back to the caller: off the context's list of completed ones. */
-static void reaped_locked(struct zcr_req *r)
-{
-	if (r->in_done) {
-		zcr_list_del(&r->done_link);
-		r->in_done = false;
-	}
-}
-
 static int finish(struct zcr_req *r, struct zcr_status *st, size_t st_size)
 {
 	int err;
@@ -422,6 +446,11 @@ static int finish(struct zcr_req *r, struct zcr_status *st, size_t st_size)
 		zcr_sized_out(st, st_size, &r->st, sizeof(r->st));
 	req_free(r->ctx, r);
 	return err;
+}
+
+int __zcr_req_finish(struct zcr_req *r, struct zcr_status *st, size_t st_size)
+{
+	return finish(r, st, st_size);
 }
 
 int zcr_test_sized(struct zcr_req *r, struct zcr_status *st, size_t st_size)
@@ -483,8 +512,7 @@ static int wait_for(struct zcr_req *r, struct zcr_status *st,
 		 * progress thread either; only its grace starts again, the
 		 * application being back in the library.
 		 */
-		if (ctx->thread_on && !ctx->waiters)
-			ctx->park_until = zcr_now_ns() + ZCR_PARK_GRACE_NS;
+		app_seen_locked(ctx);
 		reaped_locked(r);
 		pthread_mutex_unlock(&ctx->lock);
 		return finish(r, st, st_size);

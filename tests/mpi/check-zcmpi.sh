@@ -35,7 +35,8 @@
 #   - MPICH with the environment wire-up (ZCRECV_JOB_DIR);
 #   - tools/mpi/pingpong (2 ranks, nonblocking and persistent round trips,
 #     8 B to 128 KiB) over the layer under both MPIs: every size's row,
-#     the bytes checked by the program, messages carried;
+#     the bytes checked by the program, messages carried; and its
+#     --overhead mode (the calls' own time, 8 B to 1 KiB): every row;
 #   - tools/mpi/latesend (2 ranks over TCP, ZCRECV_PREFETCH=1) under both
 #     MPIs: every byte checked, bytes left out of sends by prefetching;
 #   - bad use: a rank that exits mid-job makes the job fail, not hang; a
@@ -279,6 +280,16 @@ pingpong() {	# mpi lib name prog: a short pingpong over the layer
 	else
 		bad "$name: rc $rc, $rows sizes of 8, $carried messages carried"
 		tail -5 "$tmp/$name.err"
+	fi	# --overhead: the calls' own time, 8 B to 1 KiB (8 sizes).
+	timeout 120 "${cmd[@]}" "$prog" --overhead --max 1024 --iters 400 \
+		--trials 1 > "$tmp/$name-ovh.out" 2> "$tmp/$name-ovh.err" </dev/null
+	rc=$?
+	rows=$(grep -c '^csv,overhead,' "$tmp/$name-ovh.out")
+	if [ $rc = 0 ] && [ "$rows" = 8 ]; then
+		ok "$name: --overhead, 8 sizes"
+	else
+		bad "$name: --overhead: rc $rc, $rows sizes of 8"
+		tail -5 "$tmp/$name-ovh.err"
 	fi
 }
 

@@ -3,7 +3,8 @@
  * zcmpi_sem.c - MPI point-to-point semantics, run with and without
  * libzcrecv-mpi.so (tests/mpi/check-zcmpi.sh): ordering, wildcards,
  * probe, truncation, cancel, MPI_PROC_NULL, communicators, derived types,
- * the completion calls, self sends, persistent requests, matched probes,
+ * the completion calls, self sends, persistent requests (also small ones
+ * complete within MPI_Start), matched probes,
  * cancelling a send, synchronous sends, MPI_Alloc_mem.
  * 4 ranks or more.
  *
@@ -334,6 +335,80 @@ static void persistent(void)
 }
 
 /*
+ * Small persistent requests whose operation completes within MPI_Start
+ * (an eager send; a receive whose message is there already): a persistent
+ * send started three times, its buffer rewritten after each wait, and one
+ * persistent receive started three times after all three arrived take
+ * them in order with their statuses; a wildcard one takes the next
+ * message; a truncated one reports MPI_ERR_TRUNCATE from MPI_Wait, its
+ * status the sender's (its bytes are not checked: MPICH copies none);
+ * and one started before its message still waits
+ * for it.
+ */
+static void persistent_done_at_start(void)
+{
+	int right = (rank + 1) % size, left = (rank + size - 1) % size;
+	int sbuf[4], in[4], i, k, ok, flag = 0, n = -1, ret, cls;
+	MPI_Request s, r, ra, rs;
+	MPI_Status st;
+	MPI_Comm c;
+
+	MPI_Comm_dup(MPI_COMM_WORLD, &c);
+	MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+	MPI_Send_init(sbuf, 4, MPI_INT, right, 70, c, &s);
+	MPI_Recv_init(in, 4, MPI_INT, left, 70, c, &r);
+	MPI_Recv_init(in, 4, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, c, &ra);
+	MPI_Recv_init(in, 2, MPI_INT, left, 72, c, &rs);
+	for (i = 0; i < 3; i++) {
+		for (k = 0; k < 4; k++)
+			sbuf[k] = rank * 100 + i * 10 + k;
+		MPI_Start(&s);
+		MPI_Wait(&s, MPI_STATUS_IGNORE);
+	}
+	sbuf[0] = -71;
+	MPI_Send(sbuf, 4, MPI_INT, right, 71, c);
+	sbuf[0] = -72;
+	MPI_Send(sbuf, 4, MPI_INT, right, 72, c);
+	/* The last one is there: so are the ones before it. */
+	while (!flag)
+		MPI_Iprobe(left, 72, c, &flag, MPI_STATUS_IGNORE);
+	for (i = 0; i < 3; i++) {
+		MPI_Start(&r);
+		MPI_Wait(&r, &st);
+		MPI_Get_count(&st, MPI_INT, &n);
+		ok = st.MPI_SOURCE == left && st.MPI_TAG == 70 && n == 4;
+		for (k = 0; k < 4; k++)
+			ok &= in[k] == left * 100 + i * 10 + k;
+		CHECK(ok);
+	}
+	MPI_Start(&ra);
+	MPI_Wait(&ra, &st);
+	CHECK(st.MPI_SOURCE == left && st.MPI_TAG == 71 && in[0] == -71);
+	MPI_Start(&rs);
+	ret = MPI_Wait(&rs, &st);
+	MPI_Error_class(ret, &cls);
+	CHECK(cls == MPI_ERR_TRUNCATE);
+	CHECK(st.MPI_SOURCE == left && st.MPI_TAG == 72);
+	/* Started before its message: it waits, then takes it. */
+	MPI_Start(&r);
+	MPI_Test(&r, &flag, &st);
+	CHECK(!flag);
+	MPI_Barrier(c);
+	sbuf[0] = -70;
+	MPI_Start(&s);
+	MPI_Wait(&r, &st);
+	MPI_Wait(&s, MPI_STATUS_IGNORE);
+	CHECK(in[0] == -70 && st.MPI_SOURCE == left);
+	MPI_Request_free(&s);
+	MPI_Request_free(&r);
+	MPI_Request_free(&ra);
+	/* Open MPI 4.1 hands back a persistent request that failed freed. */
+	if (rs != MPI_REQUEST_NULL)
+		MPI_Request_free(&rs);
+	MPI_Comm_free(&c);
+}
+
+/*
  * Persistent requests of a page and more (bound to the library's own
  * persistent requests): restarted many times with the messages arriving
  * before the receive is started, every byte checked; a started receive
@@ -657,6 +732,7 @@ int main(int argc, char **argv)
 	derived();
 	completion();
 	persistent();
+	persistent_done_at_start();
 	persistent_large();
 	matched();
 	cancel_send();

@@ -9,7 +9,7 @@
  * each get their own messages' offsets; freeing one while started or
  * with a message staged for it loses nothing; bad arguments; a context
  * destroyed with persistent requests still bound (the sanitizer build
- * finds a leak).
+ * finds a leak); zcr_start_test() completing a start within the call.
  * Run: build/tests/unit/test_persist [name]
  */
 #include <stdlib.h>
@@ -283,6 +283,89 @@ ZT_TEST(wildcards_sync_truncation)
 	zcr_preq_free(pr);
 	free(sb);
 	free(rb);
+	pair_close(&p);
+}
+
+/*
+ * zcr_start_test(): a receive whose messages are there completes within
+ * the start (1, no request), in their order, with their statuses; a
+ * truncated one reports -EMSGSIZE in its status; a wildcard one takes
+ * the next message; one started before its message returns 0 and a
+ * request that completes later; a send returns 1 with no request or 0
+ * with one, and its message arrives either way.
+ */
+ZT_TEST(start_test_completes_at_once)
+{
+	struct zcr_preq *ps, *pr, *pa, *small;
+	struct zcr_req *s, *r;
+	struct zcr_status st;
+	uint32_t sb[4], rb[4];
+	struct pair p;
+	int i, k, ret;
+
+	pair_open(&p, 2, NULL);
+	ZT_EXPECT_EQ(zcr_send_init_comm(p.to0[1], 0, sb, sizeof(sb), 7, 0,
+					&ps), 0);
+	ZT_EXPECT_EQ(zcr_recv_init_comm(p.c[0], 0, rb, sizeof(rb), 1, 7, 0,
+					&pr), 0);
+	ZT_EXPECT_EQ(zcr_recv_init_comm(p.c[0], 0, rb, sizeof(rb),
+					ZCRECV_ANY_SOURCE, ZCRECV_ANY_TAG, 0,
+					&pa), 0);
+	ZT_EXPECT_EQ(zcr_recv_init_comm(p.c[0], 0, rb, 8, 1, 9, 0, &small),
+		     0);
+	for (i = 0; i < 3; i++) {
+		for (k = 0; k < 4; k++)
+			sb[k] = (uint32_t)(100 * i + k);
+		ret = zcr_start_test(ps, &s, &st, sizeof(st));
+		ZT_ASSERT(ret == 0 || ret == 1);
+		if (ret == 1)
+			ZT_ASSERT(s == NULL && st.error == 0);
+		else
+			ZT_EXPECT_EQ(complete(&p, s, NULL), 1);
+	}
+	sb[0] = 8;
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb, sizeof(sb), 8, &s), 0);
+	ZT_EXPECT_EQ(complete(&p, s, NULL), 1);
+	sb[0] = 9;
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb, sizeof(sb), 9, &s), 0);
+	ZT_EXPECT_EQ(complete(&p, s, NULL), 1);
+	/* The last one is there, so are those before it. */
+	PAIR_PUMP_UNTIL(&p, zcr_iprobe(p.c[0], 0, 1, 9, NULL) == 1);
+	for (i = 0; i < 3; i++) {
+		memset(rb, 0, sizeof(rb));
+		r = (struct zcr_req *)&r;
+		ZT_EXPECT_EQ(zcr_start_test(pr, &r, &st, sizeof(st)), 1);
+		ZT_ASSERT(r == NULL);
+		ZT_EXPECT_EQ(st.source, 1);
+		ZT_EXPECT_EQ(st.tag, 7);
+		ZT_EXPECT_EQ(st.len, sizeof(rb));
+		ZT_EXPECT_EQ(st.error, 0);
+		for (k = 0; k < 4; k++)
+			ZT_EXPECT_EQ(rb[k], (uint32_t)(100 * i + k));
+	}
+	ZT_EXPECT_EQ(zcr_start_test(pa, &r, &st, sizeof(st)), 1);
+	ZT_EXPECT_EQ(st.tag, 8);
+	ZT_EXPECT_EQ(rb[0], 8);
+	ZT_EXPECT_EQ(zcr_start_test(small, &r, &st, sizeof(st)), 1);
+	ZT_EXPECT_EQ(st.error, -EMSGSIZE);
+	ZT_EXPECT_EQ(st.len, sizeof(sb));
+	ZT_EXPECT_EQ(rb[0], 9);
+	/* Nothing there: a request, completed by the message later. */
+	ZT_EXPECT_EQ(zcr_start_test(pr, &r, &st, sizeof(st)), 0);
+	ZT_ASSERT(r != NULL);
+	sb[0] = 77;
+	ret = zcr_start_test(ps, &s, &st, sizeof(st));
+	if (ret == 0)
+		ZT_EXPECT_EQ(complete(&p, s, NULL), 1);
+	ZT_EXPECT_EQ(complete(&p, r, &st), 1);
+	ZT_EXPECT_EQ(rb[0], 77);
+	ZT_EXPECT_EQ(zcr_start_test(NULL, &r, &st, sizeof(st)), -EINVAL);
+	ZT_EXPECT_EQ(zcr_start_test(pr, &r, NULL, sizeof(st)), -EINVAL);
+	ZT_EXPECT_EQ(zcr_start_test(pr, &r, &st, 4), -EINVAL);
+	zcr_preq_free(small);
+	zcr_preq_free(pa);
+	zcr_preq_free(ps);
+	zcr_preq_free(pr);
 	pair_close(&p);
 }
 

@@ -9,9 +9,11 @@
  * and with libzcrecv-mpi preloaded to compare the layers. With --parts P
  * (an MPI-4 MPI: MPICH 4.0) it compares persistent requests against
  * partitioned ones (MPI_Psend_init, MPI_Precv_init, P partitions readied
- * in order with MPI_Pready) the same way.
+ * in order with MPI_Pready) the same way. With --overhead it times
+ * instead what each message costs in the calls themselves, with nothing
+ * to wait for from the peer (see overhead_trial()), both forms alike.
  *   mpirun -np 2 pingpong [--min B] [--max B] [--iters N] [--trials T]
- *                         [--parts P]
+ *                         [--parts P] [--overhead]
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -20,6 +22,7 @@
 #include <string.h>
 
 #define MAXT	99
+#define BURST	8	/* --overhead: messages per burst (ring: 64 cells) */
 
 static int rank;
 
@@ -41,12 +44,22 @@ static void usage(FILE *f)
 		"  --parts P    compare persistent requests against partitioned\n"
 		"               ones of P partitions instead (MPI-4: MPICH 4.0;\n"
 		"               every size a multiple of P)\n"
+		"  --overhead   time the calls' own work per message instead\n"
+		"               of round trips: rank 0's MPI_Isend + MPI_Wait\n"
+		"               (or MPI_Start + MPI_Wait) of messages\n"
+		"               into a receiver with its receives posted, and\n"
+		"               its MPI_Irecv + MPI_Wait (or MPI_Start +\n"
+		"               MPI_Wait) of messages that have arrived already;\n"
+		"               bursts of %d, sizes up by factors of 2\n"
+		"               (default --max then 65536)\n"
 		"  -h, --help   this text\n"
 		"\n"
 		"Output: one table row per size (us per round trip, medians;\n"
 		"persist/nb below 1: persistent faster; with --parts part/persist\n"
 		"below 1: partitioned faster) and a CSV line per size starting\n"
-		"with \"csv,\".\n", MAXT);
+		"with \"csv,\"; with --overhead ns per message of the send and the\n"
+"receive of each form and the ratio of the persistent pair to the\n"
+"nonblocking one, with the range of the per-trial ratios.\n", MAXT, BURST);
 }
 
 static long number(const char *opt, const char *v, long lo, long hi)
@@ -148,11 +161,158 @@ static double trial(int form, char *sb, char *rb, int len, int iters,
 	return (MPI_Wtime() - t0) / iters;
 }
 
+/*
+ * Rank 0's timed part of --overhead: BURST sends (recv 0) or receives
+ * (recv 1) of len bytes at buf, each started and waited for; seconds.
+ */
+static double burst(int form, int recv, char *buf, int len, MPI_Request p)
+{
+	MPI_Request one;
+	double t0 = MPI_Wtime();
+	int k;
+
+	for (k = 0; k < BURST; k++) {
+		if (form == PERSIST) {
+			MPI_Start(&p);
+			MPI_Wait(&p, MPI_STATUS_IGNORE);
+		} else {
+			if (recv)
+				MPI_Irecv(buf, len, MPI_BYTE, 1, 4,
+					  MPI_COMM_WORLD, &one);
+			else
+				MPI_Isend(buf, len, MPI_BYTE, 1, 3,
+					  MPI_COMM_WORLD, &one);
+			MPI_Wait(&one, MPI_STATUS_IGNORE);
+		}
+	}
+	return MPI_Wtime() - t0;
+}
+
+/*
+ * --overhead: ns per message that rank 0 spends in the calls of one
+ * form, with nothing to wait for from the peer; sum (send + receive) is
+ * returned, the two parts in *snd and *rcv. Bursts of BURST messages:
+ *  - send: rank 1 has posted its BURST receives (so a pulled message is
+ *    taken at once); rank 0 times BURST x (MPI_Isend + MPI_Wait), or
+ *    MPI_Start + MPI_Wait of one persistent send (ps);
+ *  - receive: rank 1 sends BURST messages and then a token behind them
+ *    on another tag; once rank 0 has the token every message has
+ *    arrived, and rank 0 times BURST x (MPI_Irecv + MPI_Wait), or
+ *    MPI_Start + MPI_Wait of one persistent receive (pr).
+ * big: BURST * len bytes, rank 1's landing for the send phase.
+ */
+static double overhead_trial(int form, char *sb, char *rb, char *big,
+			     int len, int bursts, MPI_Request ps,
+			     MPI_Request pr, double *snd, double *rcv)
+{
+	MPI_Request r[BURST];
+	double ts = 0, tr = 0;
+	int b, k;
+
+	for (b = 0; b < bursts; b++) {
+		if (rank == 1)
+			for (k = 0; k < BURST; k++)
+				MPI_Irecv(big + (size_t)k * len, len, MPI_BYTE,
+					  0, 3, MPI_COMM_WORLD, &r[k]);
+		MPI_Barrier(MPI_COMM_WORLD);
+		if (rank == 0) {
+			ts += burst(form, 0, sb, len, ps);
+			MPI_Recv(NULL, 0, MPI_BYTE, 1, 5, MPI_COMM_WORLD,
+				 MPI_STATUS_IGNORE);
+			tr += burst(form, 1, rb, len, pr);
+		} else {
+			MPI_Waitall(BURST, r, MPI_STATUSES_IGNORE);
+			for (k = 0; k < BURST; k++)
+				MPI_Isend(sb, len, MPI_BYTE, 0, 4,
+					  MPI_COMM_WORLD, &r[k]);
+			MPI_Send(NULL, 0, MPI_BYTE, 0, 5, MPI_COMM_WORLD);
+			MPI_Waitall(BURST, r, MPI_STATUSES_IGNORE);
+		}
+	}
+	*snd = ts * 1e9 / ((double)bursts * BURST);
+	*rcv = tr * 1e9 / ((double)bursts * BURST);
+	return *snd + *rcv;
+}
+
+/* --overhead: one table row per size. */
+static void overhead(long min, long max, long iters, long trials)
+{
+	double s[2][MAXT], r[2][MAXT], tot[2][MAXT], ra[MAXT];
+	char *sb = malloc((size_t)max), *rb = malloc((size_t)max);
+	char *big = malloc((size_t)max * BURST);
+	MPI_Request ps, pr;
+	int t, f, bursts;
+	long len;
+
+	if (!sb || !rb || !big) {
+		fprintf(stderr, "pingpong: out of memory\n");
+		MPI_Abort(MPI_COMM_WORLD, 1);
+	}
+	memset(sb, rank + 1, (size_t)max);
+	if (rank == 0)
+		printf("%10s %9s %9s %9s %9s %12s %17s\n", "bytes",
+		       "nb send", "nb recv", "pe send", "pe recv",
+		       "persist/nb", "(trials' range)");
+	for (len = min; len <= max; len *= 2) {
+		bursts = (int)(iters * 8 / (len > 8 ? len : 8) / BURST);
+		if (bursts > iters / BURST)
+			bursts = (int)(iters / BURST);
+		if (bursts < 4)
+			bursts = 4;
+		/* Rank 0's; rank 1 makes a pair it never starts. */
+		MPI_Send_init(sb, (int)len, MPI_BYTE, 1 - rank, 3,
+			      MPI_COMM_WORLD, &ps);
+		MPI_Recv_init(rb, (int)len, MPI_BYTE, 1 - rank, 4,
+			      MPI_COMM_WORLD, &pr);
+		for (f = 0; f < 2; f++)		/* warm-up */
+			overhead_trial(f ? PERSIST : NB, sb, rb, big, (int)len,
+				       bursts / 10 + 1, ps, pr, &s[f][0],
+				       &r[f][0]);
+		for (t = 0; t < trials; t++) {
+			for (f = 0; f < 2; f++) {
+				int g = (t % 2) ^ f;	/* alternate the first */
+
+				tot[g][t] = overhead_trial(g ? PERSIST : NB,
+							   sb, rb, big,
+							   (int)len, bursts,
+							   ps, pr, &s[g][t],
+							   &r[g][t]);
+			}
+			ra[t] = tot[1][t] / tot[0][t];
+		}
+		MPI_Request_free(&ps);
+		MPI_Request_free(&pr);
+		if (rank == 0 && rb[0] != 2) {
+			fprintf(stderr, "pingpong: %ld B: wrong bytes "
+				"received\n", len);
+			MPI_Abort(MPI_COMM_WORLD, 1);
+		}
+		if (rank)
+			continue;
+		for (f = 0; f < 2; f++) {
+			s[f][0] = median(s[f], (int)trials);
+			r[f][0] = median(r[f], (int)trials);
+			tot[f][0] = median(tot[f], (int)trials);
+		}
+		qsort(ra, (size_t)trials, sizeof(*ra), cmp);
+		printf("%10ld %9.0f %9.0f %9.0f %9.0f %12.3f %8.3f-%.3f\n",
+		       len, s[0][0], r[0][0], s[1][0], r[1][0],
+		       tot[1][0] / tot[0][0], ra[0], ra[trials - 1]);
+		printf("csv,overhead,%ld,%.1f,%.1f,%.1f,%.1f,%.4f,%.4f,%.4f\n",
+		       len, s[0][0], r[0][0], s[1][0], r[1][0],
+		       tot[1][0] / tot[0][0], ra[0], ra[trials - 1]);
+		fflush(stdout);
+	}
+	free(sb);
+	free(rb);
+	free(big);
+}
+
 int main(int argc, char **argv)
 {
 	long min = 8, max = 4194304, iters = 4000, trials = 9, parts = 0, len;
 	double nb[MAXT], pe[MAXT], ra[MAXT], mnb, mpe;
-	int size, i, t, it, bad, fa = NB, fb = PERSIST;
+	int size, i, t, it, bad, fa = NB, fb = PERSIST, ovh = 0, maxset = 0;
 	MPI_Request pr[4];
 	char *sb, *rb;
 
@@ -166,6 +326,10 @@ int main(int argc, char **argv)
 			MPI_Finalize();
 			return 0;
 		}
+		if (!strcmp(argv[i], "--overhead")) {
+			ovh = 1;
+			continue;
+		}
 		if (i + 1 >= argc) {
 			if (rank == 0) {
 				fprintf(stderr, "pingpong: %s: unknown option "
@@ -177,8 +341,10 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(argv[i], "--min"))
 			min = number(argv[i], argv[i + 1], 1, 1L << 30);
-		else if (!strcmp(argv[i], "--max"))
+		else if (!strcmp(argv[i], "--max")) {
 			max = number(argv[i], argv[i + 1], 1, 1L << 30);
+			maxset = 1;
+		}
 		else if (!strcmp(argv[i], "--iters"))
 			iters = number(argv[i], argv[i + 1], 1, 100000000);
 		else if (!strcmp(argv[i], "--trials"))
@@ -202,6 +368,21 @@ int main(int argc, char **argv)
 				"needs exactly 2 ranks" : "--min above --max");
 		MPI_Finalize();
 		return 2;
+	}
+	if (ovh) {
+		if (!maxset)
+			max = 65536;
+		if (parts || min > max) {
+			if (rank == 0)
+				fprintf(stderr, "pingpong: --overhead: %s\n",
+					parts ? "not with --parts" :
+					"--min above --max");
+			MPI_Finalize();
+			return 2;
+		}
+		overhead(min, max, iters, trials);
+		MPI_Finalize();
+		return 0;
 	}
 	if (parts) {
 #if MPI_VERSION >= 4

@@ -496,6 +496,7 @@ void __zcmpi_zreq_bind(struct zreq *z)
 /* MPI_Start of bound z (z->preq, reset): an MPI error code. */
 int __zcmpi_zreq_start_bound(struct zreq *z)
 {
+	struct zcr_status st;
 	int ret, peer;
 
 	if (z->pkind == ZR_RECV) {
@@ -511,7 +512,16 @@ int __zcmpi_zreq_start_bound(struct zreq *z)
 		peer = z->zc->world[z->prank];
 	}
 	z->peer = peer;
-	ret = zcr_start(z->preq, &z->r);
+	/*
+	 * Complete within the start (an eager send in the ring, a message
+	 * that was there): recorded now, so that MPI_Wait or MPI_Test only
+	 * hands it out, with no call into the library.
+	 */
+	ret = zcr_start_test(z->preq, &z->r, &st, sizeof(st));
+	if (ret == 1) {
+		__zcmpi_zreq_finish(z, st.error, &st);
+		return MPI_SUCCESS;
+	}
 	if (ret)
 		return __zcmpi_comm_error(z->comm,
 					  __zcmpi_mpi_code(ret, z->kind, peer));
