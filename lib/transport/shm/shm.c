@@ -35,7 +35,6 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
-#include <linux/membarrier.h>
 
 #include "base/config.h"
 #include "transport/shm/shm.h"
@@ -289,11 +288,7 @@ void __zcr_shm_ring_publish_n(struct zcr_shm_ring *r, uint64_t k)
 	uint64_t one = 1;
 
 	r->tail += k;
-	if (r->light)	/* the consumer fences for us (shm.h) */
-		atomic_store_explicit(&r->ctl->tail, r->tail,
-				      memory_order_release);
-	else
-		atomic_store(&r->ctl->tail, r->tail);
+	atomic_store(&r->ctl->tail, r->tail);
 	if (atomic_load(&r->ctl->sleeping) &&
 	    write(r->evfd, &one, sizeof(one)) < 0) {
 		/* Saturated counter: a wake-up is pending anyway. */
@@ -351,11 +346,6 @@ void __zcr_shm_ring_consume_n(struct zcr_shm_ring *r, uint64_t k)
 bool __zcr_shm_ring_sleep_begin(struct zcr_shm_ring *r)
 {
 	atomic_store(&r->ctl->sleeping, 1);
-	if (r->light && __zcr_shm_light_fence()) {
-		/* No barrier: a published cell may be unseen; no sleep. */
-		atomic_store(&r->ctl->sleeping, 0);
-		return false;
-	}
 	if (atomic_load(&r->ctl->tail) != r->head) {
 		atomic_store(&r->ctl->sleeping, 0);
 		return false;
@@ -563,39 +553,4 @@ unsigned int __zcr_shm_share_next(unsigned int share, uint64_t own_bytes,
 	if (next > ZCR_SHM_SHARE_MAX)
 		return ZCR_SHM_SHARE_MAX;
 	return (unsigned int)(next + 0.5);
-}
-
-/*
- * Registered once per process; a kernel without membarrier(2) or its
- * global expedited command (before 4.16), or a seccomp filter that
- * refuses it, leaves every ring on full fences.
- */
-static int light_state;		/* 0: not asked yet, 1: ok, -1: no */
-
-bool __zcr_shm_light_ok(void)
-{
-	int st = __atomic_load_n(&light_state, __ATOMIC_ACQUIRE);
-	long q;
-
-	if (st)
-		return st > 0;
-	q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-	st = q > 0 && (q & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
-	     (q & MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED) &&
-	     !syscall(SYS_membarrier,
-		      MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) ? 1 : -1;
-	/* Two threads may both register: registering twice is harmless. */
-	__atomic_store_n(&light_state, st, __ATOMIC_RELEASE);
-	return st > 0;
-}
-
-int __zcr_shm_light_fence(void)
-{
-	/*
-	 * It does not fail once registered (the command was queried). If
-	 * it did, a full fence here would not make up for the producer's
-	 * missing one: the caller must not sleep then (it spins on).
-	 */
-	return syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) ?
-	       -errno : 0;
 }

@@ -157,14 +157,6 @@ struct zcr_shm_ring {
 	uint64_t cell_size;
 	/* Local copies; a producer's head is the consumer's as last read. */
 	uint64_t head, tail;
-	/*
-	 * Both ends fence asymmetrically (offer bit 3, __zcr_shm_light_ok()):
-	 * the producer publishes with a release store and no full fence
-	 * before it reads the sleeping flag; the consumer, having announced
-	 * its sleep, makes every registered process's processor fence
-	 * (membarrier(2)) before its last look at the tail.
-	 */
-	bool light;
 };
 
 /* Payload bytes one cell carries inline. */
@@ -238,33 +230,10 @@ void __zcr_shm_ring_consume_n(struct zcr_shm_ring *r, uint64_t k);
  * in meanwhile (do not sleep; the announcement is withdrawn).
  */
 bool __zcr_shm_ring_sleep_begin(struct zcr_shm_ring *r);
-/* Consumer, after waking up (or not sleeping after all). Also when
- * sleep_begin() said not to sleep: the flag is down either way. */
+/* Consumer, after waking up (or not sleeping after all). */
 void __zcr_shm_ring_sleep_end(struct zcr_shm_ring *r);
 /* Consumer: read the doorbell (the flag stays as it is). */
 void __zcr_shm_ring_drain(struct zcr_shm_ring *r);
-
-/*
- * Asymmetric fencing of the sleeping flag. A producer's publish stores
- * the tail, then reads whether the consumer sleeps: without a full fence
- * between the two (a store to a line the spinning consumer holds, then
- * the fence waiting for it: about 200 ns of a 300 ns small send here),
- * both could miss each other and the consumer sleep on a published cell.
- * The consumer sleeps rarely (after spinning): it pays instead, with
- * membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) between its announcement
- * and its last look, which runs a full barrier on every processor that
- * runs a process registered for it (so the producer must be).
- * __zcr_shm_light_ok() registers this process (once) and says whether
- * it may take part: offer bit 3 says so to the peer, and a ring is
- * light only when both offers said it.
- */
-bool __zcr_shm_light_ok(void);
-/*
- * The consumer's side: the barrier on every registered process. 0, or
- * -errno: then a cell may be published unseen, and the caller must not
- * sleep (it looks again).
- */
-int __zcr_shm_light_fence(void);
 
 /*
  * Let process pid use ptrace-mode access on us (process_vm_readv of our
@@ -333,7 +302,6 @@ struct zcr_shm_adopt {
 	struct zcr_shm_ring in, out;
 	bool frag;			/* the peer takes multi-cell eager */
 	bool help;			/* and parts of our pulls' copies */
-	bool light;			/* both fence asymmetrically (bit 3) */
 	pid_t peer;
 	int pidfd;
 	int ctl_fd;
@@ -354,7 +322,6 @@ struct zcr_shm_adopt {
 struct zcr_shm_nego {
 	struct zcr_shm_adopt a;		/* our ring, later the peer's too */
 	bool offered;			/* our offer said yes */
-	bool light;			/* with bit 3 (__zcr_shm_light_ok) */
 	pid_t peer;
 	int peer_memfd, peer_evfd;
 	char why[96];			/* why we stay on TCP */

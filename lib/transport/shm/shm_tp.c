@@ -326,7 +326,7 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 	unsigned int k = 0;
 	uint64_t until = 0, now = 0;
 	unsigned int spins;
-	bool work = false, learn, light = false;
+	bool work = false, learn;
 
 	if (!sc->n)
 		return 0;
@@ -413,30 +413,16 @@ static unsigned int shm_poll_fill(struct zcr_ctx *ctx, void *priv,
 		/* Announce the sleep, then look once more (shm.c). */
 		atomic_store(&se->in.ctl->sleeping, 1);
 		se->sleeping = true;
-		light |= se->in.light;
+		if (has_work(se))
+			work = true;
+		else if (se->help_wait)
+			se->help_seen = 0;	/* until its doorbell rings */
 		pfd[k].fd = se->in.evfd;
 		pfd[k++].events = POLLIN;
 		pfd[k].fd = se->pidfd;
 		pfd[k++].events = POLLIN;
 		pfd[k].fd = se->ctl_fd;
 		pfd[k++].events = POLLIN;
-	}
-	/*
-	 * A light ring's producer does not fence between its tail and its
-	 * look at our flag: we make it (shm.h), once for all of them, before
-	 * the last look. Without the barrier nobody may sleep: work.
-	 */
-	if (light && __zcr_shm_light_fence())
-		work = true;
-	for (pos = sc->eps.next; pos != &sc->eps && !work; pos = pos->next) {
-		struct shm_ep *se = zcr_container_of(pos, struct shm_ep, link);
-
-		if (!se->sleeping || se->ep->state != ZCR_EP_OPEN)
-			continue;
-		if (has_work(se))
-			work = true;
-		else if (se->help_wait)
-			se->help_seen = 0;	/* until its doorbell rings */
 	}
 	if (work) {
 		wait_end(sc);
@@ -576,7 +562,6 @@ static int shm_adopt(struct zcr_ep *ep, const struct zcr_transport_ops *prev,
 	se->ctl_fd = a->ctl_fd;
 	se->frag_ok = a->frag;
 	se->help_ok = a->help;
-	se->in.light = se->out.light = a->light;
 	se->help_share = ZCR_SHM_SHARE_ONE / 2;
 	se->acked = atomic_load(&se->out.ctl->head);
 	memset(a, 0, sizeof(*a));
