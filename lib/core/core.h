@@ -47,6 +47,23 @@ int __zcr_isend(struct zcr_ep *ep, uint32_t comm, const void *buf,
 int __zcr_isend_as(struct zcr_ep *ep, uint32_t comm, const void *buf,
 		   size_t len, int tag, struct zcr_req **out, bool sync,
 		   bool persist, bool reap);
+/*
+ * A standard send that the endpoint's transport completes within the
+ * call, with no request (transport.h, send_now): its status into st and
+ * 1; -EAGAIN when the general path must take it (nothing was done); or
+ * the error that path would give.
+ */
+int __zcr_send_now(struct zcr_ep *ep, uint32_t comm, const void *buf,
+		   size_t len, int tag, struct zcr_status *st, size_t st_size);
+/*
+ * A receive whose message is queued complete already, taken with no
+ * request (match.h, __zcr_match_take_now_locked(); known: the persistent
+ * receive's, or NULL): its status (error -EMSGSIZE when cut short) into
+ * st and 1; -EAGAIN when the general path must post it (nothing done).
+ */
+int __zcr_recv_now(struct zcr_ctx *ctx, uint32_t comm, void *buf,
+		   size_t size, int src, int tag, struct zcr_expect *known,
+		   struct zcr_status *st, size_t st_size);
 int __zcr_irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 		int src, int tag, struct zcr_req **out, const void *site,
 		struct zcr_expect *known, bool reap);

@@ -181,6 +181,35 @@ int __zcr_isend_as(struct zcr_ep *ep, uint32_t comm, const void *buf,
 	return reaped;
 }
 
+int __zcr_send_now(struct zcr_ep *ep, uint32_t comm, const void *buf,
+		   size_t len, int tag, struct zcr_status *st, size_t st_size)
+{
+	struct zcr_status s = { 0 };
+	struct zcr_ctx *ctx;
+	int ret;
+
+	if (!ep || (len && !buf) || tag < 0)
+		return -EINVAL;
+	ZCR_PROBE(ZCR_PP_SEND_IN);
+	ctx = ep->ctx;
+	if (len > ctx->max_msg)
+		return -EMSGSIZE;
+	pthread_mutex_lock(&ctx->lock);
+	if (ep->send_via)	/* as __zcr_isend_as() follows it */
+		ep = ep->send_via;
+	ret = __zcr_ep_send_now_locked(ep, comm, buf, len, tag);
+	if (!ret)
+		app_seen_locked(ctx);	/* as a wait for it would */
+	pthread_mutex_unlock(&ctx->lock);
+	if (ret)
+		return ret;
+	s.source = ctx->rank;
+	s.tag = tag;
+	s.len = len;
+	zcr_sized_out(st, st_size, &s, sizeof(s));
+	return 1;
+}
+
 int zcr_isend(struct zcr_ep *ep, const void *buf, size_t len, int tag,
 	      struct zcr_req **out)
 {
@@ -290,6 +319,37 @@ int __zcr_irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 	*out = r;
 	ZCR_PROBE(ZCR_PP_RECV_OUT);
 	return reaped;
+}
+
+int __zcr_recv_now(struct zcr_ctx *ctx, uint32_t comm, void *buf,
+		   size_t size, int src, int tag, struct zcr_expect *known,
+		   struct zcr_status *st, size_t st_size)
+{
+	struct zcr_status s = { 0 };
+	bool took, wake;
+
+	if (!ctx || (size && !buf) || src < ZCRECV_ANY_SOURCE ||
+	    tag < ZCRECV_ANY_TAG)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	took = __zcr_match_take_now_locked(ctx, comm, src, tag, buf, size, &s);
+	if (took) {
+		/* What __zcr_irecv() does around a receive taking it. */
+		if (known)
+			__zcr_match_expect_started_locked(ctx, known);
+		if (!zcr_list_empty(&ctx->acks))   /* a sync send's */
+			__zcr_ep_acks_flush_locked(ctx);
+		app_seen_locked(ctx);
+	}
+	/* Staging freed: the progress engine drains stalls. */
+	wake = took && ctx->thread_busy && ctx->drain_pending;
+	pthread_mutex_unlock(&ctx->lock);
+	if (!took)
+		return -EAGAIN;
+	if (wake)
+		__zcr_wake(ctx);
+	zcr_sized_out(st, st_size, &s, sizeof(s));
+	return 1;
 }
 
 int zcr_irecv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,

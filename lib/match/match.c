@@ -748,6 +748,47 @@ void __zcr_match_source_lost_locked(struct zcr_ctx *ctx, int rank, bool gone)
 	}
 }
 
+bool __zcr_match_take_now_locked(struct zcr_ctx *ctx, uint32_t comm,
+				 int src, int tag, void *buf, size_t size,
+				 struct zcr_status *st)
+{
+	struct zcr_list *pos;
+
+	for (pos = ctx->unexpected.next; pos != &ctx->unexpected;
+	     pos = pos->next) {
+		struct zcr_msg *m = zcr_container_of(pos, struct zcr_msg, link);
+		size_t n = m->len < size ? m->len : size;
+		bool same;
+
+		if (m->req || m->comm != comm ||
+		    !__zcr_match(src, tag, m->src, m->tag))
+			continue;
+		/* Still landing: a request to complete later (general). */
+		if (!m->complete)
+			return false;
+		/* As msg_deliver() does for a request, into buf. */
+		matched(ctx, m->ep, m->rank, m->ack);
+		same = ((uintptr_t)buf & (ctx->page - 1)) ==
+		       (m->off & (ctx->page - 1));
+		if (same)
+			ctx->st.hits++;
+		else
+			ctx->st.misses++;
+		__zcr_remap_deliver_locked(ctx, m->slot, m->off, buf, n,
+					   same && m->len <= size, m->by);
+		if (ctx->pv && n)
+			__zcr_pv_bump(ctx->pv, buf, n);
+		st->source = m->src;
+		st->tag = m->tag;
+		st->len = m->len;
+		st->error = m->len > size ? -EMSGSIZE : 0;
+		ctx->st.msgs_recv++;
+		msg_free(ctx, m);
+		return true;
+	}
+	return false;
+}
+
 /*
  * Receive r takes the first queued message it matches, else the first
  * stalled header. Returns true when it got one.

@@ -131,6 +131,18 @@ void __zcr_match_arrive_bound_locked(struct zcr_ctx *ctx,
  * transport now owns it) and return true; else false.
  */
 bool __zcr_match_unpost_first_locked(struct zcr_ctx *ctx, struct zcr_req *r);
+/*
+ * A receive (comm, src, tag) of size bytes at buf that needs no request:
+ * if the first queued message it matches is complete, it is delivered
+ * into buf (copied, or remapped as for a posted receive), freed, and its
+ * status written to *st (error -EMSGSIZE when cut short); true. False
+ * when nothing queued matches or the match is still landing: nothing
+ * changed, the caller posts a receive (a stalled header, which a posted
+ * receive would take next, is left to it too).
+ */
+bool __zcr_match_take_now_locked(struct zcr_ctx *ctx, uint32_t comm,
+				 int src, int tag, void *buf, size_t size,
+				 struct zcr_status *st);
 /* All len payload bytes of a landing arrival are in: complete it. */
 void __zcr_match_payload_done_locked(struct zcr_ctx *ctx,
 				     struct zcr_arrival *a);

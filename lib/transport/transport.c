@@ -167,6 +167,18 @@ static void no_send_unbind(struct zcr_ctx *ctx, void *priv, const void *buf,
 	(void)len;
 }
 
+static int no_send_now(struct zcr_ep *ep, uint32_t comm, const void *buf,
+		       size_t len, int tag, uint64_t seq)
+{
+	(void)ep;
+	(void)comm;
+	(void)buf;
+	(void)len;
+	(void)tag;
+	(void)seq;
+	return -EAGAIN;
+}
+
 static const struct zcr_transport_ops defaults = {
 	.size = sizeof(struct zcr_transport_ops),
 	.init = no_init,
@@ -184,6 +196,7 @@ static const struct zcr_transport_ops defaults = {
 	.recv_cancel = no_recv_cancel,
 	.bind_put = no_bind_put,
 	.send_unbind = no_send_unbind,
+	.send_now = no_send_now,
 };
 
 #define OP(m, req)	ZCR_OP(struct zcr_transport_ops, m, req)
@@ -194,7 +207,7 @@ static const struct zcr_op members[] = {
 	OP(progress, false), OP(send, true), OP(ep_close, true),
 	OP(ep_free, true), OP(adopt, false), OP(pf_ask, false),
 	OP(recv_offer, false), OP(recv_cancel, false), OP(bind_put, false),
-	OP(send_unbind, false),
+	OP(send_unbind, false), OP(send_now, false),
 };
 
 static const struct zcr_kind kind = {
@@ -527,6 +540,31 @@ int __zcr_ep_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 	r->seq = ++ep->send_seq;
 	r->sent = 0;
 	return ep->tp->send(ep, r);
+}
+
+int __zcr_ep_send_now_locked(struct zcr_ep *ep, uint32_t comm,
+			     const void *buf, size_t len, int tag)
+{
+	int ret;
+
+	/*
+	 * The general path's checks, but for a connection still in its
+	 * handshake (its sends queue, and may be renumbered) or one that
+	 * prefetches (its sends carry plans): those take that path.
+	 */
+	if (ep->state != ZCR_EP_OPEN || ep->pf)
+		return -EAGAIN;
+	if (len > ep->peer_max_msg)
+		return -EMSGSIZE;
+	if (comm && !ep->comm_ok)
+		return -EPROTONOSUPPORT;
+	ret = ep->tp->send_now(ep, comm, buf, len, tag, ep->send_seq + 1);
+	if (ret)
+		return ret;
+	ep->send_seq++;
+	ep->ctx->st.msgs_sent++;
+	ep->ctx->st.bytes_sent += len;
+	return 0;
 }
 
 /* Free the requests on list q: abandoned with their endpoint. */

@@ -125,6 +125,15 @@ struct zcr_upgrade_ops;
  *		registration the transport kept for its sends (r->persist)
  *		must not outlive it (the buffer may be freed next).
  *		Default: nothing
+ * @send_now:	optional; send @len bytes at @buf with @tag on @comm as
+ *		message number @seq of open endpoint @ep and complete it
+ *		within the call, with no request: only where the transport
+ *		can do all of it at once (shm: one eager cell, nothing
+ *		queued before it, room in the ring). 0 when sent; -EAGAIN
+ *		when not (nothing done: the caller takes the general path,
+ *		and @seq is not used); another -errno is the send's error.
+ *		The core's checks of __zcr_ep_send_locked() come first.
+ *		Default: -EAGAIN
  *
  * Receive side: for every incoming message a transport calls
  * __zcr_match_arrive_locked() with the header before it moves payload
@@ -164,6 +173,8 @@ struct zcr_transport_ops {
 	void (*bind_put)(struct zcr_ctx *ctx, void *bind);
 	void (*send_unbind)(struct zcr_ctx *ctx, void *priv, const void *buf,
 			    size_t len);
+	int (*send_now)(struct zcr_ep *ep, uint32_t comm, const void *buf,
+			size_t len, int tag, uint64_t seq);
 };
 
 /*
@@ -247,6 +258,14 @@ void __zcr_ep_fail_sends_locked(struct zcr_ep *ep, int err);
 unsigned int __zcr_ep_live_locked(struct zcr_ctx *ctx);
 /* Queue a send request on ep's transport. Returns 0 or -errno. */
 int __zcr_ep_send_locked(struct zcr_ep *ep, struct zcr_req *r);
+/*
+ * A standard send completed within the call with no request, where the
+ * endpoint's transport can (its send_now op): 0 when sent (numbered and
+ * counted), -EAGAIN when the general path must take it, or the error the
+ * general path would give.
+ */
+int __zcr_ep_send_now_locked(struct zcr_ep *ep, uint32_t comm,
+			     const void *buf, size_t len, int tag);
 /* Send the ACKs queued on ctx->acks (lib/match) on their endpoints. */
 void __zcr_ep_acks_flush_locked(struct zcr_ctx *ctx);
 /*

@@ -2166,3 +2166,135 @@ ZT_TEST(a_close_is_seen_without_sleeping)
 	pair_close(&p);
 	expect_no_leftovers();
 }
+
+/*
+ * Persistent starts with no request (zcr_start_test(): a send written
+ * into the ring within the call, a receive taking a queued message) keep
+ * MPI's order against the general path's sends on the same connection:
+ * nonblocking, synchronous and pulled (announced) ones, which a start
+ * must not overtake while they wait in the queue, received by a persistent receive of the source and
+ * tag and by a wildcard one in turn (some queued complete, taken within
+ * the start), every message in sending order; a
+ * persistent receive too small says -EMSGSIZE; once the peer closed, a
+ * start fails instead of writing into a ring nobody reads.
+ */
+ZT_TEST(persistent_starts_with_no_request_keep_order)
+{
+	enum { N = 300, BIG = 64 * 1024 };
+	struct zcr_req *s[N] = { 0 }, *r;
+	struct zcr_preq *ps, *pr, *pa, *small;
+	uint32_t sb[2], got, cut[1], (*msg)[2] = calloc(N, sizeof(*msg));
+	char *big = malloc(N / 5 * BIG), *rb = malloc(BIG);
+	struct zcr_status st;
+	int i, ret, fast = 0;
+	struct pair p;
+
+	pair_shm(&p, 2, NULL);
+	ZT_EXPECT_EQ(zcr_send_init_comm(p.to0[1], 0, sb, sizeof(sb), 5, 0,
+					&ps), 0);
+	ZT_EXPECT_EQ(zcr_recv_init_comm(p.c[0], 0, rb, BIG, 1, 5, 0, &pr), 0);
+	ZT_EXPECT_EQ(zcr_recv_init_comm(p.c[0], 0, rb, BIG, ZCRECV_ANY_SOURCE,
+					ZCRECV_ANY_TAG, 0, &pa), 0);
+	/*
+	 * First 80 nonblocking sends with no progress on the receiver: 64
+	 * fill its ring, 16 wait in the queue; the receiver reads its ring
+	 * into staging once, and a start then finds room before the queue
+	 * moved: it must go behind the 16. Then all kinds mixed.
+	 */
+	for (i = 0; i < 80; i++) {
+		msg[i][0] = (uint32_t)i;
+		ZT_EXPECT_EQ(zcr_isend(p.to0[1], msg[i], sizeof(sb), 5, &s[i]),
+			     0);
+	}
+	ZT_ASSERT(zcr_progress(p.c[0], 0) >= 0);
+	for (; i < N; i++) {
+		msg[i][0] = sb[0] = (uint32_t)i;
+		msg[i][1] = sb[1] = ~(uint32_t)i;
+		switch (i == 80 ? 0 : i % 5) {
+		case 0: case 1:
+			ret = zcr_start_test(ps, &s[i], &st, sizeof(st));
+			ZT_ASSERT(ret == 0 || ret == 1);
+			if (ret == 1) {
+				ZT_ASSERT(s[i] == NULL);
+				ZT_EXPECT_EQ(st.error, 0);
+				ZT_EXPECT_EQ(st.tag, 5);
+				ZT_EXPECT_EQ(st.len, sizeof(sb));
+				fast++;
+			} else {
+				/* sb is the send's until it completes. */
+				PAIR_PUMP_UNTIL(&p, zcr_test(s[i], NULL) != 0);
+				s[i] = NULL;
+			}
+			break;
+		case 2:		/* each its own buffer: they may queue */
+			ZT_EXPECT_EQ(zcr_isend(p.to0[1], msg[i], sizeof(sb),
+					       5, &s[i]), 0);
+			break;
+		case 3:
+			ZT_EXPECT_EQ(zcr_issend(p.to0[1], msg[i], sizeof(sb),
+						5, &s[i]), 0);
+			break;
+		default:	/* announced: pulled by the receiver */
+			ZT_ASSERT(i > 80);
+			memset(big + i / 5 * BIG, 0, BIG);
+			memcpy(big + i / 5 * BIG, sb, sizeof(sb));
+			ZT_EXPECT_EQ(zcr_isend(p.to0[1], big + i / 5 * BIG,
+					       BIG, 5, &s[i]), 0);
+			break;
+		}
+		/*
+		 * Once the ring is full and sends wait in the queue, the
+		 * receiver now and then reads it into staging: a start then
+		 * finds room while older sends still wait to be written.
+		 */
+		if (i >= 100 && i % 10 == 9)
+			ZT_ASSERT(zcr_progress(p.c[0], 0) >= 0);
+	}
+	ZT_EXPECT_EQ(fast > 0, 1);
+	for (i = 0; i < N; i++) {
+		struct zcr_preq *q = i % 3 ? pr : pa;
+
+		ret = zcr_start_test(q, &r, &st, sizeof(st));
+		ZT_ASSERT(ret == 0 || ret == 1);
+		if (ret == 0)
+			PAIR_PUMP_UNTIL(&p, (ret = zcr_test(r, &st)) != 0);
+		ZT_EXPECT_EQ(ret, 1);
+		ZT_EXPECT_EQ(st.error, 0);
+		ZT_EXPECT_EQ(st.source, 1);
+		ZT_EXPECT_EQ(st.tag, 5);
+		ZT_EXPECT_EQ(st.len, i > 80 && i % 5 == 4 ? (uint64_t)BIG :
+				     sizeof(sb));
+		memcpy(&got, rb, sizeof(got));
+		ZT_ASSERT_MSG(got == (uint32_t)i, "message %d came as %u", i,
+			      got);
+	}
+	for (i = 0; i < N; i++)
+		if (s[i])
+			PAIR_PUMP_UNTIL(&p, zcr_test(s[i], NULL) != 0);
+	/* Cut short: the first 4 bytes, -EMSGSIZE, with or without wait. */
+	ZT_EXPECT_EQ(zcr_recv_init_comm(p.c[0], 0, cut, sizeof(cut), 1, 5, 0,
+					&small), 0);
+	sb[0] = 4242;
+	ret = zcr_start_test(ps, &s[0], &st, sizeof(st));
+	if (ret == 0)
+		PAIR_PUMP_UNTIL(&p, zcr_test(s[0], NULL) != 0);
+	PAIR_PUMP_UNTIL(&p, zcr_iprobe(p.c[0], 0, 1, 5, NULL) == 1);
+	ZT_EXPECT_EQ(zcr_start_test(small, &r, &st, sizeof(st)), 1);
+	ZT_EXPECT_EQ(st.error, -EMSGSIZE);
+	ZT_EXPECT_EQ(st.len, sizeof(sb));
+	ZT_EXPECT_EQ(cut[0], 4242);
+	/* The receiver closes: the sender's starts fail, none hangs. */
+	zcr_ep_close(p.from[1]);
+	PAIR_PUMP_UNTIL(&p, zcr_ep_error(p.to0[1], NULL) != 0);
+	ret = zcr_start_test(ps, &s[0], &st, sizeof(st));
+	ZT_ASSERT_MSG(ret < 0, "a start to a closed peer returned %d", ret);
+	zcr_preq_free(small);
+	zcr_preq_free(ps);
+	zcr_preq_free(pr);
+	zcr_preq_free(pa);
+	pair_close(&p);
+	expect_no_leftovers();
+	free(msg);
+	free(big);
+	free(rb);
+}

@@ -176,6 +176,8 @@ static inline bool offered(struct shm_ep *se, uint64_t head)
 /* shm_send.c: sending */
 int __zcr_shm_push_sends(struct zcr_ep *ep, bool help);
 int __zcr_shm_send(struct zcr_ep *ep, struct zcr_req *r);
+int __zcr_shm_send_now(struct zcr_ep *ep, uint32_t comm, const void *buf,
+		       size_t len, int tag, uint64_t seq);
 void __zcr_shm_settle_sends(struct zcr_ep *ep);
 
 /* shm_recv.c: receiving, and a peer that goes */

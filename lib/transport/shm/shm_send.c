@@ -52,25 +52,34 @@ static void help_pull(struct shm_ep *se, struct zcr_req *r,
 		se->ep->ctx->st.bytes_pushed += part;
 }
 
-/* Write send r's header (and, eager, its payload) into its cells c. */
-static void fill_cells(struct shm_ep *se, struct zcr_shm_cell *c,
-		       struct zcr_req *r, bool eager)
+/* A message's header into cell c and, eager, its payload after it. */
+static void put_msg(struct shm_ep *se, struct zcr_shm_cell *c, bool eager,
+		    uint32_t comm, const void *buf, uint64_t len, int tag,
+		    uint64_t seq, uint64_t flags)
 {
 	memset(c, 0, sizeof(*c));
 	c->type = eager ? ZCR_SHM_EAGER : ZCR_SHM_RTS;
 	c->src = se->ep->ctx->rank;
-	c->tag = r->st.tag;
-	c->len = r->len;
-	c->seq = r->seq;
-	c->pad[0] = r->comm;	/* 0 for an old peer */
-	c->flags = r->sync ? ZCR_SHM_F_SYNC : 0;
-	c->addr = (uintptr_t)r->sbuf;
-	if (eager && r->len)
-		__zcr_shm_ring_put(&se->out, r->sbuf, r->len);
+	c->tag = tag;
+	c->len = len;
+	c->seq = seq;
+	c->pad[0] = comm;	/* 0 for an old peer */
+	c->flags = flags;
+	c->addr = (uintptr_t)buf;
+	if (eager && len)
+		__zcr_shm_ring_put(&se->out, buf, len);
 #ifdef ZCR_PROBES
 	if (eager)
 		c->cookie = ZCR_PROBE_STAMP();	/* the receiver's probes */
 #endif
+}
+
+/* Write send r's header (and, eager, its payload) into its cells c. */
+static void fill_cells(struct shm_ep *se, struct zcr_shm_cell *c,
+		       struct zcr_req *r, bool eager)
+{
+	put_msg(se, c, eager, r->comm, r->sbuf, r->len, r->st.tag, r->seq,
+		r->sync ? ZCR_SHM_F_SYNC : 0);
 }
 
 /*
@@ -170,6 +179,29 @@ int __zcr_shm_send(struct zcr_ep *ep, struct zcr_req *r)
 	}
 	zcr_list_add_tail(&r->link, &ep->sendq);
 	__zcr_shm_push_sends(ep, false);	/* helping is for progress, not for isend */
+	return 0;
+}
+
+/*
+ * The transport's send_now: the common case of __zcr_shm_send() (one
+ * cell, nothing queued before it, room) with no request at all, for a
+ * persistent send started with zcr_start_test(): the header written from
+ * the arguments it keeps, the cell published, done. Anything else takes
+ * the general path (-EAGAIN), which also says a gone peer's error.
+ */
+int __zcr_shm_send_now(struct zcr_ep *ep, uint32_t comm, const void *buf,
+		       size_t len, int tag, uint64_t seq)
+{
+	struct shm_ep *se = S(ep);
+	struct zcr_shm_cell *c;
+
+	if (se->gone || !zcr_list_empty(&ep->sendq) ||
+	    len > zcr_shm_eager_max(&se->out) ||
+	    !(c = __zcr_shm_ring_reserve(&se->out)))
+		return -EAGAIN;
+	put_msg(se, c, true, comm, buf, len, tag, seq, 0);
+	__zcr_shm_ring_publish(&se->out);
+	ZCR_PROBE(ZCR_PP_PUBLISH);
 	return 0;
 }
 

@@ -588,6 +588,7 @@ ZCR_TRANSPORT(shm) = {
 	.poll_done = shm_poll_done,
 	.progress = shm_progress,
 	.send = __zcr_shm_send,
+	.send_now = __zcr_shm_send_now,
 	.ep_close = shm_ep_close,
 	.ep_free = shm_ep_free,
 	.adopt = shm_adopt,
