@@ -57,8 +57,10 @@
 # stack, version and scale the medians of the wall time and of the
 # seconds per rank in computation, starting communication, waiting and
 # the barriers, and each version against the bulk one at the same scale:
-# T/bulk (at --scale 0, Pencils against Exchange) and comp/bulk (how
-# much the computation slows with communication beside it).
+# T/bulk (at --scale 0, Pencils against Exchange) with its range over
+# single trials (each against the bulk run of its trial; at scale 0 its
+# run without computation), and comp/bulk
+# (how much the computation slows with communication beside it).
 #
 # The models (unless --no-model): per trial and stack ovloggp measures
 # the stack's LogGP parameters per message size (DIR/loggp.csv); the FT
@@ -201,15 +203,16 @@ phases() {
 		if (!(g in seen)) { seen[g] = 1; keys[++nk] = g }
 		if (kind == "bulk" || kind == "comm") bulk[k] = v
 		n[g]++
+		tw[g, $col["trial"]] = $col["wall"]; add(g SUBSEP "trials", $col["trial"])
 		add(g SUBSEP "wall", $col["wall"]); add(g SUBSEP "comp", $col["comp"])
 		add(g SUBSEP "start", $col["start"]); add(g SUBSEP "wait", $col["wait"])
 		add(g SUBSEP "barrier", $col["barrier"])
 	}
 	END {
-		printf "%-6s %-7s %-9s %-5s %-5s %3s %8s %8s %8s %8s %8s %8s %8s\n",
+		printf "%-6s %-7s %-9s %-5s %-5s %3s %8s %8s %8s %8s %8s %8s %-13s %8s\n",
 			"config", "app", "stack", "ver", "scale", "n", "T", "comp",
-			"start", "wait", "barrier", "T/bulk", "comp/bulk"
-		print "config,app,stack,version,scale,runs,wall,comp,start,wait,barrier,wall_vs_bulk,comp_vs_bulk" > csv
+			"start", "wait", "barrier", "T/bulk", "(trials)", "comp/bulk"
+		print "config,app,stack,version,scale,runs,wall,comp,start,wait,barrier,wall_vs_bulk,wall_vs_bulk_min,wall_vs_bulk_max,comp_vs_bulk" > csv
 		for (i = 1; i <= nk; i++) {
 			g = keys[i]; split(g, p, SUBSEP)
 			k = p[1] SUBSEP p[2] SUBSEP p[3] SUBSEP p[4]
@@ -217,12 +220,25 @@ phases() {
 			for (j = 1; j <= 5; j++) m[j] = median(g SUBSEP f[j])
 			rw = g == b ? "" : ratio(m[1], median(b SUBSEP "wall"))
 			rc = g == b ? "" : ratio(m[2], median(b SUBSEP "comp"))
-			printf "%-6s %-7s %-9s %-5s %-5s %3d %8.4f %8.4f %8.4f %8.4f %8.4f %8s %8s\n",
+			# T/bulk of single trials: the version against the
+			# bulk run of the same trial.
+			lo = ""; hi = ""
+			nt = g == b ? 0 : split(vals[g SUBSEP "trials"], tl, " ")
+			for (j = 1; j <= nt; j++) {
+				if (!((b, tl[j]) in tw) || tw[b, tl[j]] <= 0) continue
+				r = tw[g, tl[j]] / tw[b, tl[j]]
+				if (lo == "" || r < lo) lo = r
+				if (hi == "" || r > hi) hi = r
+			}
+			printf "%-6s %-7s %-9s %-5s %-5s %3d %8.4f %8.4f %8.4f %8.4f %8.4f %8s %-13s %8s\n",
 				p[1], p[2], p[3], p[5], p[4], n[g], m[1], m[2], m[3],
-				m[4], m[5], rw == "" ? "-" : rw, rc == "" ? "-" : rc
-			printf "%s,%s,%s,%s,%s,%d,%s,%s,%s,%s,%s,%s,%s\n", p[1], p[2],
+				m[4], m[5], rw == "" ? "-" : rw,
+				lo == "" ? "" : sprintf("(%.2f..%.2f)", lo, hi),
+				rc == "" ? "-" : rc
+			printf "%s,%s,%s,%s,%s,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", p[1], p[2],
 				p[3], p[5], p[4], n[g], m[1], m[2], m[3], m[4], m[5],
-				rw, rc > csv
+				rw, lo == "" ? "" : sprintf("%.4f", lo),
+				hi == "" ? "" : sprintf("%.4f", hi), rc > csv
 		}
 	}
 	BEGIN { f[1] = "wall"; f[2] = "comp"; f[3] = "start"; f[4] = "wait"; f[5] = "barrier" }
