@@ -37,7 +37,8 @@
 #                    models too when a loggp.csv lies beside RUNS.CSV)
 #   -h, --help       this text
 #   PROGRAM-OPTIONS go to every program (e.g. -- --iters 20)
-#   ZCAPPS_BIN, ZCAPPS_ZC_ENV as for tools/zcapps.sh
+#   ZCAPPS_BIN, ZCAPPS_ZC_ENV, ZCAPPS_PREFIX as for tools/zcapps.sh
+#                    (the emulated nodes' prefix here: default zco)
 #
 # Per trial, program and stack it runs the bulk version at the scale
 # (T_E; its computation time is T_comp), each version X at the scale
@@ -51,6 +52,15 @@
 # receive, the shared copies and the seconds in the layer, summed over
 # the ranks) and DIR/logs/. Exits 1 when a run fails or the
 # digests of one program at one scale disagree.
+#
+# DIR/phases.txt and phases.csv say where the time went: per program,
+# stack, version and scale the medians of the wall time and of the
+# seconds per rank in computation, starting communication, waiting and
+# the barriers, and each version against the bulk one at the same scale:
+# T/bulk (at --scale 0, Pencils against Exchange) with its range over
+# single trials (each against the bulk run of its trial; at scale 0 its
+# run without computation), and comp/bulk
+# (how much the computation slows with communication beside it).
 #
 # The models (unless --no-model): per trial and stack ovloggp measures
 # the stack's LogGP parameters per message size (DIR/loggp.csv); the FT
@@ -158,6 +168,7 @@ report() {
 			printf "zcoverlap: %s %s %s: %d runs failed\n", p[1], p[2], p[3], failed[k]
 		}
 	}' "$runs" | tee "$dir/overlap.txt"
+	phases "$runs" "$dir" || return 1
 	# One digest per program and scale, whatever the stack and version.
 	awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
 	$col["status"] == "ok" {
@@ -170,6 +181,70 @@ report() {
 		}
 	}
 	END { exit bad }' "$runs"
+}
+
+# Where each run's time went, the paper's split: per configuration,
+# program, stack, version and scale, the medians over the trials of the
+# wall time and of the seconds per rank in computation, starting
+# communication, waiting and the barriers (the programs' means over the
+# ranks), and against the bulk version at the same scale the ratio of the
+# walls and of the computations (X / bulk: how much a version's
+# computation slows with communication beside it; at scale 0 the wall
+# ratio is Pencils against Exchange). phases RUNS.CSV OUTDIR
+phases() {
+	local runs=$1 dir=$2
+	awk -F, -v csv="$dir/phases.csv" "$awk_lib"'
+	function ratio(a, b) { return a != "" && b != "" && b > 0 ? sprintf("%.3f", a / b) : "" }
+	NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+	$col["status"] == "ok" {
+		k = $col["config"] SUBSEP $col["app"] SUBSEP $col["stack"] SUBSEP $col["scale"]
+		v = $col["version"]; kind = $col["kind"]
+		g = k SUBSEP v
+		if (!(g in seen)) { seen[g] = 1; keys[++nk] = g }
+		if (kind == "bulk" || kind == "comm") bulk[k] = v
+		n[g]++
+		tw[g, $col["trial"]] = $col["wall"]; add(g SUBSEP "trials", $col["trial"])
+		add(g SUBSEP "wall", $col["wall"]); add(g SUBSEP "comp", $col["comp"])
+		add(g SUBSEP "start", $col["start"]); add(g SUBSEP "wait", $col["wait"])
+		add(g SUBSEP "barrier", $col["barrier"])
+	}
+	END {
+		printf "%-6s %-7s %-9s %-5s %-5s %3s %8s %8s %8s %8s %8s %8s %-13s %8s\n",
+			"config", "app", "stack", "ver", "scale", "n", "T", "comp",
+			"start", "wait", "barrier", "T/bulk", "(trials)", "comp/bulk"
+		print "config,app,stack,version,scale,runs,wall,comp,start,wait,barrier,wall_vs_bulk,wall_vs_bulk_min,wall_vs_bulk_max,comp_vs_bulk" > csv
+		for (i = 1; i <= nk; i++) {
+			g = keys[i]; split(g, p, SUBSEP)
+			k = p[1] SUBSEP p[2] SUBSEP p[3] SUBSEP p[4]
+			b = k SUBSEP bulk[k]
+			for (j = 1; j <= 5; j++) m[j] = median(g SUBSEP f[j])
+			rw = g == b ? "" : ratio(m[1], median(b SUBSEP "wall"))
+			rc = g == b ? "" : ratio(m[2], median(b SUBSEP "comp"))
+			# T/bulk of single trials: the version against the
+			# bulk run of the same trial.
+			lo = ""; hi = ""
+			nt = g == b ? 0 : split(vals[g SUBSEP "trials"], tl, " ")
+			for (j = 1; j <= nt; j++) {
+				if (!((b, tl[j]) in tw) || tw[b, tl[j]] <= 0) continue
+				r = tw[g, tl[j]] / tw[b, tl[j]]
+				if (lo == "" || r < lo) lo = r
+				if (hi == "" || r > hi) hi = r
+			}
+			printf "%-6s %-7s %-9s %-5s %-5s %3d %8.4f %8.4f %8.4f %8.4f %8.4f %8s %-13s %8s\n",
+				p[1], p[2], p[3], p[5], p[4], n[g], m[1], m[2], m[3],
+				m[4], m[5], rw == "" ? "-" : rw,
+				lo == "" ? "" : sprintf("(%.2f..%.2f)", lo, hi),
+				rc == "" ? "-" : rc
+			printf "%s,%s,%s,%s,%s,%d,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", p[1], p[2],
+				p[3], p[5], p[4], n[g], m[1], m[2], m[3], m[4], m[5],
+				rw, lo == "" ? "" : sprintf("%.4f", lo),
+				hi == "" ? "" : sprintf("%.4f", hi), rc > csv
+		}
+	}
+	BEGIN { f[1] = "wall"; f[2] = "comp"; f[3] = "start"; f[4] = "wait"; f[5] = "barrier" }
+	' "$runs" > "$dir/phases.txt" || return 1
+	echo "zcoverlap: where the time went (medians; seconds per rank):"
+	cat "$dir/phases.txt"
 }
 
 # The models beside the runs (Documentation/apps.md, "The models"): the
@@ -411,7 +486,9 @@ bin=${ZCAPPS_BIN:-$root/build/tools/apps}
 zc_env=${ZCAPPS_ZC_ENV:-}
 mpi=$root/build/tools/mpi
 cluster=$root/tools/cluster/zccluster
-prefix=zco
+prefix=${ZCAPPS_PREFIX:-zco}
+[[ $prefix =~ ^[a-z]{1,8}$ ]] ||
+	die "ZCAPPS_PREFIX: '$prefix' is not 1 to 8 lower-case letters"
 export ZCCLUSTER_PREFIX=$prefix
 case $post in late|early) ;; *) die "--post $post: late or early" ;; esac
 IFS=, read -ra APPS <<< "$apps"

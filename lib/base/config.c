@@ -110,6 +110,11 @@ const struct zcr_env_var __zcr_env_vars[ZCR_ENV_COUNT] = {
 	    "A message in flight must bring 64 KiB or its end within this "
 	    "time, else its connection is closed; overrides "
 	    "zcr_ctx_attr.progress_timeout_ms."),
+	NUM(PROGRESS_NICE, ZCR_ENV_UINT, ZCR_ENV_CTX, 0, 19, 0,
+	    "The progress thread runs this much nicer than its process "
+	    "(at most 19): it then takes a processor its application "
+	    "computes on only in proportion, and all of it while the "
+	    "application waits; 0: as nice as the process."),
 	NUM(MAX_CONNS, ZCR_ENV_UINT, ZCR_ENV_CTX, 1, INT_MAX, 1024,
 	    "The most connections a context holds at once; overrides "
 	    "zcr_ctx_attr.max_conns."),

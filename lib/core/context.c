@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "base/probe.h"
@@ -81,11 +83,36 @@ static int job_secret(struct zcr_ctx *ctx, const char *attr)
 	return 0;
 }
 
+/*
+ * ZCRECV_PROGRESS_NICE: the thread nicer than its process. A rank pinned
+ * to one processor shares it with this thread, and every message the
+ * thread lands while the rank computes comes off the computation; a
+ * nicer thread still has the processor whenever the rank waits. Linux
+ * keeps a nice value per thread. Only ever raised: no privilege needed.
+ */
+static void progress_nice(struct zcr_ctx *ctx)
+{
+	int by = (int)ctx->env.v[ZCR_ENV_PROGRESS_NICE].u, now;
+	id_t tid = (id_t)syscall(SYS_gettid);
+
+	if (!by)
+		return;
+	errno = 0;
+	now = getpriority(PRIO_PROCESS, tid);
+	if (errno)
+		return;
+	if (setpriority(PRIO_PROCESS, tid, now + by > 19 ? 19 : now + by) &&
+	    !ctx->quiet)
+		fprintf(stderr, "zcrecv: progress thread: setpriority: %s\n",
+			strerror(errno));
+}
+
 static void *progress_thread(void *arg)
 {
 	struct zcr_ctx *ctx = arg;
 	int n;
 
+	progress_nice(ctx);
 	pthread_mutex_lock(&ctx->lock);
 	while (!ctx->thread_stop) {
 		uint64_t now = zcr_now_ns();

@@ -89,6 +89,18 @@ struct zcr_slot *__zcr_slot_get_locked(struct zcr_ctx *ctx,
 		if (!best || (s->small != block && best->small == block) ||
 		    (s->small == best->small && s->cap < best->cap))
 			best = s;
+		/*
+		 * Nothing beats an exact fit of the preferred kind: stop.
+		 * Below 2 MiB no candidate (at most twice cap) can be
+		 * marked small (only slots of 2 MiB units are, engine.c),
+		 * so any exact fit is the best. Many small early messages
+		 * (a row each) leave thousands of idle slots of one size,
+		 * and a full scan per message made the pool quadratic (a
+		 * quarter of a rank's time in OVFT Pencils, --paper).
+		 */
+		if (best->cap == cap &&
+		    (best->small != block || 2 * cap + 1 < ZCR_HUGE_SIZE))
+			break;
 	}
 	if (!best)
 		return slot_new(ctx, ops, cap);

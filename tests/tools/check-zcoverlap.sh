@@ -39,6 +39,7 @@ row() {	# stack trial kind version scale wall comp digest [early]
 		row zc-auto $tr bulk E 0.08 2.0 1.2 aa 4
 		row zc-auto $tr comm E 0 0.8 0 bb 4
 		row zc-auto $tr x S 0.08 1.2 1.2 aa 4
+		row zc-auto $tr x P 0 1.0 0 bb 4
 	done
 } > "$tmp/runs.csv"
 tools/zcoverlap.sh --report "$tmp/runs.csv" "$tmp/out" > "$tmp/log" 2>&1
@@ -50,6 +51,16 @@ t "report: H from the medians, the per-trial range" \
 	grep -q '^node *ovft *ompi *S *2.0000 *1.6000 *1.0000 *1.0000 *0.400 (0.30..0.50)' "$tmp/out/overlap.txt"
 t "report: min(T_comm, T_comp) divides" \
 	grep -q '^node,ovft,zc-auto,S,E,2.0,1.2,0.8,1.2,1.0000,1.0000,1.0000,4,4,0,0$' "$tmp/out/overlap.csv"
+# Where the time went: ompi S's median wall 1.6 against E's 2.0, the
+# same computation; per rank start 0.01, wait 0.1, barrier 0.01.
+t "phases: medians per rank and X against bulk" \
+	grep -q '^node   ovft    ompi      S     0.08    3   1.6000   1.0000   0.0100   0.1000   0.0100    0.800 (0.75..0.85)     1.000$' "$tmp/out/phases.txt"
+t "phases: the bulk version has no ratio" \
+	grep -q '^node,ovft,zc-auto,E,0.08,3,2.0,1.2,0.01,0.1,0.01,,,,$' "$tmp/out/phases.csv"
+t "phases: scale 0 against the bulk version at 0" \
+	grep -q '^node,ovft,zc-auto,E,0,3,0.8,0,0.01,0.1,0.01,,,,$' "$tmp/out/phases.csv"
+t "phases: Pencils against Exchange without computation" \
+	grep -q '^node,ovft,zc-auto,P,0,3,1.0,0,0.01,0.1,0.01,1.250,1.2500,1.2500,$' "$tmp/out/phases.csv"
 { cat "$tmp/runs.csv"; row zc-auto 4 x S 0.08 1.2 1.2 ab; } > "$tmp/bad.csv"
 tools/zcoverlap.sh --report "$tmp/bad.csv" "$tmp/out2" > "$tmp/log2" 2>&1
 t "report: a digest that differs fails" [ $? = 1 ]
@@ -139,6 +150,7 @@ t "zcoverlap: unknown stack refused" refused "unknown stack 'zc-x'" --stacks zc-
 t "zcoverlap: a scale above 1 refused" refused "--scale 1.5" --scale 1.5
 t "zcoverlap: versions no program has refused" refused "none of them" --apps ovspmv --versions P
 t "zcoverlap: bad bind refused" refused "--bind all" --bind all
+ZCAPPS_PREFIX=Bad t "zcoverlap: a bad ZCAPPS_PREFIX refused" refused "ZCAPPS_PREFIX: 'Bad'" 
 tools/zcoverlap.sh --dry-run --stacks ompi,zc-auto --apps ovft --versions P \
 	--trials 2 --loggp "--iters 3" > "$tmp/dry" 2>&1
 t "zcoverlap: dry run: 16 runs, ovloggp, bulk, no computation, P" \

@@ -992,6 +992,65 @@ ZT_TEST(kmod_block_sizes_and_units)
 	zcr_ctx_destroy(ctx);
 }
 
+/*
+ * The staging pool gives the smallest idle slot that fits (and wastes
+ * under half), the first of equals, and stops at an exact fit: thousands
+ * of idle slots of one size (small early messages) must not be scanned
+ * for every message, nor change which slot is taken.
+ */
+ZT_TEST(staging_takes_the_smallest_fitting_slot_first)
+{
+	struct zcr_ctx_attr a = { .backend = ZCRECV_BACKEND_COPY };
+	const struct zcr_remap_ops *ops = &__zcr_remap_copy;
+	struct zcr_slot *d, *w, *b, *c, *s, *many[4096];
+	struct zcr_ctx *ctx;
+	size_t pg;
+	int i;
+
+	unsetenv("ZCRECV_BACKEND");
+	ZT_EXPECT_EQ(zcr_ctx_create(&a, &ctx), 0);
+	pg = ctx->page;
+	pthread_mutex_lock(&ctx->lock);
+	/* Many of one size: each taken once, none of the others. */
+	for (i = 0; i < 4096; i++) {
+		many[i] = __zcr_slot_get_locked(ctx, ops, pg, false);
+		ZT_ASSERT(many[i]);
+		ZT_EXPECT_EQ(many[i]->cap, pg);
+	}
+	for (i = 0; i < 4096; i++)
+		__zcr_slot_put_locked(ctx, many[i]);
+	for (i = 0; i < 4096; i++)
+		ZT_ASSERT(__zcr_slot_get_locked(ctx, ops, pg, false) ==
+			  many[i]);
+	for (i = 0; i < 4096; i++)
+		__zcr_slot_put_locked(ctx, many[i]);
+	d = __zcr_slot_get_locked(ctx, ops, 4 * pg, false);
+	w = __zcr_slot_get_locked(ctx, ops, 3 * pg, false);
+	b = __zcr_slot_get_locked(ctx, ops, 2 * pg, false);
+	c = __zcr_slot_get_locked(ctx, ops, 2 * pg - 100, false);
+	ZT_ASSERT(d && w && b && c);
+	ZT_EXPECT_EQ(c->cap, 2 * pg);
+	/* Idle in this order: the larger ones ahead of the exact fits. */
+	__zcr_slot_put_locked(ctx, d);
+	__zcr_slot_put_locked(ctx, w);
+	__zcr_slot_put_locked(ctx, b);
+	__zcr_slot_put_locked(ctx, c);
+	ZT_ASSERT(__zcr_slot_get_locked(ctx, ops, 2 * pg, false) == b);
+	ZT_ASSERT(__zcr_slot_get_locked(ctx, ops, 2 * pg, false) == c);
+	ZT_ASSERT(__zcr_slot_get_locked(ctx, ops, 2 * pg, false) == w);
+	ZT_ASSERT(__zcr_slot_get_locked(ctx, ops, 2 * pg, false) == d);
+	s = __zcr_slot_get_locked(ctx, ops, 2 * pg, false);	/* a new one */
+	ZT_ASSERT(s);
+	ZT_ASSERT(s != b && s != c && s != w && s != d);
+	__zcr_slot_put_locked(ctx, b);
+	__zcr_slot_put_locked(ctx, c);
+	__zcr_slot_put_locked(ctx, w);
+	__zcr_slot_put_locked(ctx, d);
+	__zcr_slot_put_locked(ctx, s);
+	pthread_mutex_unlock(&ctx->lock);
+	zcr_ctx_destroy(ctx);
+}
+
 ZT_TEST(landing_stats_reports_the_classes)
 {
 	struct zcr_ctx *ctx = uffd_ctx(ZCRECV_POLICY_AUTO);
