@@ -883,6 +883,20 @@ ZT_TEST(sender_takes_an_offered_part_and_no_more)
 	expect_no_leftovers();
 }
 
+/*
+ * Whether a test whose taker thread must catch an offer tries again: at
+ * least min tries, then on while fewer than budget seconds passed since
+ * t0. The offer is withdrawn once the receiver's own part is in (a few
+ * ms), and on a loaded host (more runnable threads than processors) the
+ * thread is often not running then: 0 of 40 tries taken with three
+ * busy loops beside the test on two processors. An untaken try costs
+ * those few ms, so the budget buys hundreds more.
+ */
+static bool offer_try_again(int tries, int min, double t0, double budget)
+{
+	return tries < min || pair_now() - t0 < budget;
+}
+
 /* A thread playing the sender's part of a shared copy. */
 struct taker {
 	const char *sbuf;
@@ -894,13 +908,58 @@ struct taker {
 	uint64_t part;		/* the part it was offered */
 };
 
+/* Two processors this process may run on (both -1 if not two). */
+static void pin_two(int cpu[2])
+{
+	cpu_set_t set;
+	int i, k = 0;
+
+	cpu[0] = cpu[1] = -1;
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return;
+	for (i = 0; i < CPU_SETSIZE && k < 2; i++)
+		if (CPU_ISSET(i, &set))
+			cpu[k++] = i;
+	if (k < 2)
+		cpu[0] = cpu[1] = -1;
+}
+
+static void pin_to(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+}
+
+/*
+ * The processors of the shared-copy tests below: the receiver (the test's
+ * main thread) on the first, the thread playing the sender on the
+ * second, so that neither waits for the other's time slice (the offer is
+ * open only while the receiver pulls its own part).
+ */
+static int offer_cpu[2] = { -1, -1 };
+
+/*
+ * Started before the message is sent, so that it is already running
+ * (not being created) when the offer comes: it learns its cell from k->c.
+ */
 static void *take_offer(void *arg)
 {
 	struct taker *k = arg;
-	struct zcr_shm_cell *c = k->c;
+	struct zcr_shm_cell *c;
 	double t0 = pair_now();
 	int32_t st = ZCR_SHM_HELP_OFFERED;
 
+	pin_to(offer_cpu[1]);
+	while (!(c = __atomic_load_n(&k->c, __ATOMIC_ACQUIRE)) &&
+	       pair_now() - t0 < 5)
+		;
+	if (!c)
+		return NULL;
 	while (pair_now() - t0 < 5 &&
 	       __atomic_load_n(&c->status, __ATOMIC_ACQUIRE) ==
 	       ZCR_SHM_HELP_NONE)
@@ -930,7 +989,8 @@ static void *take_offer(void *arg)
  * sender, pumped meanwhile, must not see the acknowledgement before our
  * head passed its cell: that is out of protocol). Every message intact,
  * every connection up. Each needs the thread to see the offer
- * before the receiver withdraws it: up to 20 tries.
+ * before the receiver withdraws it: 20 tries, more on a loaded host
+ * (offer_try_again()).
  */
 ZT_TEST(receiver_waits_for_a_taken_part)
 {
@@ -946,29 +1006,35 @@ ZT_TEST(receiver_waits_for_a_taken_part)
 	struct zcr_ep *e01, *e10;
 	const char *why = NULL;
 	unsigned int w;
+	struct zcr_shm_cell *c;
 	int tries;
 	struct pair p;
 
+	pin_two(offer_cpu);
+	pin_to(offer_cpu[0]);
 	/* A job's connections agree on acknowledgements (synchronous). */
 	job_pair(&p, &a, &e01, &e10);
 	for (w = 0; w < nw; w++) {
 		uint64_t shared = pair_stats(p.c[0]).shared_pulls;
+		double start = pair_now();
 		int took = 0, early = 0;
 
-		for (tries = 0; tries < 20 && !took; tries++) {
+		for (tries = 0; !took && offer_try_again(tries, 20, start, 10);
+		     tries++) {
 			struct taker k = { sb, NULL, words[w], 0, 0, 0, 0 };
 			double t0;
 
 			pattern_fill(sb, len, 40 + tries + 10 * w);
 			memset(rb, 0, len);
+			ZT_ASSERT(pthread_create(&k.t, NULL, take_offer,
+						 &k) == 0);
 			/* The last one synchronous: acknowledged once in. */
 			ZT_EXPECT_EQ((w == nw - 1 ? zcr_issend_comm :
 				      zcr_isend_comm)(e10, 0, sb, len, 6, &s_),
 				     0);
-			k.c = find_rts(sb, len);
-			ZT_ASSERT(k.c);
-			ZT_ASSERT(pthread_create(&k.t, NULL, take_offer,
-						 &k) == 0);
+			c = find_rts(sb, len);
+			ZT_ASSERT(c);
+			__atomic_store_n(&k.c, c, __ATOMIC_RELEASE);
 			ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, len, 1, 6, &r), 0);
 			t0 = pair_now();
 			while (zcr_test(r, &st) == 0)
@@ -983,8 +1049,8 @@ ZT_TEST(receiver_waits_for_a_taken_part)
 			PAIR_PUMP_UNTIL(&p, zcr_test(s_, &st) != 0);
 			ZT_EXPECT_EQ(st.error, 0);
 		}
-		ZT_ASSERT_MSG(took, "the thread never took an offer in 20 "
-			      "tries");
+		ZT_ASSERT_MSG(took, "the thread never took an offer in %d "
+			      "tries", tries);
 		ZT_EXPECT_EQ(early, 0);
 		ZT_EXPECT_EQ(zcr_ep_error(e10, &why), 0);
 		ZT_EXPECT_EQ(zcr_ep_error(e01, &why), 0);
@@ -1003,20 +1069,26 @@ ZT_TEST(receiver_waits_for_a_taken_part)
  * part the receiver copies in a few ms is offered less each time, down
  * to ZCR_SHM_SHARE_MIN/ZCR_SHM_SHARE_ONE of the message.
  * Every message intact. Each needs the thread to see the offer before the
- * receiver withdraws it: up to 40 tries.
+ * receiver withdraws it: 40 tries, more on a loaded host.
  */
 ZT_TEST(a_slow_sender_is_offered_less)
 {
 	const uint64_t len = HELP_LEN * 16;
 	char *sb = malloc(len), *rb = malloc(len);
 	uint64_t parts[6] = { 0 };
-	unsigned int got = 0, tries;
+	unsigned int got = 0;
+	double start = pair_now();
 	struct zcr_status st;
+	struct zcr_shm_cell *c;
+	int tries;
 	struct zcr_req *s_, *r;
 	struct pair p;
 
+	pin_two(offer_cpu);
+	pin_to(offer_cpu[0]);
 	pair_shm(&p, 2, NULL);
-	for (tries = 0; tries < 40 && got < 6; tries++) {
+	for (tries = 0; got < 6 && offer_try_again(tries, 40, start, 40);
+	     tries++) {
 		/*
 		 * 400 ms: slower than the receiver's own copy of its part
 		 * even on a loaded host. At 100 ms, with the load average at
@@ -1028,10 +1100,11 @@ ZT_TEST(a_slow_sender_is_offered_less)
 
 		pattern_fill(sb, len, 60 + tries);
 		memset(rb, 0, len);
-		ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb, len, 7, &s_), 0);
-		k.c = find_rts(sb, len);
-		ZT_ASSERT(k.c);
 		ZT_ASSERT(pthread_create(&k.t, NULL, take_offer, &k) == 0);
+		ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb, len, 7, &s_), 0);
+		c = find_rts(sb, len);
+		ZT_ASSERT(c);
+		__atomic_store_n(&k.c, c, __ATOMIC_RELEASE);
 		ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, len, 1, 7, &r), 0);
 		while (zcr_test(r, &st) == 0)
 			pair_pump(&p);
@@ -1043,7 +1116,8 @@ ZT_TEST(a_slow_sender_is_offered_less)
 		if (k.took)
 			parts[got++] = k.part;
 	}
-	ZT_ASSERT_MSG(got == 6, "the thread took %u offers in 40 tries", got);
+	ZT_ASSERT_MSG(got == 6, "the thread took %u offers in %d tries", got,
+		      tries);
 	/* Half at first (at a page boundary of rb). */
 	ZT_ASSERT_MSG(parts[0] <= len / 2 && parts[0] > len / 2 - 4096 &&
 		      parts[1] < parts[0] && parts[2] < parts[1] &&
@@ -1678,33 +1752,6 @@ static int spin_read(int fd)
 	       pair_now() - t0 < 20)
 		;
 	return k == 1 ? x : -1;
-}
-
-/* Two processors this process may run on (both -1 if not two). */
-static void pin_two(int cpu[2])
-{
-	cpu_set_t set;
-	int i, k = 0;
-
-	cpu[0] = cpu[1] = -1;
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return;
-	for (i = 0; i < CPU_SETSIZE && k < 2; i++)
-		if (CPU_ISSET(i, &set))
-			cpu[k++] = i;
-	if (k < 2)
-		cpu[0] = cpu[1] = -1;
-}
-
-static void pin_to(int cpu)
-{
-	cpu_set_t set;
-
-	if (cpu < 0)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set);
 }
 
 /*
