@@ -500,8 +500,10 @@ ZT_TEST(contents_mode_two_peers)
  * a count before them changed), pages are rewritten with the same bytes
  * or new ones, before or after the request. Every message byte for byte
  * as it was at its send, and pre-sent pages used across the drift.
+ * After the request a page gets new bytes with chance 1 in 32, its own
+ * bytes with chance same in 32.
  */
-ZT_TEST(drifting_buffer_random)
+static void drifting(int same)
 {
 	struct zcr_status rs;
 	struct zcr_req *r, *s;
@@ -529,7 +531,7 @@ ZT_TEST(drifting_buffer_random)
 
 			if (c == 0)
 				write_page(&t, k);
-			else if (c < 24)
+			else if (c <= (unsigned int)same)
 				write_same(&t, k);
 		}
 		memcpy(t.want, t.base + off, len);
@@ -551,6 +553,22 @@ ZT_TEST(drifting_buffer_random)
 	ZT_ASSERT(st1.pf_saved_bytes > 0);
 	ZT_ASSERT(st1.pf_saved_bytes <= st1.pf_presend_bytes);
 	pf_close(&t);
+}
+
+ZT_TEST(drifting_buffer_random)
+{
+	drifting(23);
+}
+
+/*
+ * The same, every page written after the request, nearly all with their
+ * own bytes: the sender goes to contents mode (IS's rank 0, whose keys
+ * for rank 1 drift), and its requests are answered from the copy in the
+ * grid asked for.
+ */
+ZT_TEST(drifting_buffer_contents_mode)
+{
+	drifting(31);
 }
 
 /*
