@@ -187,6 +187,13 @@ struct zcr_pf {
 	uint64_t min;			/* ZCRECV_PREFETCH_MIN */
 	struct zcr_list bufs;
 	unsigned int nbufs;
+	/*
+	 * The last pre-send a receiver used, kept for the next one: a fresh
+	 * allocation of megabytes is fresh pages, each zeroed by the kernel
+	 * as the pre-send lands in it.
+	 */
+	char *spare;
+	uint64_t spare_len;
 };
 
 /* ---- pages of a buffer on the wire ---- */
@@ -286,6 +293,7 @@ void __zcr_pf_ctx_fini(struct zcr_ctx *ctx)
 	/* Every connection's state went with its endpoint. */
 	__zcr_pv_close(pf->pv);
 	ctx->pv = NULL;
+	free(pf->spare);
 	free(pf);
 	ctx->pf = NULL;
 }
@@ -304,9 +312,15 @@ int __zcr_pf_ep_init(struct zcr_ep *ep)
 	return 0;
 }
 
-static void store_free(struct zcr_pf_ep *pe)
+static void store_free(struct zcr_pf *pf, struct zcr_pf_ep *pe)
 {
-	free(pe->store.buf);
+	if (pe->store.buf && pe->store.slen > pf->spare_len) {
+		free(pf->spare);
+		pf->spare = pe->store.buf;
+		pf->spare_len = pe->store.slen;
+	} else {
+		free(pe->store.buf);
+	}
 	free(pe->store.have);
 	memset(&pe->store, 0, sizeof(pe->store));
 }
@@ -338,7 +352,7 @@ void __zcr_pf_ep_fini(struct zcr_ep *ep)
 			ep->ctx->st.pf_wasted_bytes += s->pre_bytes;
 		snd_free(ep->ctx->pf, s);
 	}
-	store_free(pe);
+	store_free(ep->ctx->pf, pe);
 	free(pe->in_buf);
 	free(pe->in_bm);
 	free(pe->in_runs);
@@ -588,7 +602,7 @@ void __zcr_pf_data_done_locked(struct zcr_ep *ep, char *dst, uint64_t room)
 						  pe->store.saddr), hi - lo);
 	}
 	/* Used once. */
-	store_free(pe);
+	store_free(ep->ctx->pf, pe);
 	pe->fill = false;
 	info_clear(pe);
 	free(pe->runs);
@@ -599,6 +613,7 @@ void __zcr_pf_data_done_locked(struct zcr_ep *ep, char *dst, uint64_t room)
 int __zcr_pf_presend_in_locked(struct zcr_ep *ep, uint32_t token,
 			       uint64_t saddr, uint64_t len, uint8_t **bm)
 {
+	struct zcr_pf *pf = ep->ctx->pf;
 	struct zcr_pf_ep *pe = ep->pf;
 	struct pf_pred *p;
 	uint64_t np;
@@ -612,7 +627,7 @@ int __zcr_pf_presend_in_locked(struct zcr_ep *ep, uint32_t token,
 					     pe->asked_slen))
 		return -EPROTO;
 	/* The sender forgot every older pre-send: so do we. */
-	store_free(pe);
+	store_free(ep->ctx->pf, pe);
 	p = pe->asked_pred;
 	if (!len) {
 		pe->asked = 0;
@@ -626,7 +641,13 @@ int __zcr_pf_presend_in_locked(struct zcr_ep *ep, uint32_t token,
 		p->miss = 0;
 	pe->in_bmlen = (np + 7) / 8;
 	pe->in_bm = malloc(pe->in_bmlen);
-	pe->in_buf = malloc(pe->asked_slen);
+	if (pf->spare && pf->spare_len >= pe->asked_slen) {
+		pe->in_buf = pf->spare;
+		pf->spare = NULL;
+		pf->spare_len = 0;
+	} else {
+		pe->in_buf = malloc(pe->asked_slen);
+	}
 	pe->in_runs = calloc(np / 2 + 1, sizeof(*pe->in_runs));
 	if (!pe->in_bm || !pe->in_buf || !pe->in_runs)
 		return -ENOMEM;	/* the connection fails: freed with it */
