@@ -100,5 +100,6 @@ int __zcr_pv_mapped(uintptr_t start, size_t len);
 
 /* The 64-bit hash of one 4 KiB page, seeded. */
 uint64_t __zcr_pv_hash_page(const void *page, uint64_t seed);
+uint64_t __zcr_pv_hash_page_scalar(const void *page, uint64_t seed);
 
 #endif /* ZCR_PV_INT_H */

@@ -58,6 +58,10 @@
 				 * changed, before contents go unhashed */
 #define HASH_SKIP	16	/* sends unhashed, then a new look */
 #define GONE_N		8	/* untracked buffers whose order failed */
+#define CONTENTS_IN	2	/* sends written whole with the same bytes,
+				 * before the versions give way to hashes */
+#define CONTENTS_OUT	2	/* sends mostly changed, before contents
+				 * mode gives way to versions again */
 
 /* A send buffer whose pages are versioned (shared by the connections). */
 struct pf_buf {
@@ -66,6 +70,12 @@ struct pf_buf {
 	struct zcr_pv_range *range;
 	size_t npages;
 	unsigned int refs;		/* pf_snd using it */
+	/*
+	 * Contents mode (Documentation/prefetch.md, "Buffers written whole
+	 * with the same bytes"): range untracked, a page's version is the
+	 * hash of its bytes.
+	 */
+	bool contents;
 };
 
 /* What a connection's sender remembers of one buffer. */
@@ -108,6 +118,13 @@ struct pf_snd {
 	uint64_t *hlast, *hpre;
 	bool have_hlast, have_hpre;
 	unsigned int hash_bad, hash_skip;
+	/*
+	 * The mode last[], pre[] and rew were taken in (= buf->contents
+	 * unless another connection switched the buffer), and the sends in
+	 * a row that argue for the other mode.
+	 */
+	bool contents;
+	unsigned int same_run, changed_run;
 };
 
 /* A prediction of the sender's buffer for (comm, tag). */
@@ -170,6 +187,13 @@ struct zcr_pf {
 	uint64_t min;			/* ZCRECV_PREFETCH_MIN */
 	struct zcr_list bufs;
 	unsigned int nbufs;
+	/*
+	 * The last pre-send a receiver used, kept for the next one: a fresh
+	 * allocation of megabytes is fresh pages, each zeroed by the kernel
+	 * as the pre-send lands in it.
+	 */
+	char *spare;
+	uint64_t spare_len;
 };
 
 /* ---- pages of a buffer on the wire ---- */
@@ -269,6 +293,7 @@ void __zcr_pf_ctx_fini(struct zcr_ctx *ctx)
 	/* Every connection's state went with its endpoint. */
 	__zcr_pv_close(pf->pv);
 	ctx->pv = NULL;
+	free(pf->spare);
 	free(pf);
 	ctx->pf = NULL;
 }
@@ -287,9 +312,15 @@ int __zcr_pf_ep_init(struct zcr_ep *ep)
 	return 0;
 }
 
-static void store_free(struct zcr_pf_ep *pe)
+static void store_free(struct zcr_pf *pf, struct zcr_pf_ep *pe)
 {
-	free(pe->store.buf);
+	if (pe->store.buf && pe->store.slen > pf->spare_len) {
+		free(pf->spare);
+		pf->spare = pe->store.buf;
+		pf->spare_len = pe->store.slen;
+	} else {
+		free(pe->store.buf);
+	}
 	free(pe->store.have);
 	memset(&pe->store, 0, sizeof(pe->store));
 }
@@ -321,7 +352,7 @@ void __zcr_pf_ep_fini(struct zcr_ep *ep)
 			ep->ctx->st.pf_wasted_bytes += s->pre_bytes;
 		snd_free(ep->ctx->pf, s);
 	}
-	store_free(pe);
+	store_free(ep->ctx->pf, pe);
 	free(pe->in_buf);
 	free(pe->in_bm);
 	free(pe->in_runs);
@@ -571,7 +602,7 @@ void __zcr_pf_data_done_locked(struct zcr_ep *ep, char *dst, uint64_t room)
 						  pe->store.saddr), hi - lo);
 	}
 	/* Used once. */
-	store_free(pe);
+	store_free(ep->ctx->pf, pe);
 	pe->fill = false;
 	info_clear(pe);
 	free(pe->runs);
@@ -582,6 +613,7 @@ void __zcr_pf_data_done_locked(struct zcr_ep *ep, char *dst, uint64_t room)
 int __zcr_pf_presend_in_locked(struct zcr_ep *ep, uint32_t token,
 			       uint64_t saddr, uint64_t len, uint8_t **bm)
 {
+	struct zcr_pf *pf = ep->ctx->pf;
 	struct zcr_pf_ep *pe = ep->pf;
 	struct pf_pred *p;
 	uint64_t np;
@@ -595,7 +627,7 @@ int __zcr_pf_presend_in_locked(struct zcr_ep *ep, uint32_t token,
 					     pe->asked_slen))
 		return -EPROTO;
 	/* The sender forgot every older pre-send: so do we. */
-	store_free(pe);
+	store_free(ep->ctx->pf, pe);
 	p = pe->asked_pred;
 	if (!len) {
 		pe->asked = 0;
@@ -609,7 +641,13 @@ int __zcr_pf_presend_in_locked(struct zcr_ep *ep, uint32_t token,
 		p->miss = 0;
 	pe->in_bmlen = (np + 7) / 8;
 	pe->in_bm = malloc(pe->in_bmlen);
-	pe->in_buf = malloc(pe->asked_slen);
+	if (pf->spare && pf->spare_len >= pe->asked_slen) {
+		pe->in_buf = pf->spare;
+		pf->spare = NULL;
+		pf->spare_len = 0;
+	} else {
+		pe->in_buf = malloc(pe->asked_slen);
+	}
 	pe->in_runs = calloc(np / 2 + 1, sizeof(*pe->in_runs));
 	if (!pe->in_bm || !pe->in_buf || !pe->in_runs)
 		return -ENOMEM;	/* the connection fails: freed with it */
@@ -776,6 +814,7 @@ static struct pf_snd *snd_new(struct zcr_ctx *ctx, struct zcr_pf_ep *pe,
 		return NULL;
 	}
 	s->buf = b;
+	s->contents = b->contents;
 	zcr_list_add_tail(&s->link, &pe->snds);
 	s->last = calloc(b->npages, sizeof(*s->last));
 	s->pre = calloc(b->npages, sizeof(*s->pre));
@@ -840,6 +879,25 @@ static void pre_drop(struct zcr_ctx *ctx, struct pf_snd *s)
 }
 
 /*
+ * Another connection switched s's buffer to contents mode: what s kept
+ * was taken in the other mode and cannot be compared with what comes
+ * now. Start afresh (the next send is the baseline).
+ */
+static void snd_mode(struct zcr_ctx *ctx, struct pf_snd *s)
+{
+	if (s->contents == s->buf->contents)
+		return;
+	pre_drop(ctx, s);
+	s->contents = s->buf->contents;
+	s->have_last = false;
+	s->have_rew = false;
+	s->have_hlast = false;
+	s->hash_skip = 0;
+	s->same_run = 0;
+	s->changed_run = 0;
+}
+
+/*
  * A hash of the len bytes at p (one page's bytes of a message, len <=
  * ZCR_PF_PAGE): the page hash of the hash mechanism (lib/pagever/hash.c),
  * a partial page padded with zeros and told apart by its length.
@@ -872,32 +930,19 @@ static bool send_under_way(struct zcr_ep *ep, uint64_t saddr, uint64_t slen)
 }
 
 /*
- * PF_DATA's body for the pages of set: the bitmap, then the pages, read
- * from our own memory without trusting that it is still mapped (the
- * application may have freed the buffer since its last send):
- * process_vm_readv(2) on ourselves fails instead of faulting. NULL: it
- * could not be read (or no memory).
+ * The bytes of the pages of set of the buffer (saddr, slen), in order,
+ * to dst, read from our own memory without trusting that it is still
+ * mapped (the application may have freed the buffer since its last
+ * send): process_vm_readv(2) on ourselves fails instead of faulting.
+ * False: it could not be read.
  */
-static char *gather(uint64_t saddr, uint64_t slen, const uint8_t *set,
-		    uint64_t np, uint64_t *len)
+static bool copy_out(char *dst, uint64_t saddr, uint64_t slen,
+		     const uint8_t *set, uint64_t np)
 {
-	uint64_t bml = (np + 7) / 8, k, lo, hi, n = 0, at;
+	uint64_t k, lo, hi, at = 0;
 	struct iovec l, rm[64];
 	unsigned int nr = 0;
-	char *body;
 
-	for (k = 0; k < np; k++) {
-		if (bit(set, k)) {
-			page_bytes(saddr, slen, k, &lo, &hi);
-			n += hi - lo;
-		}
-	}
-	body = malloc(bml + n);
-	if (!body)
-		return NULL;
-	memcpy(body, set, bml);
-	*len = bml + n;
-	at = bml;
 	for (k = 0; k <= np; k++) {
 		bool flush = k == np || nr == 64;
 
@@ -919,19 +964,119 @@ static char *gather(uint64_t saddr, uint64_t slen, const uint8_t *set,
 
 			for (i = 0; i < nr; i++)
 				want += rm[i].iov_len;
-			l.iov_base = body + at;
+			l.iov_base = dst + at;
 			l.iov_len = want;
 			if (process_vm_readv(getpid(), &l, 1, rm, nr, 0) !=
-			    (ssize_t)want) {
-				free(body);
-				return NULL;
-			}
+			    (ssize_t)want)
+				return false;
 			at += want;
 			nr = 0;
 		}
 		if (flush && k < np)
 			k--;	/* this page again, in a fresh batch */
 	}
+	return true;
+}
+
+/*
+ * PF_DATA's body for the pages of set: the bitmap, then the pages
+ * (copy_out). NULL: they could not be read (or no memory).
+ */
+static char *gather(uint64_t saddr, uint64_t slen, const uint8_t *set,
+		    uint64_t np, uint64_t *len)
+{
+	uint64_t bml = (np + 7) / 8, k, lo, hi, n = 0;
+	char *body;
+
+	for (k = 0; k < np; k++) {
+		if (bit(set, k)) {
+			page_bytes(saddr, slen, k, &lo, &hi);
+			n += hi - lo;
+		}
+	}
+	body = malloc(bml + n);
+	if (!body)
+		return NULL;
+	memcpy(body, set, bml);
+	*len = bml + n;
+	if (!copy_out(body + bml, saddr, slen, set, np)) {
+		free(body);
+		return NULL;
+	}
+	return body;
+}
+
+/*
+ * Contents mode, a request for (saddr, slen): the pages of it that are
+ * the very bytes of a page of s's buffer (qall), copied out in order at
+ * body + hdr (room for PF_DATA's bitmap before them), and the hash of
+ * each into v[j] of its page j, the versions of this mode; a page of
+ * s's buffer not among them is not read and keeps its last version
+ * (only the rules read it: it cannot be pre-sent). The copy is in the
+ * grid asked for, so that pre-sending all of it moves no byte. NULL:
+ * not readable, or no memory.
+ */
+static char *contents_read(const struct pf_snd *s, uint64_t saddr,
+			   uint64_t slen, uint8_t *qall, uint64_t *v)
+{
+	uint64_t nq = npages_of(saddr, slen), hdr = (nq + 7) / 8;
+	uint64_t k, j, lo, hi, n = 0, at;
+	char *body;
+
+	memcpy(v, s->last, s->buf->npages * sizeof(*v));
+	memset(qall, 0, hdr);
+	for (k = 0; k < nq; k++) {
+		if (page_in(saddr, slen, k, s->buf->saddr, s->buf->slen, true,
+			    &j)) {
+			qall[k / 8] |= (uint8_t)(1u << (k % 8));
+			page_bytes(saddr, slen, k, &lo, &hi);
+			n += hi - lo;
+		}
+	}
+	body = malloc(hdr + n);
+	if (!body)
+		return NULL;
+	if (!copy_out(body + hdr, saddr, slen, qall, nq)) {
+		free(body);
+		return NULL;
+	}
+	at = hdr;
+	for (k = 0; k < nq; k++) {
+		if (!bit(qall, k))
+			continue;
+		page_bytes(saddr, slen, k, &lo, &hi);
+		page_in(saddr, slen, k, s->buf->saddr, s->buf->slen, true, &j);
+		v[j] = bytes_hash(body + at, hi - lo);
+		at += hi - lo;
+	}
+	return body;
+}
+
+/*
+ * Contents mode: PF_DATA's body for the pages of qset (a subset of
+ * qall) made in place from contents_read()'s copy: the bitmap, then
+ * those pages moved down in order (none when they are all of qall).
+ */
+static char *contents_body(char *body, uint64_t saddr, uint64_t slen,
+			   const uint8_t *qall, const uint8_t *qset,
+			   uint64_t *len)
+{
+	uint64_t nq = npages_of(saddr, slen), hdr = (nq + 7) / 8;
+	uint64_t k, lo, hi, at = hdr, from = hdr;
+
+	for (k = 0; k < nq; k++) {
+		if (!bit(qall, k))
+			continue;
+		page_bytes(saddr, slen, k, &lo, &hi);
+		if (bit(qset, k)) {
+			if (from != at)
+				memmove(body + at, body + from, hi - lo);
+			at += hi - lo;
+		}
+		from += hi - lo;
+	}
+	memcpy(body, qset, hdr);
+	*len = at;
 	return body;
 }
 
@@ -941,20 +1086,27 @@ static char *gather(uint64_t saddr, uint64_t slen, const uint8_t *set,
  * page not written since the last send (s->pre against s->last) nor
  * while it was copied out (the versions read again now) left with the
  * bytes it had at that send, whose hash is kept; the others are hashed.
+ * In contents mode the versions read at the request are those hashes.
  */
 static void pre_hashes(struct zcr_pf *pf, struct pf_snd *s, uint64_t saddr,
 		       uint64_t slen, const uint8_t *qset, const char *body)
 {
 	uint64_t nq = npages_of(saddr, slen), k, j, lo, hi;
-	uint64_t *now = malloc(s->buf->npages * sizeof(*now));
-	bool same = now && s->have_hlast && read_versions(pf, s, now);
+	uint64_t *now = NULL;
+	bool same = false;
 
+	if (!s->contents) {
+		now = malloc(s->buf->npages * sizeof(*now));
+		same = now && s->have_hlast && read_versions(pf, s, now);
+	}
 	for (k = 0; k < nq; k++) {
 		if (!bit(qset, k))
 			continue;
 		page_bytes(saddr, slen, k, &lo, &hi);
 		page_in(saddr, slen, k, s->buf->saddr, s->buf->slen, true, &j);
-		if (same && s->pre[j] == s->last[j] && now[j] == s->pre[j])
+		if (s->contents)
+			s->hpre[j] = s->pre[j];	/* the hash of these bytes */
+		else if (same && s->pre[j] == s->last[j] && now[j] == s->pre[j])
 			s->hpre[j] = s->hlast[j];
 		else
 			s->hpre[j] = bytes_hash(body, hi - lo);
@@ -973,7 +1125,8 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 	struct zcr_list *pos;
 	struct pf_snd *s;
 	uint64_t *cur, k, j, np, nq, lo, hi, n = 0;
-	uint8_t *qset;
+	char *whole = NULL;
+	uint8_t *qset, *qall = NULL;
 	int64_t top = -1;
 
 	*data = NULL;
@@ -1002,11 +1155,12 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 		s = snd_new(ctx, pe, saddr, slen);
 		if (s)
 			snd_recall(pe, s);
-		if (s && read_versions(pf, s, s->last))
+		if (s && !s->contents && read_versions(pf, s, s->last))
 			s->have_last = true;
 		goto dropped;
 	}
 	s->unasked = 0;
+	snd_mode(ctx, s);
 	if (send_under_way(ep, saddr, slen))
 		goto late;
 	if (s->skip) {
@@ -1014,7 +1168,19 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 		goto dropped;
 	}
 	cur = s->pre;		/* read into the pre-send's versions */
-	if (!read_versions(pf, s, cur)) {
+	nq = npages_of(saddr, slen);
+	if (s->contents) {
+		/* No versions but the bytes' hashes: read them all. */
+		if (!s->have_last)
+			goto dropped;
+		qall = calloc((nq + 7) / 8, 1);
+		whole = qall ? contents_read(s, saddr, slen, qall, cur) : NULL;
+		if (!whole) {
+			free(qall);
+			snd_free(pf, s);
+			goto dropped;
+		}
+	} else if (!read_versions(pf, s, cur)) {
 		snd_free(pf, s);
 		goto dropped;
 	}
@@ -1068,10 +1234,12 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 	 * start or end elsewhere than the one tracked (a buffer that
 	 * drifts): only the pages whose bytes are the same in both go.
 	 */
-	nq = npages_of(saddr, slen);
 	qset = calloc((nq + 7) / 8, 1);
-	if (!qset)
+	if (!qset) {
+		free(whole);
+		free(qall);
 		goto dropped;
+	}
 	for (k = 0; k < nq; k++) {
 		if (page_in(saddr, slen, k, s->buf->saddr, s->buf->slen, true,
 			    &j) && bit(s->pre_set, j)) {
@@ -1085,11 +1253,17 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 		if (bit(qset, k) && page_in(saddr, slen, k, s->buf->saddr,
 					    s->buf->slen, true, &j))
 			s->pre_set[j / 8] |= (uint8_t)(1u << (j % 8));
-	*data = n ? gather(saddr, slen, qset, nq, len) : NULL;
 	if (!n) {
+		free(whole);
+		free(qall);
 		free(qset);
 		goto late;	/* what was asked for went, or is not begun */
 	}
+	if (whole)
+		*data = contents_body(whole, saddr, slen, qall, qset, len);
+	else
+		*data = gather(saddr, slen, qset, nq, len);
+	free(qall);
 	if (!*data) {
 		free(qset);
 		snd_free(pf, s);
@@ -1121,7 +1295,8 @@ dropped:
  * read here as they go on the wire; a page of s's buffer not within the
  * message (r drifted from it) is not read, and gets a hash other than
  * its last (rewritten, for the rules; left out of r it cannot be).
- * NULL: no memory.
+ * cur NULL (contents mode): every page within r hashed, the others
+ * keep their last. NULL: no memory.
  */
 static uint64_t *send_hashes(const struct pf_snd *s, const struct zcr_req *r,
 			     const uint64_t *cur)
@@ -1132,13 +1307,17 @@ static uint64_t *send_hashes(const struct pf_snd *s, const struct zcr_req *r,
 	if (!h)
 		return NULL;
 	for (k = 0; k < np; k++) {
-		if (s->have_hlast && cur[k] == s->last[k]) {
+		if (cur && s->have_hlast && cur[k] == s->last[k]) {
 			h[k] = s->hlast[k];
 			continue;
 		}
 		if (!page_in(s->buf->saddr, s->buf->slen, k, saddr, r->len,
 			     false, &m)) {
-			h[k] = ~s->hlast[k];
+			/*
+			 * In contents mode these are its versions: unread,
+			 * taken as they were (only the rules read them).
+			 */
+			h[k] = cur ? ~s->hlast[k] : s->hlast[k];
 			continue;
 		}
 		page_bytes(s->buf->saddr, s->buf->slen, k, &lo, &hi);
@@ -1149,13 +1328,40 @@ static uint64_t *send_hashes(const struct pf_snd *s, const struct zcr_req *r,
 }
 
 /*
+ * Version mode, after a send of s: a buffer written whole (7/8 of its
+ * pages or more) with the same bytes (7/8 of them or more) CONTENTS_IN
+ * sends in a row gains nothing from its versions (every page is
+ * written, every page is hashed) and pays a write fault per page per
+ * send: untrack it and let the hashes be its versions.
+ */
+static void contents_in(struct zcr_pf *pf, struct pf_snd *s, uint64_t written,
+			uint64_t same)
+{
+	uint64_t np = s->buf->npages;
+
+	if (written * 8 < np * 7 || same * 8 < written * 7) {
+		s->same_run = 0;
+		return;
+	}
+	if (++s->same_run < CONTENTS_IN || s->buf->contents)
+		return;
+	s->same_run = 0;
+	__zcr_pv_untrack(pf->pv, s->buf->range);
+	s->buf->range = NULL;
+	s->buf->contents = true;
+	s->contents = true;
+	s->hash_skip = 0;
+}
+
+/*
  * After a send of s: keep its page hashes (hnow, NULL when not hashed)
  * for the next one, and stop hashing for a while when the pages the
  * application rewrote mostly got other bytes (HASH_BAD sends in a row):
- * then hashing only costs.
+ * then hashing only costs. In version mode a buffer that is written
+ * whole with the same bytes goes to contents mode (contents_in()).
  */
-static void hash_policy(struct pf_snd *s, const uint64_t *cur,
-			const uint64_t *hnow)
+static void hash_policy(struct zcr_pf *pf, struct pf_snd *s,
+			const uint64_t *cur, const uint64_t *hnow)
 {
 	uint64_t k, np = s->buf->npages, written = 0, same = 0;
 
@@ -1163,6 +1369,7 @@ static void hash_policy(struct pf_snd *s, const uint64_t *cur,
 		if (s->hash_skip)
 			s->hash_skip--;
 		s->have_hlast = false;
+		s->same_run = 0;
 		return;
 	}
 	if (s->have_hlast && s->have_last) {
@@ -1180,9 +1387,31 @@ static void hash_policy(struct pf_snd *s, const uint64_t *cur,
 		} else if (written) {
 			s->hash_bad = 0;
 		}
+		contents_in(pf, s, written, same);
 	}
 	memcpy(s->hlast, hnow, np * sizeof(*hnow));
 	s->have_hlast = true;
+}
+
+/*
+ * Contents mode, after a send of s: true when the buffer's pages mostly
+ * got other bytes CONTENTS_OUT sends in a row. Then hashing all of it
+ * at every send is paid for little: s is to be untracked, and tracked
+ * with versions when asked for again.
+ */
+static bool contents_out(struct pf_snd *s, const uint64_t *cur)
+{
+	uint64_t k, np = s->buf->npages, changed = 0;
+
+	if (!s->have_last)
+		return false;
+	for (k = 0; k < np; k++)
+		changed += cur[k] != s->last[k];
+	if (changed * 2 <= np) {
+		s->changed_run = 0;
+		return false;
+	}
+	return ++s->changed_run >= CONTENTS_OUT;
 }
 
 int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
@@ -1202,11 +1431,20 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 		return 0;
 	np = npages_of(saddr, r->len);
 	s = snd_find(pe, saddr, r->len);
-	if (s) {
+	if (s)
+		snd_mode(ctx, s);
+	if (s && s->contents) {
+		/* The versions are the hashes of the bytes being sent. */
+		hnow = send_hashes(s, r, NULL);
+		cur = hnow ? malloc(s->buf->npages * sizeof(*cur)) : NULL;
+		have = cur != NULL;
+		if (have)
+			memcpy(cur, hnow, s->buf->npages * sizeof(*cur));
+	} else if (s) {
 		cur = malloc(s->buf->npages * sizeof(*cur));
 		have = cur && read_versions(pf, s, cur);
 	}
-	if (s && have && !s->hash_skip)
+	if (s && have && !s->contents && !s->hash_skip)
 		hnow = send_hashes(s, r, cur);
 	/* One block, freed with the request: bitmap, then the runs. */
 	if (s && s->token)
@@ -1285,7 +1523,8 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 		s->pre_bytes = 0;
 		s->have_hpre = false;
 	}
-	if (s && have && ++s->unasked >= UNASKED_MAX) {
+	if (s && have && (++s->unasked >= UNASKED_MAX ||
+			  (s->contents && contents_out(s, cur)))) {
 		snd_retire(pf, pe, s);
 		s = NULL;
 	}
@@ -1301,8 +1540,15 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 					s->rew[k / 8] |= (uint8_t)(1u << (k % 8));
 			s->have_rew = true;
 		}
-		hash_policy(s, cur, hnow);
-		memcpy(s->last, cur, s->buf->npages * sizeof(*cur));
+		if (!s->contents) {
+			hash_policy(pf, s, cur, hnow);
+		} else {
+			memcpy(s->hlast, hnow, s->buf->npages * sizeof(*hnow));
+			s->have_hlast = true;
+		}
+		/* (contents_in() may have switched s: hashes are versions) */
+		memcpy(s->last, s->contents ? hnow : cur,
+		       s->buf->npages * sizeof(*cur));
 		s->have_last = true;
 	} else if (s) {
 		snd_free(pf, s);	/* its versions cannot be had */

@@ -15,6 +15,7 @@
  */
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 #include <linux/zcrecv.h>
 
@@ -335,14 +336,174 @@ ZT_TEST(rewritten_with_same_bytes)
 	pf_close(&t);
 }
 
+/* Minor faults this process took so far. */
+static long minflt(void)
+{
+	struct rusage ru;
+
+	ZT_ASSERT(getrusage(RUSAGE_SELF, &ru) == 0);
+	return ru.ru_minflt;
+}
+
+/* Every page of the buffer written again with its bytes: the faults. */
+static long write_all_same(struct pf *t)
+{
+	long f = minflt();
+	int k;
+
+	for (k = 0; k < NPG; k++)
+		write_same(t, k);
+	return minflt() - f;
+}
+
+/*
+ * Written whole with the same bytes round after round (IS's buckets):
+ * the sender's versions say every page was written, its hashes that
+ * nothing changed, and it stops tracking the writes (contents mode,
+ * Documentation/prefetch.md): where uffd-async tracked them, rewriting
+ * the buffer then takes no write fault per page. Then new bytes on
+ * random pages before and after the request, then every page new each
+ * round (contents mode ends, the buffer is tracked again): every message
+ * byte for byte as it was at its send, and the unchanged pages pre-sent
+ * stay out of the sends.
+ */
+ZT_TEST(written_whole_same_bytes)
+{
+	long tracked = -1, untracked = -1;
+	uint64_t saved = 0;
+	struct zcr_req *r, *s;
+	struct pf t;
+	bool async;
+	int i, k;
+
+	pf_open(&t, 1);
+	async = !getenv("ZCRECV_PREFETCH_PAGEVER");
+	for (i = 0; i < 48; i++) {
+		if (i >= 16 && i < 32 && i % 2)
+			for (k = 0; k < NPG; k++)
+				if (rand_r(&t.seed) % 16 == 0)
+					write_page(&t, k);
+		if (i >= 32)
+			produce(&t, NPG);
+		r = post_and_ask(&t, LEN, 1, TAG);
+		if (i == 4)
+			tracked = write_all_same(&t);	/* tracked since 3 */
+		else if (i == 12)
+			untracked = write_all_same(&t);
+		else if (i < 32)
+			write_all_same(&t);
+		if (i >= 16)
+			scribble(&t, 8);
+		if (i == 16)
+			saved = st(&t, 1).pf_saved_bytes;
+		s = send_now(&t);
+		check(&t, r, s, LEN);
+	}
+	saved = st(&t, 1).pf_saved_bytes - saved;
+	printf("# faults rewriting the buffer: %ld tracked, %ld in contents "
+	       "mode; rounds 16-47 saved %llu bytes, wasted %llu\n", tracked,
+	       untracked, (unsigned long long)saved,
+	       (unsigned long long)st(&t, 1).pf_wasted_bytes);
+	if (async) {
+		ZT_ASSERT(tracked >= NPG / 2);
+		ZT_ASSERT(untracked < NPG / 4);
+	}
+	ZT_ASSERT(saved >= 8 * (uint64_t)LEN);
+	pf_close(&t);
+}
+
+/*
+ * Rank 0 sends one buffer to ranks 1 and 2, both asking for it: the
+ * buffer is shared by two connections' senders, and one switching it to
+ * contents mode (or back) makes the other start afresh. Pages written
+ * with the same bytes, with new ones, before and after the requests:
+ * both messages byte for byte as the buffer was at each send.
+ */
+ZT_TEST(contents_mode_two_peers)
+{
+	char *base, *sb, *want, *rb[3];
+	struct zcr_req *r[3], *s[3];
+	unsigned int seed = 777;
+	uint32_t stamp = 0;
+	struct zcr_stats s0;
+	struct pair p;
+	size_t lo, hi;
+	int i, k, d;
+
+	pick_pagever();
+	setenv("ZCRECV_PREFETCH", "1", 1);
+	pair_open(&p, 3, NULL);
+	unsetenv("ZCRECV_PREFETCH");
+	base = mmap(NULL, NPG * PG, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ZT_ASSERT(base != MAP_FAILED);
+	sb = base + OFF;
+	want = malloc(LEN);
+	rb[1] = malloc(LEN);
+	rb[2] = malloc(LEN);
+	ZT_ASSERT(want && rb[1] && rb[2]);
+	pattern_fill(sb, LEN, 1);
+	for (i = 0; i < 60; i++) {
+		for (d = 1; d <= 2; d++) {
+			ZT_EXPECT_EQ(zcr_irecv(p.c[d], rb[d], LEN, 0, TAG,
+					       &r[d]), 0);
+			ZT_EXPECT_EQ(zcr_wait_timeout(r[d], NULL, 0),
+				     -ETIMEDOUT);
+		}
+		for (k = 0; k < 300; k++)
+			pair_pump(&p);
+		for (k = 0; k < NPG; k++) {
+			unsigned int c = rand_r(&seed) % (i >= 40 ? 2 : 32);
+			char page[PG];
+
+			lo = k ? (size_t)k * PG - OFF : 0;
+			hi = (size_t)(k + 1) * PG - OFF < LEN ?
+			     (size_t)(k + 1) * PG - OFF : LEN;
+			if (c == 0) {
+				pattern_fill(sb + lo, hi - lo, ++stamp);
+			} else {
+				memcpy(page, sb + lo, hi - lo);
+				memcpy(sb + lo, page, hi - lo);
+			}
+		}
+		memcpy(want, sb, LEN);
+		/* One peer sends first this round, the other the next. */
+		for (d = 1; d <= 2; d++) {
+			int to = (i % 2) ? 3 - d : d;
+
+			ZT_EXPECT_EQ(zcr_isend(p.from[to], sb, LEN, TAG,
+					       &s[to]), 0);
+		}
+		for (d = 1; d <= 2; d++) {
+			PAIR_PUMP_UNTIL(&p, zcr_test(r[d], NULL) != 0);
+			PAIR_PUMP_UNTIL(&p, zcr_test(s[d], NULL) != 0);
+			ZT_EXPECT_EQ(memcmp(rb[d], want, LEN), 0);
+		}
+	}
+	s0 = pair_stats(p.c[0]);
+	printf("# rank 0: pre-sent %llu, saved %llu, wasted %llu\n",
+	       (unsigned long long)s0.pf_presend_bytes,
+	       (unsigned long long)s0.pf_saved_bytes,
+	       (unsigned long long)s0.pf_wasted_bytes);
+	ZT_ASSERT(s0.pf_saved_bytes > 0);
+	ZT_ASSERT(s0.pf_saved_bytes <= s0.pf_presend_bytes);
+	pair_close(&p);
+	munmap(base, NPG * PG);
+	free(want);
+	free(rb[1]);
+	free(rb[2]);
+}
+
 /*
  * The send buffer drifts: each round it starts and ends up to 16 ints
  * earlier or later within the same memory (IS's keys for a rank, after
  * a count before them changed), pages are rewritten with the same bytes
  * or new ones, before or after the request. Every message byte for byte
  * as it was at its send, and pre-sent pages used across the drift.
+ * After the request a page gets new bytes with chance 1 in 32, its own
+ * bytes with chance same in 32.
  */
-ZT_TEST(drifting_buffer_random)
+static void drifting(int same)
 {
 	struct zcr_status rs;
 	struct zcr_req *r, *s;
@@ -370,7 +531,7 @@ ZT_TEST(drifting_buffer_random)
 
 			if (c == 0)
 				write_page(&t, k);
-			else if (c < 24)
+			else if (c <= (unsigned int)same)
 				write_same(&t, k);
 		}
 		memcpy(t.want, t.base + off, len);
@@ -392,6 +553,22 @@ ZT_TEST(drifting_buffer_random)
 	ZT_ASSERT(st1.pf_saved_bytes > 0);
 	ZT_ASSERT(st1.pf_saved_bytes <= st1.pf_presend_bytes);
 	pf_close(&t);
+}
+
+ZT_TEST(drifting_buffer_random)
+{
+	drifting(23);
+}
+
+/*
+ * The same, every page written after the request, nearly all with their
+ * own bytes: the sender goes to contents mode (IS's rank 0, whose keys
+ * for rank 1 drift), and its requests are answered from the copy in the
+ * grid asked for.
+ */
+ZT_TEST(drifting_buffer_contents_mode)
+{
+	drifting(31);
 }
 
 /*
