@@ -19,6 +19,8 @@
 #                     zc-mpich  MPICH with libzcrecv-mpi-mpich.so (auto)
 #                     zc-pf     zc-auto with message prefetching
 #                               (ZCRECV_PREFETCH=1)
+#                     zc-nice   zc-auto with the progress thread at nice
+#                               19 (ZCRECV_PROGRESS_NICE=19)
 #   --configs LIST  where the two ranks run (default node,2n-1g,2n-10g):
 #                     node      both on this host (shm between them)
 #                     2n        one on each of two emulated nodes, unshaped
@@ -125,8 +127,8 @@ has_ompi=0
 for s in "${STACKS[@]}"; do
 	case $s in
 	ompi) has_ompi=1 ;;
-	ompi-again|mpich|zc-copy|zc-remap|zc-auto|zc-mpich|zc-pf) ;;
-	*) die "--stacks: unknown stack '$s' (ompi, ompi-again, mpich, zc-copy, zc-remap, zc-auto, zc-mpich, zc-pf)" ;;
+	ompi-again|mpich|zc-copy|zc-remap|zc-auto|zc-mpich|zc-pf|zc-nice) ;;
+	*) die "--stacks: unknown stack '$s' (ompi, ompi-again, mpich, zc-copy, zc-remap, zc-auto, zc-mpich, zc-pf, zc-nice)" ;;
 	esac
 done
 check_options

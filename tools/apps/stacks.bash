@@ -40,6 +40,10 @@ command_of() {
 			env=(-x LD_PRELOAD="$mpi/libzcrecv-mpi.so" -x ZCRECV_REPORT=1
 			     -x ZCRECV_POLICY=auto -x ZCRECV_PREFETCH=1)
 			for kv in $zc_env; do env+=(-x "$kv"); done ;;
+		zc-nice)	# auto, the progress thread at nice 19
+			env=(-x LD_PRELOAD="$mpi/libzcrecv-mpi.so" -x ZCRECV_REPORT=1
+			     -x ZCRECV_POLICY=auto -x ZCRECV_PROGRESS_NICE=19)
+			for kv in $zc_env; do env+=(-x "$kv"); done ;;
 		zc-*)
 			env=(-x LD_PRELOAD="$mpi/libzcrecv-mpi.so" -x ZCRECV_REPORT=1
 			     -x ZCRECV_POLICY="${stack#zc-}")
