@@ -66,6 +66,18 @@ t "runs.csv: messages received over zcrecv summed from the report lines" \
 	[ "$(zc_received "$tmp/report.err")" = 280 ]
 t "runs.csv: early arrivals summed" [ "$(sumr "$tmp/report.err" early)" = 135 ]
 
+# zc-pf and zc-nice are zc-auto with one variable more.
+stack_line() {	# stack_line STACK: its command line on one node
+	(bin=/b mpi=/m cluster=/c prefix=p zc_env= pin=0
+	 command_of "$1" node is && echo "${CMD[*]}")
+}
+t "stacks: zc-nice is auto with the progress thread at nice 19" \
+	grep -q 'ZCRECV_POLICY=auto -x ZCRECV_PROGRESS_NICE=19 /b/is' \
+	<(stack_line zc-nice)
+t "stacks: zc-pf is auto with prefetching" \
+	grep -q 'ZCRECV_POLICY=auto -x ZCRECV_PREFETCH=1 /b/is' \
+	<(stack_line zc-pf)
+
 { cat "$tmp/runs.csv"; row node pes zc-remap 1 ok 2.0 ab; } > "$tmp/bad.csv"
 tools/zcapps-report.sh "$tmp/bad.csv" "$tmp/out2" > "$tmp/log2" 2>&1
 rc=$?
