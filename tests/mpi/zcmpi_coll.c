@@ -37,6 +37,11 @@
  *                      default) and size, the median time of a call in
  *                      µs over the ranks (rank 0 prints; used to
  *                      set the layer's thresholds, Documentation/mpi.md)
+ *   zcmpi_coll loop C BYTES ITERS
+ *                      ITERS calls of collective C (an index of
+ *                      coll_names: 0 alltoall, 1 allgather, 2 bcast, ...)
+ *                      with parts of BYTES back to back; rank 0 prints
+ *                      "name,BYTES,mean us per call"
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -1360,6 +1365,59 @@ static const char *const coll_names[] = {
 #define BARRIER		12
 
 /*
+ * One call of collective c with parts of bytes B (bcast and the
+ * reductions: a message or vector of B x ranks bytes, doubles summed);
+ * the nonblocking ones started, then waited for at once.
+ */
+static void call_one(int c, int bytes, char *s, char *r, int p)
+{
+	MPI_Request req = MPI_REQUEST_NULL;
+	int nd = bytes * p / 8;
+
+	if (c == 0)
+		MPI_Alltoall(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE,
+			     MPI_COMM_WORLD);
+	else if (c == 1)
+		MPI_Allgather(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE,
+			      MPI_COMM_WORLD);
+	else if (c == 2)
+		MPI_Bcast(r, bytes * p, MPI_BYTE, 0, MPI_COMM_WORLD);
+	else if (c == 3)
+		MPI_Allreduce(s, r, nd, MPI_DOUBLE, MPI_SUM,
+			      MPI_COMM_WORLD);
+	else if (c == 4)
+		MPI_Reduce(s, r, nd, MPI_DOUBLE, MPI_SUM, 0,
+			   MPI_COMM_WORLD);
+	else if (c == 5)
+		MPI_Reduce_scatter_block(s, r, nd / p, MPI_DOUBLE,
+					 MPI_SUM, MPI_COMM_WORLD);
+	else if (c == 6)
+		MPI_Gather(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE, 0,
+			   MPI_COMM_WORLD);
+	else if (c == 7)
+		MPI_Scatter(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE, 0,
+			    MPI_COMM_WORLD);
+	else if (c == 8)
+		MPI_Ialltoall(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE,
+			      MPI_COMM_WORLD, &req);
+	else if (c == 9)
+		MPI_Iallgather(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE,
+			       MPI_COMM_WORLD, &req);
+	else if (c == 10)
+		MPI_Ibcast(r, bytes * p, MPI_BYTE, 0, MPI_COMM_WORLD,
+			   &req);
+	else if (c == 11)
+		MPI_Iallreduce(s, r, nd, MPI_DOUBLE, MPI_SUM,
+			       MPI_COMM_WORLD, &req);
+	else if (c == BARRIER)
+		MPI_Barrier(MPI_COMM_WORLD);
+	else
+		MPI_Scan(s, r, nd, MPI_DOUBLE, MPI_SUM,
+			 MPI_COMM_WORLD);
+	MPI_Wait(&req, MPI_STATUS_IGNORE);
+}
+
+/*
  * Median µs of one call of collective c with parts of bytes B (bcast and
  * the reductions: a message or vector of B x ranks bytes, doubles
  * summed). The timing's own barrier and maximum go through PMPI: never
@@ -1369,55 +1427,12 @@ static double time_one(int c, int bytes, char *s, char *r, int p)
 {
 	enum { ITERS = 15 };
 	double t[ITERS], t0;
-	int i, nd = bytes * p / 8;
-	MPI_Request req;
+	int i;
 
 	for (i = -2; i < ITERS; i++) {
-		req = MPI_REQUEST_NULL;
 		PMPI_Barrier(MPI_COMM_WORLD);
 		t0 = MPI_Wtime();
-		if (c == 0)
-			MPI_Alltoall(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE,
-				     MPI_COMM_WORLD);
-		else if (c == 1)
-			MPI_Allgather(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE,
-				      MPI_COMM_WORLD);
-		else if (c == 2)
-			MPI_Bcast(r, bytes * p, MPI_BYTE, 0, MPI_COMM_WORLD);
-		else if (c == 3)
-			MPI_Allreduce(s, r, nd, MPI_DOUBLE, MPI_SUM,
-				      MPI_COMM_WORLD);
-		else if (c == 4)
-			MPI_Reduce(s, r, nd, MPI_DOUBLE, MPI_SUM, 0,
-				   MPI_COMM_WORLD);
-		else if (c == 5)
-			MPI_Reduce_scatter_block(s, r, nd / p, MPI_DOUBLE,
-						 MPI_SUM, MPI_COMM_WORLD);
-		else if (c == 6)
-			MPI_Gather(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE, 0,
-				   MPI_COMM_WORLD);
-		else if (c == 7)
-			MPI_Scatter(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE, 0,
-				    MPI_COMM_WORLD);
-		else if (c == 8)
-			MPI_Ialltoall(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE,
-				      MPI_COMM_WORLD, &req);
-		else if (c == 9)
-			MPI_Iallgather(s, bytes, MPI_BYTE, r, bytes, MPI_BYTE,
-				       MPI_COMM_WORLD, &req);
-		else if (c == 10)
-			MPI_Ibcast(r, bytes * p, MPI_BYTE, 0, MPI_COMM_WORLD,
-				   &req);
-		else if (c == 11)
-			MPI_Iallreduce(s, r, nd, MPI_DOUBLE, MPI_SUM,
-				       MPI_COMM_WORLD, &req);
-		else if (c == BARRIER)
-			MPI_Barrier(MPI_COMM_WORLD);
-		else
-			MPI_Scan(s, r, nd, MPI_DOUBLE, MPI_SUM,
-				 MPI_COMM_WORLD);
-		/* The nonblocking ones: started, then waited for at once. */
-		MPI_Wait(&req, MPI_STATUS_IGNORE);
+		call_one(c, bytes, s, r, p);
 		t0 = MPI_Wtime() - t0;
 		PMPI_Allreduce(MPI_IN_PLACE, &t0, 1, MPI_DOUBLE, MPI_MAX,
 			       MPI_COMM_WORLD);
@@ -1426,6 +1441,50 @@ static double time_one(int c, int bytes, char *s, char *r, int p)
 	}
 	qsort(t, ITERS, sizeof(t[0]), cmp_double);
 	return t[ITERS / 2];
+}
+
+/*
+ * loop C BYTES ITERS: ITERS calls of collective C (an index of
+ * coll_names) with parts of BYTES, back to back after 20 to warm up;
+ * rank 0 prints the mean µs per call. Where bench times single calls
+ * between barriers, this is the rate of a program that calls one
+ * collective after another.
+ */
+static int loop(int argc, char **argv)
+{
+	int n = sizeof(coll_names) / sizeof(coll_names[0]), p, i;
+	int c = argc > 2 ? atoi(argv[2]) : -1;
+	long bytes = argc > 3 ? atol(argv[3]) : -1;
+	int iters = argc > 4 ? atoi(argv[4]) : -1;
+	double t0 = 0;
+	char *s, *r;
+
+	if (c < 0 || c >= n || bytes < 0 || bytes > 1 << 26 || iters < 1) {
+		if (!wrank)
+			fprintf(stderr, "zcmpi_coll loop C BYTES ITERS: C from "
+				"0 to %d, BYTES from 0 to 64 MiB, ITERS from "
+				"1\n", n - 1);
+		return 2;
+	}
+	MPI_Comm_size(MPI_COMM_WORLD, &p);
+	s = calloc((size_t)p * (size_t)bytes + 1, 1);
+	r = calloc((size_t)p * (size_t)bytes + 1, 1);
+	if (!s || !r)
+		MPI_Abort(MPI_COMM_WORLD, 3);
+	memset(s, wrank + 1, (size_t)p * (size_t)bytes);
+	for (i = -20; i < iters; i++) {
+		if (!i) {
+			PMPI_Barrier(MPI_COMM_WORLD);
+			t0 = MPI_Wtime();
+		}
+		call_one(c, (int)bytes, s, r, p);
+	}
+	t0 = MPI_Wtime() - t0;
+	if (!wrank)
+		printf("%s,%ld,%.1f\n", coll_names[c], bytes, t0 / iters * 1e6);
+	free(s);
+	free(r);
+	return 0;
 }
 
 /* bench [FIRST [LAST]]: collectives FIRST..LAST of coll_names. */
@@ -1474,6 +1533,12 @@ int main(int argc, char **argv)
 	}
 	MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	if (argc > 1 && !strcmp(argv[1], "loop")) {
+		int rc = loop(argc, argv);
+
+		MPI_Finalize();
+		return rc;
+	}
 	if (argc > 1 && !strcmp(argv[1], "bench")) {
 		int n = sizeof(coll_names) / sizeof(coll_names[0]);
 		int first = argc > 2 ? atoi(argv[2]) : 0;
