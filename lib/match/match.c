@@ -563,12 +563,18 @@ static void msg_free(struct zcr_ctx *ctx, struct zcr_msg *m)
 }
 
 /* Bytes of m for r, and may they be remapped (r has m's page offset)? */
+static size_t msg_fit_buf(struct zcr_ctx *ctx, struct zcr_msg *m,
+			  const void *buf, size_t size, bool *same)
+{
+	*same = ((uintptr_t)buf & (ctx->page - 1)) ==
+		(m->off & (ctx->page - 1));
+	return m->len < size ? m->len : size;
+}
+
 static size_t msg_fit(struct zcr_ctx *ctx, struct zcr_msg *m,
 		      struct zcr_req *r, bool *same)
 {
-	*same = ((uintptr_t)r->buf & (ctx->page - 1)) ==
-		(m->off & (ctx->page - 1));
-	return m->len < r->size ? m->len : r->size;
+	return msg_fit_buf(ctx, m, r->buf, r->size, same);
 }
 
 /*
@@ -588,29 +594,41 @@ static void msg_await(struct zcr_ctx *ctx, struct zcr_msg *m,
 }
 
 /* Copy or remap a complete staged message into receive r, free it. */
-static void msg_deliver(struct zcr_ctx *ctx, struct zcr_msg *m,
-			struct zcr_req *r)
+/*
+ * The complete message m into buf (size bytes), its status into st; m is
+ * freed. Returns 0, or -EMSGSIZE when it was longer than size.
+ */
+static int msg_land(struct zcr_ctx *ctx, struct zcr_msg *m, void *buf,
+		    size_t size, struct zcr_status *st)
 {
 	bool same;
-	size_t n = msg_fit(ctx, m, r, &same);
+	size_t n = msg_fit_buf(ctx, m, buf, size, &same);
 
 	if (same)
 		ctx->st.hits++;
 	else
 		ctx->st.misses++;
 	/* A truncated message is copied: its last page is not the sender's. */
-	__zcr_remap_deliver_locked(ctx, m->slot, m->off, r->buf, n,
-				   same && m->len <= r->size, m->by);
+	__zcr_remap_deliver_locked(ctx, m->slot, m->off, buf, n,
+				   same && m->len <= size, m->by);
 	/* Pages moved in behind the page versions' back (pagever.h). */
 	if (ctx->pv && n)
-		__zcr_pv_bump(ctx->pv, r->buf, n);
-	r->st.source = m->src;
-	r->st.tag = m->tag;
-	r->st.len = m->len;
-	r->mmsg = NULL;
+		__zcr_pv_bump(ctx->pv, buf, n);
+	st->source = m->src;
+	st->tag = m->tag;
+	st->len = m->len;
 	ctx->st.msgs_recv++;
 	msg_free(ctx, m);
-	__zcr_req_complete_locked(r, r->st.len > r->size ? -EMSGSIZE : 0);
+	return st->len > size ? -EMSGSIZE : 0;
+}
+
+static void msg_deliver(struct zcr_ctx *ctx, struct zcr_msg *m,
+			struct zcr_req *r)
+{
+	int err = msg_land(ctx, m, r->buf, r->size, &r->st);
+
+	r->mmsg = NULL;
+	__zcr_req_complete_locked(r, err);
 }
 
 void __zcr_match_payload_done_locked(struct zcr_ctx *ctx,
@@ -757,8 +775,6 @@ bool __zcr_match_take_now_locked(struct zcr_ctx *ctx, uint32_t comm,
 	for (pos = ctx->unexpected.next; pos != &ctx->unexpected;
 	     pos = pos->next) {
 		struct zcr_msg *m = zcr_container_of(pos, struct zcr_msg, link);
-		size_t n = m->len < size ? m->len : size;
-		bool same;
 
 		if (m->req || m->comm != comm ||
 		    !__zcr_match(src, tag, m->src, m->tag))
@@ -768,22 +784,7 @@ bool __zcr_match_take_now_locked(struct zcr_ctx *ctx, uint32_t comm,
 			return false;
 		/* As msg_deliver() does for a request, into buf. */
 		matched(ctx, m->ep, m->rank, m->ack);
-		same = ((uintptr_t)buf & (ctx->page - 1)) ==
-		       (m->off & (ctx->page - 1));
-		if (same)
-			ctx->st.hits++;
-		else
-			ctx->st.misses++;
-		__zcr_remap_deliver_locked(ctx, m->slot, m->off, buf, n,
-					   same && m->len <= size, m->by);
-		if (ctx->pv && n)
-			__zcr_pv_bump(ctx->pv, buf, n);
-		st->source = m->src;
-		st->tag = m->tag;
-		st->len = m->len;
-		st->error = m->len > size ? -EMSGSIZE : 0;
-		ctx->st.msgs_recv++;
-		msg_free(ctx, m);
+		st->error = msg_land(ctx, m, buf, size, st);
 		return true;
 	}
 	return false;
