@@ -627,6 +627,25 @@ int zcr_issend(struct zcr_ep *ep, const void *buf, size_t len, int tag,
 	       struct zcr_req **req);
 
 /**
+ * zcr_isend_test_comm() - zcr_isend_comm(), and tell whether the send
+ * completed within the call
+ * @req: the started send, as zcr_isend_comm()'s, when 0 is returned
+ * @st: the status (source, tag, length; its error field too) when 1 is
+ *	returned; @st_size: sizeof(*@st)
+ *
+ * An eager send that the transport completes at once (shm: written into
+ * the peer's ring with nothing queued before it) makes no request:
+ * *@req is NULL and nothing is left to test or wait for. Order and
+ * errors are those of zcr_isend_comm().
+ * Return: 1 (complete, status in @st), 0 (started, *@req to test or wait
+ * on), -EINVAL (also a NULL @req or @st, or @st_size too small), or an
+ * error of zcr_isend_comm(). Since 0.3.
+ */
+int zcr_isend_test_comm(struct zcr_ep *ep, uint32_t comm, const void *buf,
+			size_t len, int tag, struct zcr_req **req,
+			struct zcr_status *st, size_t st_size);
+
+/**
  * zcr_issend_comm() - a synchronous zcr_isend_comm() (MPI_Issend)
  *
  * Completes only once a receive of the peer matched the message (posted,

@@ -2345,3 +2345,112 @@ ZT_TEST(persistent_starts_with_no_request_keep_order)
 	free(big);
 	free(rb);
 }
+
+/*
+ * zcr_isend_test_comm() (MPI_Isend under libzcrecv-mpi): a send written
+ * into the ring within the call is reported complete with no request,
+ * and its buffer is the caller's again at once (here overwritten by the
+ * next message straight away: a send reported complete before its
+ * bytes left would arrive with the next one's contents). Mixed with
+ * queued nonblocking, synchronous and pulled sends, every message
+ * arrives in order with its own contents; bad arguments are refused;
+ * once the peer closed, the call fails instead of writing into a ring
+ * nobody reads.
+ */
+ZT_TEST(isend_test_completes_within_the_call_in_order)
+{
+	enum { N = 300, BIG = 64 * 1024 };
+	struct zcr_req *s[N] = { 0 }, *r;
+	uint32_t sb[2], got[2], (*msg)[2] = calloc(N, sizeof(*msg));
+	char *big = malloc(N / 5 * BIG), *rb = malloc(BIG);
+	struct zcr_status st;
+	int i, ret, fast = 0;
+	struct pair p;
+
+	pair_shm(&p, 2, NULL);
+	ZT_EXPECT_EQ(zcr_isend_test_comm(p.to0[1], 0, sb, sizeof(sb), 5, &r,
+					 NULL, sizeof(st)), -EINVAL);
+	ZT_EXPECT_EQ(zcr_isend_test_comm(p.to0[1], 0, sb, sizeof(sb), 5, &r,
+					 &st, 4), -EINVAL);
+	ZT_EXPECT_EQ(zcr_isend_test_comm(p.to0[1], 0, sb, sizeof(sb), -1, &r,
+					 &st, sizeof(st)), -EINVAL);
+	/* The ring filled first (64 cells, 16 queued behind): in order. */
+	for (i = 0; i < 80; i++) {
+		msg[i][0] = (uint32_t)i;
+		msg[i][1] = ~(uint32_t)i;
+		ZT_EXPECT_EQ(zcr_isend(p.to0[1], msg[i], sizeof(sb), 5, &s[i]),
+			     0);
+	}
+	ZT_ASSERT(zcr_progress(p.c[0], 0) >= 0);
+	for (; i < N; i++) {
+		sb[0] = (uint32_t)i;
+		sb[1] = ~(uint32_t)i;
+		switch (i == 80 ? 0 : i % 5) {
+		case 0: case 1:
+			ret = zcr_isend_test_comm(p.to0[1], 0, sb, sizeof(sb),
+						  5, &s[i], &st, sizeof(st));
+			ZT_ASSERT(ret == 0 || ret == 1);
+			if (ret == 1) {
+				ZT_ASSERT(s[i] == NULL);
+				ZT_EXPECT_EQ(st.error, 0);
+				ZT_EXPECT_EQ(st.tag, 5);
+				ZT_EXPECT_EQ(st.len, sizeof(sb));
+				fast++;
+				/* Ours again: scribbled over at once. */
+				sb[0] = sb[1] = 0xdeadbeef;
+			} else {
+				PAIR_PUMP_UNTIL(&p, zcr_test(s[i], NULL) != 0);
+				s[i] = NULL;
+			}
+			break;
+		case 2:
+			msg[i][0] = (uint32_t)i;
+			msg[i][1] = ~(uint32_t)i;
+			ZT_EXPECT_EQ(zcr_isend(p.to0[1], msg[i], sizeof(sb),
+					       5, &s[i]), 0);
+			break;
+		case 3:
+			msg[i][0] = (uint32_t)i;
+			msg[i][1] = ~(uint32_t)i;
+			ZT_EXPECT_EQ(zcr_issend(p.to0[1], msg[i], sizeof(sb),
+						5, &s[i]), 0);
+			break;
+		default:	/* announced: pulled by the receiver */
+			memset(big + i / 5 * BIG, 0, BIG);
+			memcpy(big + i / 5 * BIG, sb, sizeof(sb));
+			ZT_EXPECT_EQ(zcr_isend(p.to0[1], big + i / 5 * BIG,
+					       BIG, 5, &s[i]), 0);
+			break;
+		}
+		if (i >= 100 && i % 10 == 9)
+			ZT_ASSERT(zcr_progress(p.c[0], 0) >= 0);
+	}
+	ZT_EXPECT_EQ(fast > 0, 1);
+	for (i = 0; i < N; i++) {
+		ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, BIG, 1, 5, &r), 0);
+		PAIR_PUMP_UNTIL(&p, (ret = zcr_test(r, &st)) != 0);
+		ZT_EXPECT_EQ(ret, 1);
+		ZT_EXPECT_EQ(st.source, 1);
+		ZT_EXPECT_EQ(st.len, i > 80 && i % 5 == 4 ? (uint64_t)BIG :
+				     sizeof(sb));
+		memcpy(got, rb, sizeof(got));
+		ZT_ASSERT_MSG(got[0] == (uint32_t)i && got[1] == ~(uint32_t)i,
+			      "message %d came as %u/%x", i, got[0], got[1]);
+	}
+	for (i = 0; i < N; i++)
+		if (s[i])
+			PAIR_PUMP_UNTIL(&p, zcr_test(s[i], NULL) != 0);
+	/* The receiver closes: the call fails, it does not hang. */
+	zcr_ep_close(p.from[1]);
+	PAIR_PUMP_UNTIL(&p, zcr_ep_error(p.to0[1], NULL) != 0);
+	ret = zcr_isend_test_comm(p.to0[1], 0, sb, sizeof(sb), 5, &r, &st,
+				  sizeof(st));
+	ZT_ASSERT_MSG(ret < 0 || (ret == 1 && st.error < 0),
+		      "a send to a closed peer returned %d (error %d)", ret,
+		      st.error);
+	pair_close(&p);
+	expect_no_leftovers();
+	free(msg);
+	free(big);
+	free(rb);
+}

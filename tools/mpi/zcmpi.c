@@ -361,10 +361,25 @@ static int send_into(struct zreq *z, const void *buf, int count,
 	ret = zcr_ctx_job_ep(__zcmpi_ctx, z->peer, 0, &ep);
 	if (!ret && peer_used)
 		peer_used[z->peer] = 1;
-	if (!ret)
-		ret = (sync ? zcr_issend_comm : zcr_isend_comm)(ep, zc->id, ptr,
-								bytes, tag,
-								&z->r);
+	if (!ret && !sync) {
+		struct zcr_status st;
+
+		/*
+		 * An eager send complete within the call (shm: written into
+		 * the peer's ring) makes no library request: recorded now,
+		 * MPI_Wait only hands it out, as for a persistent start.
+		 */
+		ret = zcr_isend_test_comm(ep, zc->id, ptr, bytes, tag, &z->r,
+					  &st, sizeof(st));
+		if (ret == 1) {
+			__zcmpi_zreq_finish(z, st.error, &st);
+			free(z->tmp);	/* the packed copy went with it */
+			z->tmp = NULL;
+			return MPI_SUCCESS;
+		}
+	} else if (!ret) {
+		ret = zcr_issend_comm(ep, zc->id, ptr, bytes, tag, &z->r);
+	}
 	if (ret) {
 		free(z->tmp);
 		z->tmp = NULL;
