@@ -29,7 +29,10 @@ void __zcr_req_complete_locked(struct zcr_req *r, int error)
 		zcr_list_add_tail(&r->done_link, &r->ctx->done_reqs);
 		r->in_done = true;
 	}
-	pthread_cond_broadcast(&r->ctx->cond);
+	/*
+	 * No broadcast on ctx->cond: only zcr_ep_accept() sleeps on it, for
+	 * a connection that opens (transport.c), never for a request.
+	 */
 	/*
 	 * Its waiter may sleep in poll(2) with nothing else to wake it: its
 	 * own eventfd (the context's may be read by another poller first).
