@@ -175,6 +175,7 @@ static inline bool has_work(struct shm_ep *se)
 		se->help_seen = zcr_now_ns();	/* still writing */
 	} else if (ep->rx.state != ZCR_RX_STALLED &&
 		   atomic_load(&se->in.ctl->tail) != se->in.head) {
+		zcr_shm_ring_prefetch_head(&se->in);
 		return true;
 	}
 	if (zcr_list_empty(&ep->sendq))
