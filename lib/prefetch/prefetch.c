@@ -108,6 +108,18 @@ struct pf_snd {
 	unsigned int distrust;		/* requests left: stable part only */
 	unsigned int nbad_order;	/* order-trusting pre-sends gone bad */
 	/*
+	 * The order is trusted only once a trial held: the pages the order
+	 * rules would have picked beyond the stable part (trial, ntrial of
+	 * them, versions in pre[]) are withheld at one request, and the
+	 * send says whether they would have been left out (FT's slabs,
+	 * written again by the FFTs after the copy that writes their last
+	 * page, would have been wasted on the link).
+	 */
+	bool order_ok;
+	bool have_trial;
+	uint8_t *trial;
+	uint64_t ntrial;
+	/*
 	 * Contents (Documentation/prefetch.md, "Rewritten with the same
 	 * bytes"): a hash of each page at the last send (have_hlast) and
 	 * of each page pre-sent as it was copied out (have_hpre). A page
@@ -177,6 +189,13 @@ struct zcr_pf_ep {
 	struct {
 		uint64_t saddr, slen;
 		unsigned int nbad_order, distrust;
+		bool order_ok;
+		/*
+		 * Requests still answered with nothing, untracked: a buffer
+		 * whose order failed and that has no stable part would only
+		 * cost the application write faults.
+		 */
+		unsigned int notrack;
 	} gone[GONE_N];
 	unsigned int gone_next;
 };
@@ -335,6 +354,7 @@ static void snd_free(struct zcr_pf *pf, struct pf_snd *s)
 	free(s->pre_set);
 	free(s->hlast);
 	free(s->hpre);
+	free(s->trial);
 	free(s);
 }
 
@@ -822,44 +842,74 @@ static struct pf_snd *snd_new(struct zcr_ctx *ctx, struct zcr_pf_ep *pe,
 	s->pre_set = calloc((b->npages + 7) / 8, 1);
 	s->hlast = calloc(b->npages, sizeof(*s->hlast));
 	s->hpre = calloc(b->npages, sizeof(*s->hpre));
+	s->trial = calloc((b->npages + 7) / 8, 1);
 	if (!s->last || !s->pre || !s->rew || !s->pre_set || !s->hlast ||
-	    !s->hpre) {
+	    !s->hpre || !s->trial) {
 		snd_free(pf, s);
 		return NULL;
 	}
 	return s;
 }
 
-/* Untrack s (policy: idle or unasked), remembering a failed order. */
+/*
+ * Untrack s (policy: idle, unasked, or an order that failed on a buffer
+ * with no stable part), remembering what its order did; the next
+ * notrack requests for it are answered with nothing, untracked.
+ */
 static void snd_retire(struct zcr_pf *pf, struct zcr_pf_ep *pe,
-		       struct pf_snd *s)
+		       struct pf_snd *s, unsigned int notrack)
 {
-	if (s->nbad_order) {
+	if (s->nbad_order || s->order_ok || notrack) {
 		unsigned int g = pe->gone_next++ % GONE_N;
 
 		pe->gone[g].saddr = s->buf->saddr;
 		pe->gone[g].slen = s->buf->slen;
 		pe->gone[g].nbad_order = s->nbad_order;
-		pe->gone[g].distrust = s->distrust;
+		/* Untracked for a while: that is the distrust. */
+		pe->gone[g].distrust = notrack ? 0 : s->distrust;
+		pe->gone[g].order_ok = s->order_ok;
+		pe->gone[g].notrack = notrack;
 	}
 	snd_free(pf, s);
+}
+
+/* The untracked buffer near (saddr, slen) remembered, or -1. */
+static int gone_find(const struct zcr_pf_ep *pe, uint64_t saddr,
+		     uint64_t slen)
+{
+	unsigned int g;
+
+	for (g = 0; g < GONE_N; g++)
+		if ((pe->gone[g].nbad_order || pe->gone[g].order_ok ||
+		     pe->gone[g].notrack) &&
+		    near(pe->gone[g].saddr, pe->gone[g].slen, saddr, slen))
+			return (int)g;
+	return -1;
 }
 
 /* s is tracked again: what its order did before it was untracked. */
 static void snd_recall(struct zcr_pf_ep *pe, struct pf_snd *s)
 {
-	unsigned int g;
+	int g = gone_find(pe, s->buf->saddr, s->buf->slen);
 
-	for (g = 0; g < GONE_N; g++) {
-		if (!pe->gone[g].nbad_order ||
-		    !near(pe->gone[g].saddr, pe->gone[g].slen, s->buf->saddr,
-			  s->buf->slen))
-			continue;
-		s->nbad_order = pe->gone[g].nbad_order;
-		s->distrust = pe->gone[g].distrust;
-		pe->gone[g].nbad_order = 0;
+	if (g < 0)
 		return;
-	}
+	s->nbad_order = pe->gone[g].nbad_order;
+	s->distrust = pe->gone[g].distrust;
+	s->order_ok = pe->gone[g].order_ok;
+	memset(&pe->gone[g], 0, sizeof(pe->gone[g]));
+}
+
+/*
+ * An order-trusting pre-send of s, or a trial of the order, went bad:
+ * only the stable part for the next 8, 32, 128, then 512 requests, and
+ * a trial again before the order is trusted.
+ */
+static void order_bad(struct pf_snd *s)
+{
+	s->distrust = 8u << 2 * (s->nbad_order < 3 ? s->nbad_order : 3);
+	s->nbad_order++;
+	s->order_ok = false;
 }
 
 /* The versions of s's buffer now into v; false: they cannot be had. */
@@ -876,6 +926,7 @@ static void pre_drop(struct zcr_ctx *ctx, struct pf_snd *s)
 	s->token = 0;
 	s->pre_bytes = 0;
 	s->have_hpre = false;
+	s->have_trial = false;
 }
 
 /*
@@ -1128,6 +1179,7 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 	char *whole = NULL;
 	uint8_t *qset, *qall = NULL;
 	int64_t top = -1;
+	bool trial;
 
 	*data = NULL;
 	*len = 0;
@@ -1148,6 +1200,13 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 		return 0;
 	}
 	if (!s) {
+		int g = gone_find(pe, saddr, slen);
+
+		/* Its order failed and nothing of it is stable: not yet. */
+		if (g >= 0 && pe->gone[g].notrack) {
+			pe->gone[g].notrack--;
+			goto dropped;
+		}
 		/*
 		 * Not tracked yet: from now on. Its versions now are the
 		 * baseline, as if it had just been sent.
@@ -1207,28 +1266,35 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 	 * order-trusting rules pre-send pages that were rewritten before
 	 * the send: for a while after that, only its stable part goes.
 	 */
-	s->pre_order = !s->distrust;
+	s->pre_order = !s->distrust && s->order_ok;
+	trial = !s->distrust && !s->order_ok;
 	if (s->distrust)
 		s->distrust--;
 	memset(s->pre_set, 0, (np + 7) / 8);
+	memset(s->trial, 0, (np + 7) / 8);
+	s->ntrial = 0;
 	for (k = 0; k < np; k++) {
 		bool stable = s->have_rew && !bit(s->rew, k) &&
 			      cur[k] == s->last[k];
-		bool pick;
+		bool order;
 
-		if (!s->pre_order)
-			pick = stable;
-		else if (top == (int64_t)np - 1)
-			pick = true;
+		if (top == (int64_t)np - 1)
+			order = true;
 		else if ((int64_t)k < top)
-			pick = true;
+			order = true;
 		else if ((int64_t)k == top)
-			pick = false;
+			order = false;
 		else
-			pick = stable;
-		if (pick)
+			order = stable;
+		if (s->pre_order ? order : stable)
 			s->pre_set[k / 8] |= (uint8_t)(1u << (k % 8));
+		else if (trial && order) {
+			/* Withheld: what the send makes of it decides. */
+			s->trial[k / 8] |= (uint8_t)(1u << (k % 8));
+			s->ntrial++;
+		}
 	}
+	s->have_trial = s->ntrial != 0;
 	/*
 	 * The answer counts the pages of the buffer asked for, which may
 	 * start or end elsewhere than the one tracked (a buffer that
@@ -1257,6 +1323,8 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 		free(whole);
 		free(qall);
 		free(qset);
+		if (s->have_trial)
+			goto dropped;	/* a trial of the order, no more */
 		goto late;	/* what was asked for went, or is not begun */
 	}
 	if (whole)
@@ -1281,7 +1349,7 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 late:
 	ctx->st.pf_late++;
 	if (++s->idle >= IDLE_MAX)
-		snd_retire(pf, pe, s);
+		snd_retire(pf, pe, s, 0);
 	return 0;
 dropped:
 	ctx->st.pf_dropped++;
@@ -1414,6 +1482,16 @@ static bool contents_out(struct pf_snd *s, const uint64_t *cur)
 	return ++s->changed_run >= CONTENTS_OUT;
 }
 
+/* The pages of s not rewritten between its last two sends. */
+static uint64_t stable_pages(const struct pf_snd *s)
+{
+	uint64_t k, n = 0;
+
+	for (k = 0; k < s->buf->npages; k++)
+		n += !bit(s->rew, k);
+	return n;
+}
+
 int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 {
 	struct zcr_ctx *ctx = ep->ctx;
@@ -1425,7 +1503,7 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 	struct pf_snd *s;
 	uint64_t *cur = NULL, *hnow = NULL;
 	size_t n = 0, extra = 0;
-	bool have = false;
+	bool have = false, failed = false;
 
 	if (!pe || !pf || r->len < pf->min)
 		return 0;
@@ -1507,9 +1585,8 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 		ctx->st.pf_wasted_bytes += s->pre_bytes - saved;
 		if (saved * 2 < s->pre_bytes) {
 			if (s->pre_order) {
-				s->distrust = 8u << 2 * (s->nbad_order < 3 ?
-							 s->nbad_order : 3);
-				s->nbad_order++;
+				order_bad(s);
+				failed = true;
 			}
 			if (++s->bad >= BAD_BACKOFF)
 				s->skip = 4u << (s->bad - BAD_BACKOFF < 4 ?
@@ -1518,14 +1595,38 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 			s->bad = 0;
 			if (s->pre_order)
 				s->nbad_order = 0;
+			/* More than a quarter wasted: a trial first again. */
+			if (s->pre_order && saved * 4 < s->pre_bytes * 3)
+				s->order_ok = false;
 		}
 		s->token = 0;	/* one send uses a pre-send */
 		s->pre_bytes = 0;
 		s->have_hpre = false;
 	}
+	if (s && s->have_trial && have) {
+		/*
+		 * The pages the order would have pre-sent: left alone since
+		 * the request (3/4 of them), the order holds; else they would
+		 * have been wasted.
+		 */
+		uint64_t held = 0;
+
+		for (k = 0; k < s->buf->npages; k++)
+			if (bit(s->trial, k) && cur[k] == s->pre[k])
+				held++;
+		if (held * 4 >= s->ntrial * 3) {
+			s->order_ok = true;
+		} else {
+			order_bad(s);
+			failed = true;
+		}
+		s->have_trial = false;
+	} else if (s) {
+		s->have_trial = false;
+	}
 	if (s && have && (++s->unasked >= UNASKED_MAX ||
 			  (s->contents && contents_out(s, cur)))) {
-		snd_retire(pf, pe, s);
+		snd_retire(pf, pe, s, 0);
 		s = NULL;
 	}
 	if (s && have) {
@@ -1550,6 +1651,19 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 		memcpy(s->last, s->contents ? hnow : cur,
 		       s->buf->npages * sizeof(*cur));
 		s->have_last = true;
+		/*
+		 * When not to: its order failed and hardly a page of it was
+		 * left alone between the last two sends (FT's slabs, new
+		 * bytes everywhere each iteration). Nothing of it can be
+		 * pre-sent while the order is distrusted, and tracking it
+		 * costs the application a write fault per page per send:
+		 * untrack it for as many requests as it is distrusted.
+		 */
+		if (failed && s->have_rew && stable_pages(s) * 8 <
+					     s->buf->npages) {
+			snd_retire(pf, pe, s, s->distrust);
+			s = NULL;
+		}
 	} else if (s) {
 		snd_free(pf, s);	/* its versions cannot be had */
 	}
