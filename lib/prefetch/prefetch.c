@@ -60,6 +60,8 @@
 #define GONE_N		8	/* untracked buffers whose order failed */
 #define CONTENTS_IN	2	/* sends written whole with the same bytes,
 				 * before the versions give way to hashes */
+#define ORDER_HELD	2	/* trials of the order held in a row before
+				 * it is trusted */
 #define CONTENTS_OUT	2	/* sends mostly changed, before contents
 				 * mode gives way to versions again */
 
@@ -116,6 +118,7 @@ struct pf_snd {
 	 * page, would have been wasted on the link).
 	 */
 	bool order_ok;
+	unsigned int order_held;	/* trials held in a row */
 	bool have_trial;
 	uint8_t *trial;
 	uint64_t ntrial;
@@ -148,6 +151,15 @@ struct pf_pred {
 	uint64_t a[PRED_HIST], l[PRED_HIST];	/* newest first */
 	unsigned int n;
 	unsigned int miss, skip;
+	/*
+	 * Ask for the next message as soon as this one is in (not when its
+	 * receive is posted): while the last pre-send of the stream covered
+	 * most of the buffer and most of it stayed out of the send. An
+	 * arrival ask that got little or nothing stops it for the next 2,
+	 * 4, 8, then 16 messages (arrive_skip).
+	 */
+	bool arrive;
+	unsigned int arrive_fail, arrive_skip;
 };
 
 struct zcr_pf_ep {
@@ -158,11 +170,17 @@ struct zcr_pf_ep {
 	uint32_t asked;			/* outstanding request, 0: none */
 	uint64_t asked_saddr, asked_slen;
 	struct pf_pred *asked_pred;
+	bool asked_arrival;		/* asked when the last message came */
+	struct pf_pred *came;		/* the stream of the DATA being read */
 	struct {			/* the pre-send kept */
 		uint32_t token;
 		uint64_t saddr, slen;
 		char *buf;		/* slen bytes, at their offsets */
 		uint8_t *have;		/* the pages pre-sent */
+		uint64_t bytes;		/* how many bytes that is */
+		struct pf_pred *pred;	/* the stream it was asked for */
+		bool arrival;		/* asked when the last message came */
+		bool fresh;		/* no message of its stream since */
 	} store;
 	char *in_buf;			/* a PF_DATA being read: its pages */
 	uint8_t *in_bm;			/* and its bitmap */
@@ -404,6 +422,10 @@ static struct pf_pred *pred_find(struct zcr_pf_ep *pe, uint32_t comm,
 		return NULL;
 	if (pe->asked_pred == old)
 		pe->asked_pred = NULL;
+	if (pe->came == old)
+		pe->came = NULL;
+	if (pe->store.pred == old)
+		pe->store.pred = NULL;
 	memset(old, 0, sizeof(*old));
 	old->used = true;
 	old->comm = comm;
@@ -454,6 +476,14 @@ bool __zcr_pf_ask_locked(struct zcr_ep *ep, const struct zcr_req *r,
 	if (!p || !pred_next(p, &a->saddr, &a->slen) ||
 	    a->slen > r->size || a->slen < pf->min)
 		return false;
+	/*
+	 * Asked for when the last message came, and most of it is here
+	 * already: a new request would make both sides forget it.
+	 */
+	if (pe->store.token && pe->store.fresh &&
+	    pe->store.saddr == a->saddr &&
+	    pe->store.slen == a->slen && pe->store.bytes * 8 >= a->slen * 7)
+		return false;
 	if (p->skip) {
 		p->skip--;
 		return false;
@@ -465,8 +495,46 @@ bool __zcr_pf_ask_locked(struct zcr_ep *ep, const struct zcr_req *r,
 	pe->asked_saddr = a->saddr;
 	pe->asked_slen = a->slen;
 	pe->asked_pred = p;
+	pe->asked_arrival = false;
 	ep->ctx->st.pf_requests++;
 	return true;
+}
+
+bool __zcr_pf_ask_next_locked(struct zcr_ep *ep, struct zcr_pf_ask *a)
+{
+	struct zcr_pf_ep *pe = ep->pf;
+	struct zcr_pf *pf = ep->ctx->pf;
+	struct pf_pred *p;
+
+	if (!pe || !pf || !pe->came)
+		return false;
+	p = pe->came;
+	pe->came = NULL;
+	if (pe->asked || !p->arrive || !pred_next(p, &a->saddr, &a->slen) ||
+	    a->slen < pf->min)
+		return false;
+	if (p->arrive_skip) {
+		p->arrive_skip--;
+		return false;
+	}
+	if (++pe->next_token > INT32_MAX)
+		pe->next_token = 1;
+	a->token = pe->next_token;
+	pe->asked = a->token;
+	pe->asked_saddr = a->saddr;
+	pe->asked_slen = a->slen;
+	pe->asked_pred = p;
+	pe->asked_arrival = true;
+	ep->ctx->st.pf_requests++;
+	return true;
+}
+
+/* An arrival ask of p got little or nothing: not at every message. */
+static void arrive_off(struct pf_pred *p)
+{
+	p->arrive = false;
+	p->arrive_skip = 2u << (p->arrive_fail < 3 ? p->arrive_fail : 3);
+	p->arrive_fail++;
 }
 
 void __zcr_pf_asked_failed_locked(struct zcr_ep *ep)
@@ -511,8 +579,8 @@ static void info_clear(struct zcr_pf_ep *pe)
 }
 
 /* Remember where a message of (comm, tag) came from. */
-static void pred_learn(struct zcr_pf_ep *pe, uint32_t comm, int tag,
-		       uint64_t saddr, uint64_t len)
+static struct pf_pred *pred_learn(struct zcr_pf_ep *pe, uint32_t comm,
+				  int tag, uint64_t saddr, uint64_t len)
 {
 	struct pf_pred *p = pred_find(pe, comm, tag, true);
 
@@ -522,6 +590,7 @@ static void pred_learn(struct zcr_pf_ep *pe, uint32_t comm, int tag,
 	p->l[0] = len;
 	if (p->n < PRED_HIST)
 		p->n++;
+	return p;
 }
 
 int __zcr_pf_data_locked(struct zcr_ep *ep, uint32_t comm, int tag,
@@ -537,8 +606,15 @@ int __zcr_pf_data_locked(struct zcr_ep *ep, uint32_t comm, int tag,
 	*wire_len = len;
 	if (!pe || !pe->info)
 		return 0;	/* a small message: no PF_INFO */
-	pred_learn(pe, comm, tag, pe->info_saddr, len);
+	pe->came = pred_learn(pe, comm, tag, pe->info_saddr, len);
+	/* A message of the stream came: the pre-send kept is for no other. */
+	if (pe->store.pred == pe->came)
+		pe->store.fresh = false;
 	if (!pe->info_token) {
+		/* Asked for at its arrival and not used: stop that. */
+		if (pe->store.token && pe->store.pred == pe->came &&
+		    pe->store.arrival)
+			arrive_off(pe->came);
 		info_clear(pe);
 		return 0;
 	}
@@ -585,6 +661,19 @@ int __zcr_pf_data_locked(struct zcr_ep *ep, uint32_t comm, int tag,
 	for (k = np; k < pe->info_bmlen * 8; k++)
 		if (bit(pe->info_bm, k))
 			return -EPROTO;
+	/*
+	 * Whether the stream's last pre-send paid: most of the buffer
+	 * pre-sent, most of that left out of this message.
+	 */
+	if (pe->store.pred == pe->came && pe->came) {
+		uint64_t out = len - *wire_len;
+
+		if (pe->store.bytes * 8 >= pe->store.slen * 7 &&
+		    out * 4 >= pe->store.bytes * 3)
+			pe->came->arrive = true;
+		else if (pe->store.arrival)
+			arrive_off(pe->came);
+	}
 	pe->nruns = n;
 	pe->fill = true;
 	pe->fill_len = len;
@@ -651,6 +740,8 @@ int __zcr_pf_presend_in_locked(struct zcr_ep *ep, uint32_t token,
 	p = pe->asked_pred;
 	if (!len) {
 		pe->asked = 0;
+		if (p && pe->asked_arrival)
+			arrive_off(p);
 		/* Nothing came: after a few in a row, ask less often. */
 		if (p && ++p->miss >= MISS_BACKOFF)
 			p->skip = 2u << (p->miss - MISS_BACKOFF < 2 ?
@@ -724,6 +815,14 @@ void __zcr_pf_presend_done_locked(struct zcr_ep *ep)
 	pe->store.slen = pe->asked_slen;
 	pe->store.buf = pe->in_buf;
 	pe->store.have = pe->in_bm;
+	pe->store.bytes = pe->in_len;
+	pe->store.pred = pe->asked_pred;
+	pe->store.arrival = pe->asked_arrival;
+	pe->store.fresh = true;
+	/* An arrival ask answered with a small part: not worth asking. */
+	if (pe->asked_arrival && pe->asked_pred &&
+	    pe->in_len * 8 < pe->asked_slen * 7)
+		arrive_off(pe->asked_pred);
 	pe->in_buf = NULL;
 	pe->in_bm = NULL;
 	free(pe->in_runs);
@@ -907,6 +1006,7 @@ static void snd_recall(struct zcr_pf_ep *pe, struct pf_snd *s)
  */
 static void order_bad(struct pf_snd *s)
 {
+	s->order_held = 0;
 	s->distrust = 8u << 2 * (s->nbad_order < 3 ? s->nbad_order : 3);
 	s->nbad_order++;
 	s->order_ok = false;
@@ -1615,7 +1715,8 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 			if (bit(s->trial, k) && cur[k] == s->pre[k])
 				held++;
 		if (held * 4 >= s->ntrial * 3) {
-			s->order_ok = true;
+			/* Twice in a row: once may be a request's timing. */
+			s->order_ok = ++s->order_held >= ORDER_HELD;
 		} else {
 			order_bad(s);
 			failed = true;
