@@ -60,8 +60,6 @@
 #define GONE_N		8	/* untracked buffers whose order failed */
 #define CONTENTS_IN	2	/* sends written whole with the same bytes,
 				 * before the versions give way to hashes */
-#define ORDER_HELD	2	/* trials of the order held in a row before
-				 * it is trusted */
 #define CONTENTS_OUT	2	/* sends mostly changed, before contents
 				 * mode gives way to versions again */
 
@@ -118,7 +116,6 @@ struct pf_snd {
 	 * page, would have been wasted on the link).
 	 */
 	bool order_ok;
-	unsigned int order_held;	/* trials held in a row */
 	bool have_trial;
 	uint8_t *trial;
 	uint64_t ntrial;
@@ -1006,7 +1003,6 @@ static void snd_recall(struct zcr_pf_ep *pe, struct pf_snd *s)
  */
 static void order_bad(struct pf_snd *s)
 {
-	s->order_held = 0;
 	s->distrust = 8u << 2 * (s->nbad_order < 3 ? s->nbad_order : 3);
 	s->nbad_order++;
 	s->order_ok = false;
@@ -1695,8 +1691,8 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 			s->bad = 0;
 			if (s->pre_order)
 				s->nbad_order = 0;
-			/* More than a quarter wasted: a trial first again. */
-			if (s->pre_order && saved * 4 < s->pre_bytes * 3)
+			/* More than a tenth wasted: a trial first again. */
+			if (s->pre_order && saved * 10 < s->pre_bytes * 9)
 				s->order_ok = false;
 		}
 		s->token = 0;	/* one send uses a pre-send */
@@ -1706,17 +1702,16 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 	if (s && s->have_trial && have) {
 		/*
 		 * The pages the order would have pre-sent: left alone since
-		 * the request (3/4 of them), the order holds; else they would
-		 * have been wasted.
+		 * the request (9/10 of them: at most a tenth wasted), the
+		 * order holds; else they would have been wasted.
 		 */
 		uint64_t held = 0;
 
 		for (k = 0; k < s->buf->npages; k++)
 			if (bit(s->trial, k) && cur[k] == s->pre[k])
 				held++;
-		if (held * 4 >= s->ntrial * 3) {
-			/* Twice in a row: once may be a request's timing. */
-			s->order_ok = ++s->order_held >= ORDER_HELD;
+		if (held * 10 >= s->ntrial * 9) {
+			s->order_ok = true;
 		} else {
 			order_bad(s);
 			failed = true;
