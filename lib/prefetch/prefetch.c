@@ -152,8 +152,10 @@ struct pf_pred {
 	 * Ask for the next message as soon as this one is in (not when its
 	 * receive is posted): while the last pre-send of the stream covered
 	 * most of the buffer and most of it stayed out of the send. An
-	 * arrival ask that got little or nothing stops it for the next 2,
-	 * 4, 8, then 16 messages (arrive_skip).
+	 * arrival ask that got little or nothing skips the next 2, 4, 8,
+	 * then 16 messages (arrive_skip), until a pre-send pays again: a
+	 * sender a step ahead answers one late now and then (IS), and
+	 * stopping for good until a receive's ask paid lost the stream.
 	 */
 	bool arrive;
 	unsigned int arrive_fail, arrive_skip;
@@ -529,7 +531,6 @@ bool __zcr_pf_ask_next_locked(struct zcr_ep *ep, struct zcr_pf_ask *a)
 /* An arrival ask of p got little or nothing: not at every message. */
 static void arrive_off(struct pf_pred *p)
 {
-	p->arrive = false;
 	p->arrive_skip = 2u << (p->arrive_fail < 3 ? p->arrive_fail : 3);
 	p->arrive_fail++;
 }
@@ -608,10 +609,12 @@ int __zcr_pf_data_locked(struct zcr_ep *ep, uint32_t comm, int tag,
 	if (pe->store.pred == pe->came)
 		pe->store.fresh = false;
 	if (!pe->info_token) {
-		/* Asked for at its arrival and not used: stop that. */
+		/* Asked for at its arrival and not used: ask less (once). */
 		if (pe->store.token && pe->store.pred == pe->came &&
-		    pe->store.arrival)
+		    pe->store.arrival) {
 			arrive_off(pe->came);
+			pe->store.arrival = false;
+		}
 		info_clear(pe);
 		return 0;
 	}
@@ -666,10 +669,12 @@ int __zcr_pf_data_locked(struct zcr_ep *ep, uint32_t comm, int tag,
 		uint64_t out = len - *wire_len;
 
 		if (pe->store.bytes * 8 >= pe->store.slen * 7 &&
-		    out * 4 >= pe->store.bytes * 3)
+		    out * 4 >= pe->store.bytes * 3) {
 			pe->came->arrive = true;
-		else if (pe->store.arrival)
+			pe->came->arrive_fail = 0;
+		} else if (pe->store.arrival) {
 			arrive_off(pe->came);
+		}
 	}
 	pe->nruns = n;
 	pe->fill = true;
