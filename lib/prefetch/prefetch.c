@@ -116,6 +116,7 @@ struct pf_snd {
 	 * page, would have been wasted on the link).
 	 */
 	bool order_ok;
+	unsigned int nostable;		/* sends in a row with < 1/8 stable */
 	bool have_trial;
 	uint8_t *trial;
 	uint64_t ntrial;
@@ -1754,14 +1755,20 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 		s->have_last = true;
 		/*
 		 * When not to: its order failed and hardly a page of it was
-		 * left alone between the last two sends (FT's slabs, new
-		 * bytes everywhere each iteration). Nothing of it can be
+		 * left alone between its sends, twice in a row, by the page
+		 * hashes (FT's slabs, new bytes everywhere each iteration;
+		 * once may be a change of phase, and pages written again with
+		 * their bytes, as the late sender's, are not rewritten). Nothing of it can be
 		 * pre-sent while the order is distrusted, and tracking it
 		 * costs the application a write fault per page per send:
 		 * untrack it for as many requests as it is distrusted.
 		 */
-		if (failed && s->have_rew && stable_pages(s) * 8 <
-					     s->buf->npages) {
+		if (hnow && s->have_rew &&
+		    stable_pages(s) * 8 < s->buf->npages)
+			s->nostable++;
+		else
+			s->nostable = 0;
+		if (failed && s->nostable >= 2) {
 			snd_retire(pf, pe, s, s->distrust);
 			s = NULL;
 		}
