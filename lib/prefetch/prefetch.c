@@ -108,6 +108,19 @@ struct pf_snd {
 	unsigned int distrust;		/* requests left: stable part only */
 	unsigned int nbad_order;	/* order-trusting pre-sends gone bad */
 	/*
+	 * The order is trusted only once a trial held: the pages the order
+	 * rules would have picked beyond the stable part (trial, ntrial of
+	 * them, versions in pre[]) are withheld at one request, and the
+	 * send says whether they would have been left out (FT's slabs,
+	 * written again by the FFTs after the copy that writes their last
+	 * page, would have been wasted on the link).
+	 */
+	bool order_ok;
+	unsigned int nostable;		/* sends in a row with < 1/8 stable */
+	bool have_trial;
+	uint8_t *trial;
+	uint64_t ntrial;
+	/*
 	 * Contents (Documentation/prefetch.md, "Rewritten with the same
 	 * bytes"): a hash of each page at the last send (have_hlast) and
 	 * of each page pre-sent as it was copied out (have_hpre). A page
@@ -136,6 +149,17 @@ struct pf_pred {
 	uint64_t a[PRED_HIST], l[PRED_HIST];	/* newest first */
 	unsigned int n;
 	unsigned int miss, skip;
+	/*
+	 * Ask for the next message as soon as this one is in (not when its
+	 * receive is posted): while the last pre-send of the stream covered
+	 * most of the buffer and most of it stayed out of the send. An
+	 * arrival ask that got little or nothing skips the next 2, 4, 8,
+	 * then 16 messages (arrive_skip), until a pre-send pays again: a
+	 * sender a step ahead answers one late now and then (IS), and
+	 * stopping for good until a receive's ask paid lost the stream.
+	 */
+	bool arrive;
+	unsigned int arrive_fail, arrive_skip;
 };
 
 struct zcr_pf_ep {
@@ -146,11 +170,17 @@ struct zcr_pf_ep {
 	uint32_t asked;			/* outstanding request, 0: none */
 	uint64_t asked_saddr, asked_slen;
 	struct pf_pred *asked_pred;
+	bool asked_arrival;		/* asked when the last message came */
+	struct pf_pred *came;		/* the stream of the DATA being read */
 	struct {			/* the pre-send kept */
 		uint32_t token;
 		uint64_t saddr, slen;
 		char *buf;		/* slen bytes, at their offsets */
 		uint8_t *have;		/* the pages pre-sent */
+		uint64_t bytes;		/* how many bytes that is */
+		struct pf_pred *pred;	/* the stream it was asked for */
+		bool arrival;		/* asked when the last message came */
+		bool fresh;		/* no message of its stream since */
 	} store;
 	char *in_buf;			/* a PF_DATA being read: its pages */
 	uint8_t *in_bm;			/* and its bitmap */
@@ -177,6 +207,13 @@ struct zcr_pf_ep {
 	struct {
 		uint64_t saddr, slen;
 		unsigned int nbad_order, distrust;
+		bool order_ok;
+		/*
+		 * Requests still answered with nothing, untracked: a buffer
+		 * whose order failed and that has no stable part would only
+		 * cost the application write faults.
+		 */
+		unsigned int notrack;
 	} gone[GONE_N];
 	unsigned int gone_next;
 };
@@ -335,6 +372,7 @@ static void snd_free(struct zcr_pf *pf, struct pf_snd *s)
 	free(s->pre_set);
 	free(s->hlast);
 	free(s->hpre);
+	free(s->trial);
 	free(s);
 }
 
@@ -384,6 +422,10 @@ static struct pf_pred *pred_find(struct zcr_pf_ep *pe, uint32_t comm,
 		return NULL;
 	if (pe->asked_pred == old)
 		pe->asked_pred = NULL;
+	if (pe->came == old)
+		pe->came = NULL;
+	if (pe->store.pred == old)
+		pe->store.pred = NULL;
 	memset(old, 0, sizeof(*old));
 	old->used = true;
 	old->comm = comm;
@@ -434,6 +476,14 @@ bool __zcr_pf_ask_locked(struct zcr_ep *ep, const struct zcr_req *r,
 	if (!p || !pred_next(p, &a->saddr, &a->slen) ||
 	    a->slen > r->size || a->slen < pf->min)
 		return false;
+	/*
+	 * Asked for when the last message came, and most of it is here
+	 * already: a new request would make both sides forget it.
+	 */
+	if (pe->store.token && pe->store.fresh &&
+	    pe->store.saddr == a->saddr &&
+	    pe->store.slen == a->slen && pe->store.bytes * 8 >= a->slen * 7)
+		return false;
 	if (p->skip) {
 		p->skip--;
 		return false;
@@ -445,8 +495,45 @@ bool __zcr_pf_ask_locked(struct zcr_ep *ep, const struct zcr_req *r,
 	pe->asked_saddr = a->saddr;
 	pe->asked_slen = a->slen;
 	pe->asked_pred = p;
+	pe->asked_arrival = false;
 	ep->ctx->st.pf_requests++;
 	return true;
+}
+
+bool __zcr_pf_ask_next_locked(struct zcr_ep *ep, struct zcr_pf_ask *a)
+{
+	struct zcr_pf_ep *pe = ep->pf;
+	struct zcr_pf *pf = ep->ctx->pf;
+	struct pf_pred *p;
+
+	if (!pe || !pf || !pe->came)
+		return false;
+	p = pe->came;
+	pe->came = NULL;
+	if (pe->asked || !p->arrive || !pred_next(p, &a->saddr, &a->slen) ||
+	    a->slen < pf->min)
+		return false;
+	if (p->arrive_skip) {
+		p->arrive_skip--;
+		return false;
+	}
+	if (++pe->next_token > INT32_MAX)
+		pe->next_token = 1;
+	a->token = pe->next_token;
+	pe->asked = a->token;
+	pe->asked_saddr = a->saddr;
+	pe->asked_slen = a->slen;
+	pe->asked_pred = p;
+	pe->asked_arrival = true;
+	ep->ctx->st.pf_requests++;
+	return true;
+}
+
+/* An arrival ask of p got little or nothing: not at every message. */
+static void arrive_off(struct pf_pred *p)
+{
+	p->arrive_skip = 2u << (p->arrive_fail < 3 ? p->arrive_fail : 3);
+	p->arrive_fail++;
 }
 
 void __zcr_pf_asked_failed_locked(struct zcr_ep *ep)
@@ -491,8 +578,8 @@ static void info_clear(struct zcr_pf_ep *pe)
 }
 
 /* Remember where a message of (comm, tag) came from. */
-static void pred_learn(struct zcr_pf_ep *pe, uint32_t comm, int tag,
-		       uint64_t saddr, uint64_t len)
+static struct pf_pred *pred_learn(struct zcr_pf_ep *pe, uint32_t comm,
+				  int tag, uint64_t saddr, uint64_t len)
 {
 	struct pf_pred *p = pred_find(pe, comm, tag, true);
 
@@ -502,6 +589,7 @@ static void pred_learn(struct zcr_pf_ep *pe, uint32_t comm, int tag,
 	p->l[0] = len;
 	if (p->n < PRED_HIST)
 		p->n++;
+	return p;
 }
 
 int __zcr_pf_data_locked(struct zcr_ep *ep, uint32_t comm, int tag,
@@ -517,8 +605,17 @@ int __zcr_pf_data_locked(struct zcr_ep *ep, uint32_t comm, int tag,
 	*wire_len = len;
 	if (!pe || !pe->info)
 		return 0;	/* a small message: no PF_INFO */
-	pred_learn(pe, comm, tag, pe->info_saddr, len);
+	pe->came = pred_learn(pe, comm, tag, pe->info_saddr, len);
+	/* A message of the stream came: the pre-send kept is for no other. */
+	if (pe->store.pred == pe->came)
+		pe->store.fresh = false;
 	if (!pe->info_token) {
+		/* Asked for at its arrival and not used: ask less (once). */
+		if (pe->store.token && pe->store.pred == pe->came &&
+		    pe->store.arrival) {
+			arrive_off(pe->came);
+			pe->store.arrival = false;
+		}
 		info_clear(pe);
 		return 0;
 	}
@@ -565,6 +662,21 @@ int __zcr_pf_data_locked(struct zcr_ep *ep, uint32_t comm, int tag,
 	for (k = np; k < pe->info_bmlen * 8; k++)
 		if (bit(pe->info_bm, k))
 			return -EPROTO;
+	/*
+	 * Whether the stream's last pre-send paid: most of the buffer
+	 * pre-sent, most of that left out of this message.
+	 */
+	if (pe->store.pred == pe->came && pe->came) {
+		uint64_t out = len - *wire_len;
+
+		if (pe->store.bytes * 8 >= pe->store.slen * 7 &&
+		    out * 4 >= pe->store.bytes * 3) {
+			pe->came->arrive = true;
+			pe->came->arrive_fail = 0;
+		} else if (pe->store.arrival) {
+			arrive_off(pe->came);
+		}
+	}
 	pe->nruns = n;
 	pe->fill = true;
 	pe->fill_len = len;
@@ -631,6 +743,8 @@ int __zcr_pf_presend_in_locked(struct zcr_ep *ep, uint32_t token,
 	p = pe->asked_pred;
 	if (!len) {
 		pe->asked = 0;
+		if (p && pe->asked_arrival)
+			arrive_off(p);
 		/* Nothing came: after a few in a row, ask less often. */
 		if (p && ++p->miss >= MISS_BACKOFF)
 			p->skip = 2u << (p->miss - MISS_BACKOFF < 2 ?
@@ -704,6 +818,14 @@ void __zcr_pf_presend_done_locked(struct zcr_ep *ep)
 	pe->store.slen = pe->asked_slen;
 	pe->store.buf = pe->in_buf;
 	pe->store.have = pe->in_bm;
+	pe->store.bytes = pe->in_len;
+	pe->store.pred = pe->asked_pred;
+	pe->store.arrival = pe->asked_arrival;
+	pe->store.fresh = true;
+	/* An arrival ask answered with a small part: not worth asking. */
+	if (pe->asked_arrival && pe->asked_pred &&
+	    pe->in_len * 8 < pe->asked_slen * 7)
+		arrive_off(pe->asked_pred);
 	pe->in_buf = NULL;
 	pe->in_bm = NULL;
 	free(pe->in_runs);
@@ -822,44 +944,74 @@ static struct pf_snd *snd_new(struct zcr_ctx *ctx, struct zcr_pf_ep *pe,
 	s->pre_set = calloc((b->npages + 7) / 8, 1);
 	s->hlast = calloc(b->npages, sizeof(*s->hlast));
 	s->hpre = calloc(b->npages, sizeof(*s->hpre));
+	s->trial = calloc((b->npages + 7) / 8, 1);
 	if (!s->last || !s->pre || !s->rew || !s->pre_set || !s->hlast ||
-	    !s->hpre) {
+	    !s->hpre || !s->trial) {
 		snd_free(pf, s);
 		return NULL;
 	}
 	return s;
 }
 
-/* Untrack s (policy: idle or unasked), remembering a failed order. */
+/*
+ * Untrack s (policy: idle, unasked, or an order that failed on a buffer
+ * with no stable part), remembering what its order did; the next
+ * notrack requests for it are answered with nothing, untracked.
+ */
 static void snd_retire(struct zcr_pf *pf, struct zcr_pf_ep *pe,
-		       struct pf_snd *s)
+		       struct pf_snd *s, unsigned int notrack)
 {
-	if (s->nbad_order) {
+	if (s->nbad_order || s->order_ok || notrack) {
 		unsigned int g = pe->gone_next++ % GONE_N;
 
 		pe->gone[g].saddr = s->buf->saddr;
 		pe->gone[g].slen = s->buf->slen;
 		pe->gone[g].nbad_order = s->nbad_order;
-		pe->gone[g].distrust = s->distrust;
+		/* Untracked for a while: that is the distrust. */
+		pe->gone[g].distrust = notrack ? 0 : s->distrust;
+		pe->gone[g].order_ok = s->order_ok;
+		pe->gone[g].notrack = notrack;
 	}
 	snd_free(pf, s);
+}
+
+/* The untracked buffer near (saddr, slen) remembered, or -1. */
+static int gone_find(const struct zcr_pf_ep *pe, uint64_t saddr,
+		     uint64_t slen)
+{
+	unsigned int g;
+
+	for (g = 0; g < GONE_N; g++)
+		if ((pe->gone[g].nbad_order || pe->gone[g].order_ok ||
+		     pe->gone[g].notrack) &&
+		    near(pe->gone[g].saddr, pe->gone[g].slen, saddr, slen))
+			return (int)g;
+	return -1;
 }
 
 /* s is tracked again: what its order did before it was untracked. */
 static void snd_recall(struct zcr_pf_ep *pe, struct pf_snd *s)
 {
-	unsigned int g;
+	int g = gone_find(pe, s->buf->saddr, s->buf->slen);
 
-	for (g = 0; g < GONE_N; g++) {
-		if (!pe->gone[g].nbad_order ||
-		    !near(pe->gone[g].saddr, pe->gone[g].slen, s->buf->saddr,
-			  s->buf->slen))
-			continue;
-		s->nbad_order = pe->gone[g].nbad_order;
-		s->distrust = pe->gone[g].distrust;
-		pe->gone[g].nbad_order = 0;
+	if (g < 0)
 		return;
-	}
+	s->nbad_order = pe->gone[g].nbad_order;
+	s->distrust = pe->gone[g].distrust;
+	s->order_ok = pe->gone[g].order_ok;
+	memset(&pe->gone[g], 0, sizeof(pe->gone[g]));
+}
+
+/*
+ * An order-trusting pre-send of s, or a trial of the order, went bad:
+ * only the stable part for the next 8, 32, 128, then 512 requests, and
+ * a trial again before the order is trusted.
+ */
+static void order_bad(struct pf_snd *s)
+{
+	s->distrust = 8u << 2 * (s->nbad_order < 3 ? s->nbad_order : 3);
+	s->nbad_order++;
+	s->order_ok = false;
 }
 
 /* The versions of s's buffer now into v; false: they cannot be had. */
@@ -876,6 +1028,7 @@ static void pre_drop(struct zcr_ctx *ctx, struct pf_snd *s)
 	s->token = 0;
 	s->pre_bytes = 0;
 	s->have_hpre = false;
+	s->have_trial = false;
 }
 
 /*
@@ -1128,6 +1281,7 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 	char *whole = NULL;
 	uint8_t *qset, *qall = NULL;
 	int64_t top = -1;
+	bool trial;
 
 	*data = NULL;
 	*len = 0;
@@ -1148,6 +1302,13 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 		return 0;
 	}
 	if (!s) {
+		int g = gone_find(pe, saddr, slen);
+
+		/* Its order failed and nothing of it is stable: not yet. */
+		if (g >= 0 && pe->gone[g].notrack) {
+			pe->gone[g].notrack--;
+			goto dropped;
+		}
 		/*
 		 * Not tracked yet: from now on. Its versions now are the
 		 * baseline, as if it had just been sent.
@@ -1207,28 +1368,35 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 	 * order-trusting rules pre-send pages that were rewritten before
 	 * the send: for a while after that, only its stable part goes.
 	 */
-	s->pre_order = !s->distrust;
+	s->pre_order = !s->distrust && s->order_ok;
+	trial = !s->distrust && !s->order_ok;
 	if (s->distrust)
 		s->distrust--;
 	memset(s->pre_set, 0, (np + 7) / 8);
+	memset(s->trial, 0, (np + 7) / 8);
+	s->ntrial = 0;
 	for (k = 0; k < np; k++) {
 		bool stable = s->have_rew && !bit(s->rew, k) &&
 			      cur[k] == s->last[k];
-		bool pick;
+		bool order;
 
-		if (!s->pre_order)
-			pick = stable;
-		else if (top == (int64_t)np - 1)
-			pick = true;
+		if (top == (int64_t)np - 1)
+			order = true;
 		else if ((int64_t)k < top)
-			pick = true;
+			order = true;
 		else if ((int64_t)k == top)
-			pick = false;
+			order = false;
 		else
-			pick = stable;
-		if (pick)
+			order = stable;
+		if (s->pre_order ? order : stable)
 			s->pre_set[k / 8] |= (uint8_t)(1u << (k % 8));
+		else if (trial && order) {
+			/* Withheld: what the send makes of it decides. */
+			s->trial[k / 8] |= (uint8_t)(1u << (k % 8));
+			s->ntrial++;
+		}
 	}
+	s->have_trial = s->ntrial != 0;
 	/*
 	 * The answer counts the pages of the buffer asked for, which may
 	 * start or end elsewhere than the one tracked (a buffer that
@@ -1257,6 +1425,8 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 		free(whole);
 		free(qall);
 		free(qset);
+		if (s->have_trial)
+			goto dropped;	/* a trial of the order, no more */
 		goto late;	/* what was asked for went, or is not begun */
 	}
 	if (whole)
@@ -1281,7 +1451,7 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 late:
 	ctx->st.pf_late++;
 	if (++s->idle >= IDLE_MAX)
-		snd_retire(pf, pe, s);
+		snd_retire(pf, pe, s, 0);
 	return 0;
 dropped:
 	ctx->st.pf_dropped++;
@@ -1414,6 +1584,16 @@ static bool contents_out(struct pf_snd *s, const uint64_t *cur)
 	return ++s->changed_run >= CONTENTS_OUT;
 }
 
+/* The pages of s not rewritten between its last two sends. */
+static uint64_t stable_pages(const struct pf_snd *s)
+{
+	uint64_t k, n = 0;
+
+	for (k = 0; k < s->buf->npages; k++)
+		n += !bit(s->rew, k);
+	return n;
+}
+
 int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 {
 	struct zcr_ctx *ctx = ep->ctx;
@@ -1425,7 +1605,7 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 	struct pf_snd *s;
 	uint64_t *cur = NULL, *hnow = NULL;
 	size_t n = 0, extra = 0;
-	bool have = false;
+	bool have = false, failed = false;
 
 	if (!pe || !pf || r->len < pf->min)
 		return 0;
@@ -1507,9 +1687,8 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 		ctx->st.pf_wasted_bytes += s->pre_bytes - saved;
 		if (saved * 2 < s->pre_bytes) {
 			if (s->pre_order) {
-				s->distrust = 8u << 2 * (s->nbad_order < 3 ?
-							 s->nbad_order : 3);
-				s->nbad_order++;
+				order_bad(s);
+				failed = true;
 			}
 			if (++s->bad >= BAD_BACKOFF)
 				s->skip = 4u << (s->bad - BAD_BACKOFF < 4 ?
@@ -1518,14 +1697,38 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 			s->bad = 0;
 			if (s->pre_order)
 				s->nbad_order = 0;
+			/* More than a tenth wasted: a trial first again. */
+			if (s->pre_order && saved * 10 < s->pre_bytes * 9)
+				s->order_ok = false;
 		}
 		s->token = 0;	/* one send uses a pre-send */
 		s->pre_bytes = 0;
 		s->have_hpre = false;
 	}
+	if (s && s->have_trial && have) {
+		/*
+		 * The pages the order would have pre-sent: left alone since
+		 * the request (9/10 of them: at most a tenth wasted), the
+		 * order holds; else they would have been wasted.
+		 */
+		uint64_t held = 0;
+
+		for (k = 0; k < s->buf->npages; k++)
+			if (bit(s->trial, k) && cur[k] == s->pre[k])
+				held++;
+		if (held * 10 >= s->ntrial * 9) {
+			s->order_ok = true;
+		} else {
+			order_bad(s);
+			failed = true;
+		}
+		s->have_trial = false;
+	} else if (s) {
+		s->have_trial = false;
+	}
 	if (s && have && (++s->unasked >= UNASKED_MAX ||
 			  (s->contents && contents_out(s, cur)))) {
-		snd_retire(pf, pe, s);
+		snd_retire(pf, pe, s, 0);
 		s = NULL;
 	}
 	if (s && have) {
@@ -1550,6 +1753,25 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 		memcpy(s->last, s->contents ? hnow : cur,
 		       s->buf->npages * sizeof(*cur));
 		s->have_last = true;
+		/*
+		 * When not to: its order failed and hardly a page of it was
+		 * left alone between its sends, twice in a row, by the page
+		 * hashes (FT's slabs, new bytes everywhere each iteration;
+		 * once may be a change of phase, and pages written again with
+		 * their bytes, as the late sender's, are not rewritten). Nothing of it can be
+		 * pre-sent while the order is distrusted, and tracking it
+		 * costs the application a write fault per page per send:
+		 * untrack it for as many requests as it is distrusted.
+		 */
+		if (hnow && s->have_rew &&
+		    stable_pages(s) * 8 < s->buf->npages)
+			s->nostable++;
+		else
+			s->nostable = 0;
+		if (failed && s->nostable >= 2) {
+			snd_retire(pf, pe, s, s->distrust);
+			s = NULL;
+		}
 	} else if (s) {
 		snd_free(pf, s);	/* its versions cannot be had */
 	}

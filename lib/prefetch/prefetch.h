@@ -71,6 +71,13 @@ void __zcr_pf_ep_fini(struct zcr_ep *ep);
  */
 bool __zcr_pf_ask_locked(struct zcr_ep *ep, const struct zcr_req *r,
 			 struct zcr_pf_ask *a);
+/*
+ * A large DATA of ep is all in: whether to ask for the stream's next
+ * message now (fills *a; the caller sends PF_REQ), where its last
+ * pre-send paid (Documentation/prefetch.md, "Asking when the last
+ * message came").
+ */
+bool __zcr_pf_ask_next_locked(struct zcr_ep *ep, struct zcr_pf_ask *a);
 /* The request *a could not be sent: none is outstanding. */
 void __zcr_pf_asked_failed_locked(struct zcr_ep *ep);
 /* A PF_INFO came and its DATA not yet: the next frame must be that DATA. */

@@ -43,6 +43,13 @@ static void finish_payload(struct zcr_ep *ep)
 	__zcr_match_payload_done_locked(ep->ctx, &ep->rx);
 	te->have_hdr = false;
 	te->hdr_got = 0;
+	/* Ask for the stream's next message now, where that pays. */
+	if (ep->pf) {
+		struct zcr_pf_ask a;
+
+		if (__zcr_pf_ask_next_locked(ep, &a) && ep->tp->pf_ask(ep, &a))
+			__zcr_pf_asked_failed_locked(ep);
+	}
 }
 
 /* A prefetch frame's body is in. */
