@@ -317,26 +317,44 @@ struct zcr_ctx {
 	struct zcr_predictor *pred;
 	char pred_name[32];
 	/*
-	 * progress thread: parked on park while an application thread waits
-	 * in zcr_wait() and drives progress itself (waiters > 0)
+	 * progress thread: parked while an application thread waits in
+	 * zcr_wait() and drives progress itself (waiters > 0), and for a
+	 * grace after the application's last call. It parks in a read of
+	 * park_fd, a timer the application pushes further without waking
+	 * it (__zcr_park_push_locked()): a stream of calls costs the thread
+	 * no wake-up at all, and the application a timerfd_settime(2) per
+	 * ZCR_PARK_SLACK_NS at most (Documentation/library.md).
 	 */
 	pthread_t thread;
 	bool thread_on, thread_stop;
 	bool thread_busy;		/* in a progress call, maybe in poll */
 	unsigned int waiters;
-	uint64_t park_until;		/* ns: the last waiter left + grace */
+	int park_fd;			/* the park's timerfd; -1: no thread */
+	uint64_t park_until;		/* ns park_fd fires at; 0: disarmed */
+	uint64_t park_wakes;		/* parks ended (tests count them) */
 	/*
-	 * Calls that found their request complete at once (a wait on an
-	 * eager send, a persistent start that completed): each would have
-	 * started the grace again; the thread, at the end of a park, parks
-	 * another grace if the count moved meanwhile.
+	 * The application's calls (waits, tests, probes, persistent starts
+	 * that completed): they count, with no clock read, and every
+	 * park_stride-th pushes the park's end (app_calls_pushed: the count
+	 * then). The stride doubles (to ZCR_PARK_STRIDE_MAX) when a push
+	 * finds the timer a grace ahead still, and halves when the timer
+	 * fired while the count moved: a push every 1-3 ms of calls. The
+	 * thread, when its park ends, parks another grace if the count moved.
 	 */
-	uint64_t app_calls, app_calls_seen;
-	pthread_cond_t park;
+	uint64_t app_calls, app_calls_seen, app_calls_pushed;
+	unsigned int park_stride;
 	struct zcr_stats st;
 };
 
+/*
+ * The progress thread runs no earlier than ZCR_PARK_GRACE_NS after the
+ * application's last call, no later than ZCR_PARK_GRACE_NS +
+ * ZCR_PARK_SLACK_NS: a call pushes the timer only when it would fire
+ * within the grace, and then to the grace plus the slack.
+ */
 #define ZCR_PARK_GRACE_NS	(2 * 1000000ULL)
+#define ZCR_PARK_SLACK_NS	(ZCR_PARK_GRACE_NS / 2)
+#define ZCR_PARK_STRIDE_MAX	64
 /* poll(2) sleeps this long at most before the poll set is built again. */
 #define ZCR_POLL_SLICE_MS	100
 

@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "base/probe.h"
@@ -107,6 +108,57 @@ static void progress_nice(struct zcr_ctx *ctx)
 			strerror(errno));
 }
 
+/* Arm the park's timer to fire at ns (CLOCK_MONOTONIC); 0 disarms it. */
+static void park_arm(struct zcr_ctx *ctx, uint64_t ns)
+{
+	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
+
+	its.it_value.tv_sec = (time_t)(ns / 1000000000);
+	its.it_value.tv_nsec = (long)(ns % 1000000000);
+	ctx->park_until = ns;
+	/* Cannot fail on our own timerfd with a valid absolute time. */
+	(void)timerfd_settime(ctx->park_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+void __zcr_park_push_locked(struct zcr_ctx *ctx)
+{
+	uint64_t now;
+
+	if (!ctx->thread_on)
+		return;
+	/* The calls so far are in the push: none left for the thread. */
+	ctx->app_calls_pushed = ctx->app_calls_seen = ctx->app_calls;
+	now = zcr_now_ns();
+	/*
+	 * Far enough still: nothing to do, no system call, and the calls
+	 * come fast enough to read the clock less often. Pushed, the timer
+	 * is good for ZCR_PARK_SLACK_NS of calls before the next.
+	 */
+	if (ctx->park_until >= now + ZCR_PARK_GRACE_NS) {
+		if (ctx->park_stride < ZCR_PARK_STRIDE_MAX)
+			ctx->park_stride *= 2;
+		return;
+	}
+	park_arm(ctx, now + ZCR_PARK_GRACE_NS + ZCR_PARK_SLACK_NS);
+}
+
+/*
+ * Sleep until the park's timer fires (or never, disarmed, until someone
+ * arms it), the lock dropped meanwhile. Moving the timer while we sleep
+ * moves our wake-up with it: nobody has to wake us to say so.
+ */
+static void park_sleep(struct zcr_ctx *ctx)
+{
+	uint64_t n;
+
+	pthread_mutex_unlock(&ctx->lock);
+	if (read(ctx->park_fd, &n, sizeof(n)) < 0) {
+		/* EINTR: the caller looks at the state again. */
+	}
+	pthread_mutex_lock(&ctx->lock);
+	ctx->park_wakes++;
+}
+
 static void *progress_thread(void *arg)
 {
 	struct zcr_ctx *ctx = arg;
@@ -118,32 +170,35 @@ static void *progress_thread(void *arg)
 		uint64_t now = zcr_now_ns();
 
 		/*
-		 * Someone waits in zcr_wait() and drives progress, or was
-		 * there a moment ago and may be back at once: sleep, and
-		 * look again later. Nobody signals us (a wake-up per
-		 * zcr_wait() would cost a system call and, on a busy
-		 * machine, the peer's processor).
+		 * Someone waits in zcr_wait() and drives progress: sleep
+		 * with the timer disarmed. The last waiter to leave arms it
+		 * (__zcr_park_push_locked(), under the lock we hold now),
+		 * so the park ends a grace after that. Nobody else wakes
+		 * us: a wake-up per zcr_wait() would cost a system call
+		 * and, on a busy machine, the peer's processor.
 		 */
-		if (ctx->waiters && ctx->park_until < now + ZCR_PARK_GRACE_NS)
-			ctx->park_until = now + ZCR_PARK_GRACE_NS;
-		/* The application came back while we were parked. */
-		if (now >= ctx->park_until &&
-		    ctx->app_calls != ctx->app_calls_seen) {
+		if (ctx->waiters) {
+			if (ctx->park_until > now)
+				park_arm(ctx, 0);
+			ctx->park_until = 0;
+			park_sleep(ctx);
+			continue;
+		}
+		/*
+		 * The application made calls since the last push that did
+		 * not reach the next (fewer than park_stride): another
+		 * grace.
+		 */
+		if (ctx->app_calls != ctx->app_calls_seen) {
 			ctx->app_calls_seen = ctx->app_calls;
-			ctx->park_until = now + ZCR_PARK_GRACE_NS;
+			/* They came too slowly to push: push more often. */
+			if (ctx->park_stride > 1)
+				ctx->park_stride /= 2;
+			if (ctx->park_until < now + ZCR_PARK_GRACE_NS)
+				park_arm(ctx, now + ZCR_PARK_GRACE_NS);
 		}
 		if (now < ctx->park_until) {
-			struct timespec dl;
-			uint64_t t = ctx->park_until - now;
-
-			clock_gettime(CLOCK_MONOTONIC, &dl);
-			dl.tv_sec += (time_t)(t / 1000000000);
-			dl.tv_nsec += (long)(t % 1000000000);
-			if (dl.tv_nsec >= 1000000000) {
-				dl.tv_sec++;
-				dl.tv_nsec -= 1000000000;
-			}
-			pthread_cond_timedwait(&ctx->park, &ctx->lock, &dl);
+			park_sleep(ctx);
 			continue;
 		}
 		ctx->thread_busy = true;
@@ -220,15 +275,8 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	}
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_cond_init(&ctx->cond, NULL);
-	{
-		pthread_condattr_t ca;
-
-		/* park's timed waits count in CLOCK_MONOTONIC, as zcr_now_ns */
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&ctx->park, &ca);
-		pthread_condattr_destroy(&ca);
-	}
+	ctx->park_fd = -1;
+	ctx->park_stride = 1;
 	ctx->rank = attr->rank;
 	ctx->policy = env_or(&env.v[ZCR_ENV_POLICY], attr->policy);
 	ctx->max_msg = attr->max_msg ? attr->max_msg : ZCR_DEFAULT_MAX_MSG;
@@ -291,17 +339,25 @@ static int ctx_create(const struct zcr_ctx_attr *attr, struct zcr_ctx **out)
 	snprintf(ctx->pred_name, sizeof(ctx->pred_name), "%s", pred);
 
 	if (attr->progress_thread) {
+		/* Counts in CLOCK_MONOTONIC, as zcr_now_ns(). */
+		ctx->park_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+		if (ctx->park_fd < 0) {
+			ret = -errno;
+			goto err_pred;
+		}
 		/* The thread starts by taking the lock: it sees both set. */
 		pthread_mutex_lock(&ctx->lock);
 		ret = -pthread_create(&ctx->thread, NULL, progress_thread, ctx);
 		ctx->thread_on = !ret;
 		pthread_mutex_unlock(&ctx->lock);
 		if (ret)
-			goto err_pred;
+			goto err_park;
 	}
 	*out = ctx;
 	return 0;
 
+err_park:
+	close(ctx->park_fd);
 err_pred:
 	__zcr_pred_destroy(ctx->pred);
 err_remap:
@@ -350,10 +406,12 @@ void zcr_ctx_destroy(struct zcr_ctx *ctx)
 	if (ctx->thread_on) {
 		pthread_mutex_lock(&ctx->lock);
 		ctx->thread_stop = true;
-		pthread_cond_broadcast(&ctx->park);
+		/* Parked: its timer fires at once (1 ns is long past). */
+		park_arm(ctx, 1);
 		pthread_mutex_unlock(&ctx->lock);
-		__zcr_wake(ctx);
+		__zcr_wake(ctx);	/* in poll */
 		pthread_join(ctx->thread, NULL);
+		close(ctx->park_fd);
 	}
 	/*
 	 * Connections first: a transport may have to wait until a peer is
@@ -409,7 +467,6 @@ void zcr_ctx_destroy(struct zcr_ctx *ctx)
 		close(ctx->kmod_fd);
 	close(ctx->wake_fd);
 	pthread_cond_destroy(&ctx->cond);
-	pthread_cond_destroy(&ctx->park);
 	pthread_mutex_destroy(&ctx->lock);
 	explicit_bzero(ctx->secret, sizeof(ctx->secret));
 	free(ctx);

@@ -29,6 +29,13 @@ struct zcr_pollset {
 
 int __zcr_progress_locked(struct zcr_ctx *ctx, int timeout_ms);
 /*
+ * The application was in the library just now (the last waiter left
+ * zcr_wait(), a test or probe made a pass): the progress thread stays
+ * parked a grace from now. Reads the clock; arms the park's timer only
+ * when it would fire within the grace (context.c).
+ */
+void __zcr_park_push_locked(struct zcr_ctx *ctx);
+/*
  * This thread's own wake-up eventfd (created on first use; -1 if it
  * cannot be): zcr_wait() polls it, and another thread completing the
  * request it waits for writes it.

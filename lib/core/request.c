@@ -93,14 +93,20 @@ static void reaped_locked(struct zcr_req *r)
 }
 
 /*
- * The application is in the library (a call that needs no progress):
- * the progress thread stays parked for another grace (context.c). A
- * count, not a clock read: the thread compares it when its park ends.
+ * The application is in the library: the progress thread stays parked
+ * for another grace (context.c). A count, not a clock read (a persistent
+ * start is a few times a clock read): every ctx->park_stride-th call
+ * reads the clock and pushes the park's timer, so that a stream of calls
+ * ends no park either, and so does the first call after the timer was
+ * disarmed (someone waited). The stride follows the calls' pace
+ * (__zcr_park_push_locked(), the thread).
  */
 static void app_seen_locked(struct zcr_ctx *ctx)
 {
-	if (ctx->thread_on && !ctx->waiters)
-		ctx->app_calls++;
+	if (ctx->thread_on && !ctx->waiters &&
+	    (++ctx->app_calls - ctx->app_calls_pushed >= ctx->park_stride ||
+	     !ctx->park_until))
+		__zcr_park_push_locked(ctx);
 }
 
 /* Reap r if complete already, as a wait would (the lock held). */
@@ -640,12 +646,14 @@ static int wait_for(struct zcr_req *r, struct zcr_status *st,
 		}
 	}
 	/*
-	 * The last waiter leaves: the progress thread, at the end of the
-	 * park it took while we waited, parks another grace (a count, not
-	 * a clock read on the way out of the wait that a message ended:
-	 * 22 ns of one way of an 8-byte message). If it sleeps in
-	 * poll, we may have taken the doorbells it was waiting on: wake it,
-	 * so that it sleeps again with its own announcements.
+	 * The last waiter leaves: a count, not a clock read on the way out
+	 * of the wait that a message ended (22 ns of one way of an 8-byte
+	 * message); app_seen_locked() reads the clock and pushes the park's
+	 * timer every park_stride calls, or at once if the timer is disarmed
+	 * (the thread sleeps untimed while anyone waits: this arms it). If
+	 * the thread sleeps in poll, we may have taken the doorbells it was
+	 * waiting on: wake it, so that it sleeps again with its own
+	 * announcements.
 	 */
 	if (!--ctx->waiters)
 		app_seen_locked(ctx);

@@ -6,6 +6,9 @@
  * the peer reset nor on a listening socket it cannot accept from (EMFILE),
  * and must close connections whose handshake never completes; a thread
  * asleep in poll is woken when another thread completes its request.
+ * The progress thread's park: a stream of waits never wakes it, and after
+ * a wait longer than its grace (its timer disarmed meanwhile) it still
+ * moves messages while the application is away.
  * Run: build/tests/unit/test_progress [name].
  */
 #include <pthread.h>
@@ -482,5 +485,177 @@ ZT_TEST(emfile_on_accept_backs_off)
 	ZT_EXPECT_EQ(zcr_ep_accept(p.c[0], 2000, &ep), 0);
 	ZT_EXPECT_EQ(zcr_ep_rank(ep), 3);
 	close(fd);
+	pair_close(&p);
+}
+
+/* How many times c's progress thread came out of its park. */
+static uint64_t park_wakes(struct zcr_ctx *c)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&c->lock);
+	n = c->park_wakes;
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+/*
+ * One round trip of 4 bytes between c[0] and c[1], each side waiting for
+ * its receive (a wait that finds its request done only counts: its side
+ * would see no push).
+ */
+static void round_trip(struct pair *p, int i)
+{
+	struct zcr_req *r0, *r1, *s;
+	int w0, w1;
+
+	ZT_ASSERT(zcr_irecv(p->c[0], &w0, sizeof(w0), 1, 50, &r0) == 0);
+	ZT_ASSERT(zcr_irecv(p->c[1], &w1, sizeof(w1), 0, 51, &r1) == 0);
+	ZT_ASSERT(zcr_isend(p->to0[1], &i, sizeof(i), 50, &s) >= 0);
+	ZT_ASSERT(zcr_wait(s, NULL) == 0);
+	ZT_ASSERT(zcr_wait(r0, NULL) == 0);
+	ZT_ASSERT(zcr_isend(p->from[1], &w0, sizeof(w0), 51, &s) >= 0);
+	ZT_ASSERT(zcr_wait(s, NULL) == 0);
+	ZT_ASSERT(zcr_wait(r1, NULL) == 0);
+	ZT_ASSERT(w0 == i && w1 == i);
+}
+
+/*
+ * Round trips back to back for 0.3 s, both contexts with a progress
+ * thread: each wait pushes the park's timer further, and the threads,
+ * parked, never come out. The park used to end every 2 ms (a timed
+ * wait) for a look at the clock, on the processor of the rank it was
+ * pinned with: 150 wake-ups a thread in this stream. Only a gap in the
+ * stream as long as the grace (a round trip of this thread descheduled
+ * on a busy host) may end a park: two wake-ups are allowed per round
+ * trip longer than three quarters of the grace.
+ */
+ZT_TEST(a_stream_of_waits_leaves_the_progress_thread_parked)
+{
+	struct zcr_ctx_attr a = { .progress_thread = 1 };
+	uint64_t w0[2], w1[2];
+	double t0, last, now;
+	int i, gaps = 0, trips = 0;
+	struct pair p;
+
+	pair_open(&p, 2, &a);
+	for (i = 0; i < 50; i++)	/* the threads parked */
+		round_trip(&p, i);
+	for (i = 0; i < 2; i++)
+		w0[i] = park_wakes(p.c[i]);
+	t0 = last = pair_now();
+	while ((now = pair_now()) - t0 < 0.3) {
+		round_trip(&p, trips++);
+		now = pair_now();
+		if (now - last > ZCR_PARK_GRACE_NS * 1e-9 * 3 / 4)
+			gaps++;
+		last = now;
+	}
+	for (i = 0; i < 2; i++)
+		w1[i] = park_wakes(p.c[i]) - w0[i];
+	printf("# %d round trips in 0.3 s, %d gaps; the threads came out "
+	       "of their park %llu and %llu times\n", trips, gaps,
+	       (unsigned long long)w1[0], (unsigned long long)w1[1]);
+	for (i = 0; i < 2; i++)
+		ZT_ASSERT_MSG(w1[i] <= (uint64_t)(2 * gaps + 2),
+			      "thread %d came out of its park %llu times in a "
+			      "stream of waits with %d gaps", i,
+			      (unsigned long long)w1[i], gaps);
+	pair_close(&p);
+}
+
+struct long_wait {
+	struct zcr_ctx *c;
+	int src;
+	uint64_t woke;			/* park ends during the wait */
+	pthread_t t;
+};
+
+/* A receive nobody sends, waited for 30 ms, then cancelled. */
+static void *long_wait(void *arg)
+{
+	struct long_wait *l = arg;
+	struct zcr_req *r;
+	uint64_t w = park_wakes(l->c);
+	int d;
+
+	ZT_ASSERT(zcr_irecv(l->c, &d, sizeof(d), l->src, 52, &r) == 0);
+	ZT_EXPECT_EQ(zcr_wait_timeout(r, NULL, 30), -ETIMEDOUT);
+	l->woke = park_wakes(l->c) - w;
+	ZT_EXPECT_EQ(zcr_cancel(r), 0);
+	ZT_EXPECT_EQ(zcr_wait(r, NULL), -ECANCELED);
+	return NULL;
+}
+
+/*
+ * A wait longer than the grace on each side at once: each thread's
+ * timer fires during it, the thread finds someone waiting and parks
+ * with its timer disarmed (nobody would wake it but the waiter
+ * leaving). Then a message larger than one call writes, with the
+ * application away from the library: only the two progress threads can
+ * move it (the receiver's reads, the sender's writes), so both must
+ * have been woken when the waits ended: a missing push leaves them
+ * asleep for ever.
+ */
+ZT_TEST(the_progress_thread_moves_messages_after_a_long_wait)
+{
+	struct zcr_ctx_attr a = { .progress_thread = 1 };
+	struct long_wait l[2];
+	size_t len = 8 << 20;
+	struct zcr_req *r, *s;
+	struct zcr_status st;
+	uint64_t before;
+	char *sb, *rb;
+	struct pair p;
+	double t0;
+	int i, tries;
+
+	pair_open(&p, 2, &a);
+	sb = malloc(len);
+	rb = malloc(len);
+	ZT_ASSERT(sb && rb);
+	pattern_fill(sb, len, 8);
+	/*
+	 * Both waits must begin within the grace of the round trips (the
+	 * threads still parked, not in a pass of their own): on a busy host
+	 * one may begin late, then try again.
+	 */
+	for (tries = 0; tries < 20; tries++) {
+		for (i = 0; i < 10; i++)	/* threads parked, timers armed */
+			round_trip(&p, i);
+		for (i = 0; i < 2; i++) {
+			l[i].c = p.c[i];
+			l[i].src = 1 - i;
+			ZT_ASSERT(pthread_create(&l[i].t, NULL, long_wait,
+						 &l[i]) == 0);
+		}
+		for (i = 0; i < 2; i++)
+			pthread_join(l[i].t, NULL);
+		/* Its timer fired while we waited: it saw us there. */
+		if (l[0].woke && l[1].woke)
+			break;
+	}
+	printf("# both threads parked through the waits at try %d\n",
+	       tries + 1);
+	ZT_ASSERT_MSG(tries < 20, "no park ended during the waits in 20 "
+		      "tries");
+	before = pair_stats(p.c[0]).msgs_recv;
+	ZT_ASSERT(zcr_irecv(p.c[0], rb, len, 1, 53, &r) == 0);
+	ZT_ASSERT(zcr_isend(p.to0[1], sb, len, 53, &s) == 0);
+	/* Away from the library: no call that progresses, for up to 20 s. */
+	t0 = pair_now();
+	while (pair_stats(p.c[0]).msgs_recv == before) {
+		ZT_ASSERT_MSG(pair_now() - t0 < 20, "the progress threads "
+			      "moved nothing in 20 s after a long wait");
+		usleep(10000);
+	}
+	printf("# delivered by the threads in %.0f ms\n",
+	       (pair_now() - t0) * 1e3);
+	ZT_EXPECT_EQ(zcr_wait(r, &st), 0);
+	ZT_EXPECT_EQ(st.len, len);
+	ZT_EXPECT_EQ(zcr_wait(s, NULL), 0);
+	ZT_EXPECT_EQ(pattern_bad(rb, len, 8), 0);
+	free(sb);
+	free(rb);
 	pair_close(&p);
 }
