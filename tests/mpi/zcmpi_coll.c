@@ -38,12 +38,14 @@
  *                      µs over the ranks (rank 0 prints; used to
  *                      set the layer's thresholds, Documentation/mpi.md)
  *   zcmpi_coll loop C BYTES ITERS
- *                      ITERS calls of collective C (an index of
- *                      coll_names: 0 alltoall, 1 allgather, 2 bcast, ...)
+ *                      ITERS calls of collective C (a name of
+ *                      coll_names, or its index: 0 alltoall, 1 allgather,
+ *                      2 bcast, ...)
  *                      with parts of BYTES back to back; rank 0 prints
  *                      "name,BYTES,mean us per call"
  */
 #include <mpi.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1443,9 +1445,35 @@ static double time_one(int c, int bytes, char *s, char *r, int p)
 	return t[ITERS / 2];
 }
 
+/* A whole number from 0 to max written out in full, or -1. */
+static long whole(const char *a, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(a, &end, 10);
+	if (errno || end == a || *end || v < 0 || v > max)
+		return -1;
+	return v;
+}
+
+/* A collective named by its name in coll_names or its index, or -1. */
+static int coll_index(const char *a, int n)
+{
+	long v;
+	int c;
+
+	for (c = 0; c < n; c++)
+		if (!strcmp(a, coll_names[c]))
+			return c;
+	v = whole(a, n - 1);
+	return (int)v;
+}
+
 /*
- * loop C BYTES ITERS: ITERS calls of collective C (an index of
- * coll_names) with parts of BYTES, back to back after 20 to warm up;
+ * loop C BYTES ITERS: ITERS calls of collective C (a name or an index
+ * of coll_names) with parts of BYTES, back to back after 20 to warm up;
  * rank 0 prints the mean µs per call. Where bench times single calls
  * between barriers, this is the rate of a program that calls one
  * collective after another.
@@ -1453,17 +1481,18 @@ static double time_one(int c, int bytes, char *s, char *r, int p)
 static int loop(int argc, char **argv)
 {
 	int n = sizeof(coll_names) / sizeof(coll_names[0]), p, i;
-	int c = argc > 2 ? atoi(argv[2]) : -1;
-	long bytes = argc > 3 ? atol(argv[3]) : -1;
-	int iters = argc > 4 ? atoi(argv[4]) : -1;
+	int c = argc > 2 ? coll_index(argv[2], n) : -1;
+	long bytes = argc > 3 ? whole(argv[3], 1L << 26) : -1;
+	int iters = argc > 4 ? (int)whole(argv[4], 1L << 30) : -1;
 	double t0 = 0;
 	char *s, *r;
 
-	if (c < 0 || c >= n || bytes < 0 || bytes > 1 << 26 || iters < 1) {
+	if (c < 0 || bytes < 0 || iters < 1) {
 		if (!wrank)
-			fprintf(stderr, "zcmpi_coll loop C BYTES ITERS: C from "
-				"0 to %d, BYTES from 0 to 64 MiB, ITERS from "
-				"1\n", n - 1);
+			fprintf(stderr, "zcmpi_coll loop C BYTES ITERS: C a name "
+				"of a collective (alltoall, allgather, bcast, "
+				"...) or its index from 0 to %d, BYTES from 0 to "
+				"64 MiB, ITERS from 1\n", n - 1);
 		return 2;
 	}
 	MPI_Comm_size(MPI_COMM_WORLD, &p);
