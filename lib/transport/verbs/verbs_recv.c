@@ -14,6 +14,7 @@
 
 #include "base/ctx.h"
 #include "match/match.h"
+#include "pagever/pagever.h"
 #include "transport/transport.h"
 #include "transport/verbs/verbs_priv.h"
 
@@ -93,6 +94,13 @@ static int rndv_done(struct zcr_ep *ep)
 		if (rd->staged && !rd->ce)
 			vc->st.live_slot_mrs--;
 	}
+	/*
+	 * READ into the posted buffer itself: the device wrote it behind
+	 * the page tables' back, where no page version sees a write
+	 * (pagever.h). A staged message is bumped when it lands.
+	 */
+	if (!rd->staged && rd->n)
+		__zcr_pv_bump(ep->ctx->pv, ep->rx.dst, rd->n);
 	memset(rd, 0, sizeof(*rd));
 	ve->arriving = false;
 	ve->dq_head = (ve->dq_head + 1) % NRECV;
@@ -263,7 +271,14 @@ static int rx_data(struct zcr_ep *ep)
 			n += rndv_start(ep);
 			continue;
 		}
-		/* A write's payload is in the buffer already. */
+		/*
+		 * A write's payload is in the buffer already, put there by
+		 * the device where no page version sees it (pagever.h).
+		 */
+		if (h->type == T_WRITE)
+			__zcr_pv_bump(ep->ctx->pv, ep->rx.dst,
+				      ep->rx.room < h->len ? ep->rx.room :
+				      h->len);
 		if (h->type == T_EAGER && ep->rx.room)
 			memcpy(ep->rx.dst, rcell(ve, cell) + HDR,
 			       ep->rx.room < h->len ? ep->rx.room : h->len);
