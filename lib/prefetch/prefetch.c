@@ -424,8 +424,11 @@ static struct pf_pred *pred_find(struct zcr_pf_ep *pe, uint32_t comm,
 		pe->asked_pred = NULL;
 	if (pe->came == old)
 		pe->came = NULL;
-	if (pe->store.pred == old)
+	/* The pre-send kept lost its stream: no longer anyone's next. */
+	if (pe->store.pred == old) {
 		pe->store.pred = NULL;
+		pe->store.fresh = false;
+	}
 	memset(old, 0, sizeof(*old));
 	old->used = true;
 	old->comm = comm;
@@ -478,9 +481,12 @@ bool __zcr_pf_ask_locked(struct zcr_ep *ep, const struct zcr_req *r,
 		return false;
 	/*
 	 * Asked for when the last message came, and most of it is here
-	 * already: a new request would make both sides forget it.
+	 * already: a new request would make both sides forget it. Only
+	 * for its own stream: one that lost its prediction meanwhile (16
+	 * other streams, or taken while it was asked for) would otherwise
+	 * stay "fresh", and no receive of its buffer would ask again.
 	 */
-	if (pe->store.token && pe->store.fresh &&
+	if (pe->store.token && pe->store.fresh && pe->store.pred == p &&
 	    pe->store.saddr == a->saddr &&
 	    pe->store.slen == a->slen && pe->store.bytes * 8 >= a->slen * 7)
 		return false;
