@@ -725,15 +725,14 @@ ZT_TEST(arrival_asks_come_back)
  * taken by 16 other streams of the connection (the predictions a
  * connection keeps), and the stream's next message gets new bytes (the
  * kept pre-send unused): later receives of the stream still ask, and
- * the unchanged buffer stays out of the sends again. (A kept pre-send
- * that lost its stream must not count as that stream's next for ever:
- * prefetch.c, __zcr_pf_ask_locked(). This sequence does not reach that
- * case here, where the rewritten message uses the kept pre-send; it
- * checks that the evicted stream comes back.)
+ * the unchanged buffer stays out of the sends again. A kept pre-send
+ * that had lost its stream counted as fresh for ever, and no receive of
+ * its buffer asked again.
  */
 ZT_TEST(evicted_stream_asks_again)
 {
 	uint64_t saved, asked;
+	char *other;
 	struct zcr_req *r, *s;
 	struct pf t;
 	int i;
@@ -741,12 +740,16 @@ ZT_TEST(evicted_stream_asks_again)
 	pf_open(&t, 1);
 	for (i = 0; i < 8; i++)		/* asked at the post, paid */
 		round_once(&t, 0, 0);
-	for (i = 1; i <= 16; i++) {
-		memcpy(t.want, t.sb, LEN);
+	other = malloc(LEN);
+	ZT_ASSERT(other != NULL);
+	memset(other, 7, LEN);
+	for (i = 1; i <= 16; i++) {	/* from another buffer */
+		memcpy(t.want, other, LEN);
 		ZT_EXPECT_EQ(zcr_irecv(t.p.c[0], t.rb, LEN, 1, TAG + i, &r), 0);
-		ZT_EXPECT_EQ(zcr_isend(t.p.to0[1], t.sb, LEN, TAG + i, &s), 0);
+		ZT_EXPECT_EQ(zcr_isend(t.p.to0[1], other, LEN, TAG + i, &s), 0);
 		check(&t, r, s, LEN);
 	}
+	free(other);
 	round_once(&t, NPG, 0);		/* new bytes: the kept one unused */
 	saved = st(&t, 1).pf_saved_bytes;
 	asked = st(&t, 0).pf_requests;
