@@ -466,6 +466,27 @@ static bool pred_next(const struct pf_pred *p, uint64_t *saddr,
 	return false;
 }
 
+/*
+ * The request a (a->saddr, a->slen filled) for stream p goes out: a new
+ * token, remembered as the one outstanding request of the connection.
+ */
+static bool ask_made(struct zcr_ep *ep, struct pf_pred *p,
+		     struct zcr_pf_ask *a, bool arrival)
+{
+	struct zcr_pf_ep *pe = ep->pf;
+
+	if (++pe->next_token > INT32_MAX)
+		pe->next_token = 1;
+	a->token = pe->next_token;
+	pe->asked = a->token;
+	pe->asked_saddr = a->saddr;
+	pe->asked_slen = a->slen;
+	pe->asked_pred = p;
+	pe->asked_arrival = arrival;
+	ep->ctx->st.pf_requests++;
+	return true;
+}
+
 bool __zcr_pf_ask_locked(struct zcr_ep *ep, const struct zcr_req *r,
 			 struct zcr_pf_ask *a)
 {
@@ -494,16 +515,7 @@ bool __zcr_pf_ask_locked(struct zcr_ep *ep, const struct zcr_req *r,
 		p->skip--;
 		return false;
 	}
-	if (++pe->next_token > INT32_MAX)
-		pe->next_token = 1;
-	a->token = pe->next_token;
-	pe->asked = a->token;
-	pe->asked_saddr = a->saddr;
-	pe->asked_slen = a->slen;
-	pe->asked_pred = p;
-	pe->asked_arrival = false;
-	ep->ctx->st.pf_requests++;
-	return true;
+	return ask_made(ep, p, a, false);
 }
 
 bool __zcr_pf_ask_next_locked(struct zcr_ep *ep, struct zcr_pf_ask *a)
@@ -523,16 +535,7 @@ bool __zcr_pf_ask_next_locked(struct zcr_ep *ep, struct zcr_pf_ask *a)
 		p->arrive_skip--;
 		return false;
 	}
-	if (++pe->next_token > INT32_MAX)
-		pe->next_token = 1;
-	a->token = pe->next_token;
-	pe->asked = a->token;
-	pe->asked_saddr = a->saddr;
-	pe->asked_slen = a->slen;
-	pe->asked_pred = p;
-	pe->asked_arrival = true;
-	ep->ctx->st.pf_requests++;
-	return true;
+	return ask_made(ep, p, a, true);
 }
 
 /* An arrival ask of p got little or nothing: not at every message. */
