@@ -40,3 +40,6 @@ $(1): $$(patsubst %,$$(B)/tests/$(1)/%,$$($(1)_TESTS))
 endef
 $(eval $(call zcr_sanitized,tsan))
 $(eval $(call zcr_sanitized,asan))
+
+# test_prefetch_shm runs test_prefetch.c's tests over shm.
+$(B)/tests/unit/test_prefetch_shm: tests/unit/test_prefetch.c

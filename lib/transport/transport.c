@@ -771,6 +771,25 @@ void __zcr_ep_reap_locked(struct zcr_ctx *ctx)
 	}
 }
 
+struct zcr_req *__zcr_ep_ctl_req(struct zcr_ep *ep, char *body,
+				 uint64_t len)
+{
+	struct zcr_req *r = calloc(1, sizeof(*r));
+
+	if (!r) {
+		free(body);
+		return NULL;
+	}
+	r->ctx = ep->ctx;
+	r->kind = ZCR_REQ_ACK;
+	r->ctl = true;
+	r->ep = ep;
+	r->own = body;
+	r->sbuf = body;
+	r->len = len;
+	return r;
+}
+
 void __zcr_ep_pf_ask_locked(struct zcr_ctx *ctx, struct zcr_req *r)
 {
 	struct zcr_list *pos;

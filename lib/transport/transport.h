@@ -280,6 +280,13 @@ void __zcr_ep_free(struct zcr_ep *ep);
  */
 void __zcr_ep_pf_ask_locked(struct zcr_ctx *ctx, struct zcr_req *r);
 /*
+ * A request of the library's own carrying a prefetch frame on ep
+ * (ZCR_REQ_ACK, ctl): body (malloc'd or NULL, len bytes) is the
+ * request's to free. NULL when out of memory (body freed).
+ */
+struct zcr_req *__zcr_ep_ctl_req(struct zcr_ep *ep, char *body,
+				 uint64_t len);
+/*
  * Move ep's data path to transport to (to->adopt gets arg). Only between
  * messages: no arrival under way and no send started on ep, else -EBUSY;
  * sends queued but not started move to the new transport. Sequence numbers go on across the hand-off, so the peer must

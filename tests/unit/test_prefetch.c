@@ -11,6 +11,8 @@
  * a wildcard one that truncates, a receive completed by another message,
  * a buffer freed and mapped again at the same address. And prefetching
  * must happen: pre-sent bytes left out of sends.
+ * test_prefetch_shm.c runs every test again with the connections moved
+ * to the shm transport (PF_OVER_SHM).
  * Run: build/tests/unit/test_prefetch [name]
  */
 #include <stdlib.h>
@@ -57,10 +59,16 @@ static void pick_pagever(void)
 	__zcr_pv_close(pv);
 }
 
+#ifndef PF_OVER_SHM
+#define PF_OVER_SHM 0
+#endif
+
 static void pf_open(struct pf *t, int prefetch_on_sender)
 {
 	pick_pagever();
 	setenv("ZCRECV_PREFETCH", "1", 1);
+	if (PF_OVER_SHM)
+		setenv("ZCRECV_SHM", "1", 1);
 	memset(t, 0, sizeof(*t));
 	if (!prefetch_on_sender) {
 		/* Rank 0 with it, rank 1 (the dialler, the sender) without. */
@@ -81,6 +89,12 @@ static void pf_open(struct pf *t, int prefetch_on_sender)
 		pair_open(&t->p, 2, NULL);
 	}
 	unsetenv("ZCRECV_PREFETCH");
+	if (PF_OVER_SHM) {
+		/* Both ends moved to shm before the first message. */
+		PAIR_PUMP_UNTIL(&t->p, !strcmp(pair_tp(t->p.from[1]), "shm"));
+		PAIR_PUMP_UNTIL(&t->p, !strcmp(pair_tp(t->p.to0[1]), "shm"));
+		unsetenv("ZCRECV_SHM");
+	}
 	t->base = mmap(NULL, NPG * PG, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ZT_ASSERT(t->base != MAP_FAILED);

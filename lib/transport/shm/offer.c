@@ -5,7 +5,8 @@
  * attach). Format, little endian:
  *   0 magic "SHMO"   4 flags (bit 0: willing; bit 1: takes an eager
  *   message over several cells; bit 2: takes a part of the copy of its
- *   announced messages (shm.h); zcrecv 0.2.0 did neither)   8 pid
+ *   announced messages (shm.h); zcrecv 0.2.0 did neither; bit 3: takes
+ *   prefetch cells, ZCR_SHM_PF_*)   8 pid
  *  12 memfd number   16 eventfd number   20 boot id (40 bytes)
  *  60 host name (68 bytes)
  */
@@ -73,7 +74,7 @@ int __zcr_shm_offer(struct zcr_shm_nego *n, uint8_t out[ZCR_SHM_OFFER_LEN])
 		return 0;	/* we decline; TCP goes on */
 	}
 	n->offered = true;
-	put32(out + 4, 1 | 2 | 4);
+	put32(out + 4, 1 | 2 | 4 | 8);
 	put32(out + 8, (uint32_t)getpid());
 	put32(out + 12, (uint32_t)n->a.in.memfd);
 	put32(out + 16, (uint32_t)n->a.in.evfd);
@@ -107,6 +108,7 @@ int __zcr_shm_offer_take(struct zcr_shm_nego *n,
 	}
 	n->a.frag = get32(in + 4) & 2;
 	n->a.help = get32(in + 4) & 4;
+	n->a.pf = get32(in + 4) & 8;
 	n->peer = (pid_t)get32(in + 8);
 	n->peer_memfd = (int)get32(in + 12);
 	n->peer_evfd = (int)get32(in + 16);

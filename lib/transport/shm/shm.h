@@ -44,6 +44,20 @@ enum zcr_shm_type {
 	ZCR_SHM_EAGER = 1,		/* payload inline */
 	ZCR_SHM_RTS = 2,		/* payload at addr in the sender */
 	ZCR_SHM_MATCHED = 4,		/* message seq was matched */
+	/*
+	 * Message prefetching (lib/prefetch, Documentation/prefetch.md,
+	 * "Over shm"), only where both offers had bit 3 and both HELLOs
+	 * ZCR_HELLO_PREFETCH. tag holds the request number in each:
+	 */
+	ZCR_SHM_PF_INFO = 8,		/* before an RTS: addr the sender's
+					 * buffer, len bytes of the bitmap
+					 * of pages left out, inline */
+	ZCR_SHM_PF_REQ = 9,		/* addr, len: the buffer predicted */
+	ZCR_SHM_PF_DATA = 10,		/* the answer: len bytes (0: none)
+					 * at cookie in the sender, the
+					 * bitmap then the pages, kept there
+					 * until the ring's head passed the
+					 * cell; addr the buffer asked for */
 };
 
 #define ZCR_SHM_F_SYNC	1ULL		/* flags: ACK with MATCHED */
@@ -318,6 +332,7 @@ struct zcr_shm_adopt {
 	struct zcr_shm_ring in, out;
 	bool frag;			/* the peer takes multi-cell eager */
 	bool help;			/* and parts of our pulls' copies */
+	bool pf;			/* and prefetch cells */
 	pid_t peer;
 	int pidfd;
 	int ctl_fd;

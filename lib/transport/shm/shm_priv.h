@@ -18,6 +18,9 @@
 #include "base/ctx.h"
 #include "transport/shm/shm.h"
 
+struct zcr_pf_ask;
+struct zcr_pf_run;
+
 #define SHM_DEFER_NS		(100 * 1000ULL)
 /*
  * A peer's exit or close is seen when progress sleeps in poll(2); one
@@ -95,6 +98,13 @@ struct shm_ep {
 	 */
 	const char *gone;
 	uint64_t end_checked;		/* ns: last look without poll(2) */
+	/*
+	 * Message prefetching (ep->pf set: both offers took prefetch
+	 * cells): the open RTS's byte runs to pull, the others come from
+	 * the pre-send (lib/prefetch; nruns 0: all of it).
+	 */
+	const struct zcr_pf_run *pf_runs;
+	size_t pf_nruns;
 };
 
 static inline struct shm_ep *S(struct zcr_ep *ep)
@@ -173,7 +183,26 @@ static inline bool offered(struct shm_ep *se, uint64_t head)
 	return false;
 }
 
+/*
+ * A prefetch frame of ours waiting in ep->sendq for its cell (a
+ * ZCR_REQ_ACK with ctl set): the cell's fields, in r->tx after the ring
+ * index; a PF_DATA's body is r->own (r->len bytes), freed once the peer
+ * consumed the cell (it pulls the body from there).
+ */
+struct shm_pf_ctl {
+	uint64_t idx;			/* set_idx()'s */
+	uint32_t type;			/* ZCR_SHM_PF_REQ or _PF_DATA */
+	uint32_t token;
+	uint64_t addr;
+};
+
+_Static_assert(sizeof(struct shm_pf_ctl) <= ZCR_TX_SCRATCH,
+	       "a prefetch frame's cell fits the request's scratch");
+
 /* shm_send.c: sending */
+int __zcr_shm_pf_ctl(struct zcr_ep *ep, uint32_t type, uint32_t token,
+		     uint64_t addr, char *body, uint64_t len);
+int __zcr_shm_pf_ask(struct zcr_ep *ep, const struct zcr_pf_ask *a);
 int __zcr_shm_push_sends(struct zcr_ep *ep, bool help);
 int __zcr_shm_send(struct zcr_ep *ep, struct zcr_req *r);
 int __zcr_shm_send_now(struct zcr_ep *ep, uint32_t comm, const void *buf,

@@ -3,7 +3,8 @@
  * shm_recv.c - the shm transport's receiving side: the cell at our ring's
  * head checked and handed to match, its payload copied out (eager) or
  * pulled from the sender (RTS; shared with a sender that waits, shm.h),
- * deferred announcements, MATCHED cells, and a peer that closes or exits.
+ * deferred announcements, MATCHED cells, prefetch cells, and a peer that
+ * closes or exits.
  * Described in shm_tp.c.
  */
 #include <errno.h>
@@ -14,6 +15,7 @@
 #include "base/ctx.h"
 #include "base/probe.h"
 #include "match/match.h"
+#include "prefetch/prefetch.h"
 #include "transport/shm/shm.h"
 #include "transport/shm/shm_priv.h"
 #include "transport/transport.h"
@@ -76,6 +78,115 @@ static bool take_matched(struct zcr_ep *ep, const struct zcr_shm_cell *h)
 }
 
 /*
+ * A pre-send came (PF_DATA h, its body at h->cookie in the sender): pull
+ * its bitmap, then its pages where lib/prefetch keeps them. The body is
+ * the sender's own copy, made when it answered and kept until we consume
+ * the cell, so a pull fails only when the sender is gone or out of
+ * protocol, and then the connection fails with it: no later message of
+ * that sender can leave pages out on a pre-send we do not hold.
+ */
+static int pf_presend_in(struct zcr_ep *ep, const struct zcr_shm_cell *h)
+{
+	struct shm_ep *se = S(ep);
+	const struct zcr_pf_run *runs;
+	uint64_t src = h->cookie, bmlen;
+	size_t nruns, i;
+	uint8_t *bm;
+	char *dst;
+	int ret;
+
+	ret = __zcr_pf_presend_in_locked(ep, (uint32_t)h->tag, h->addr,
+					 h->len, &bm);
+	if (ret || !bm)
+		return ret;
+	bmlen = __zcr_pf_presend_bmlen(ep);
+	ret = __zcr_shm_pull(se->peer, bm, src, bmlen);
+	if (ret)
+		return ret;
+	src += bmlen;
+	if (__zcr_pf_presend_map_locked(ep, &dst, &runs, &nruns))
+		return -EPROTO;		/* pages that do not fit the bitmap */
+	for (i = 0; i < nruns; i++) {
+		ret = __zcr_shm_pull(se->peer, dst + runs[i].off, src,
+				     runs[i].len);
+		if (ret)
+			return ret;
+		src += runs[i].len;
+	}
+	__zcr_pf_presend_done_locked(ep);
+	return 0;
+}
+
+/*
+ * A prefetch cell h at our ring's head (ZCR_SHM_PF_*; lib/prefetch):
+ * only on a connection that negotiated it, from its peer, never between
+ * a PF_INFO and its RTS, as over TCP. Consumed here; false when the
+ * endpoint failed.
+ */
+static bool take_pf(struct zcr_ep *ep, const struct zcr_shm_cell *h)
+{
+	struct shm_ep *se = S(ep);
+	uint64_t k = 1, len;
+	uint8_t *bm = NULL;
+	char *body = NULL;
+	int ret = -EPROTO;
+
+	if (!ep->pf || h->src != ep->rank || __zcr_pf_info_pending(ep))
+		goto bad;
+	switch (h->type) {
+	case ZCR_SHM_PF_INFO:
+		k = zcr_shm_cells_for(&se->in, h->len);
+		if (k > ZCR_SHM_FRAG_CELLS || k > __zcr_shm_ring_ready(&se->in))
+			goto bad;
+		ret = __zcr_pf_info_locked(ep, (uint32_t)h->tag, h->addr,
+					   h->len, &bm);
+		if (!ret && bm)
+			__zcr_shm_ring_get(&se->in, bm, h->len);
+		break;
+	case ZCR_SHM_PF_REQ:
+		if (se->gone)
+			break;		/* nobody to answer */
+		/*
+		 * Sends the peer consumed before it asked are complete:
+		 * else the one just pulled, still on our queue until our
+		 * next pass, would make the request look late.
+		 */
+		__zcr_shm_push_sends(ep, false);
+		ret = __zcr_pf_request_locked(ep, (uint32_t)h->tag, h->addr,
+					      h->len, &body, &len);
+		/* Answered always, if only with nothing. */
+		if (!ret)
+			ret = __zcr_shm_pf_ctl(ep, ZCR_SHM_PF_DATA,
+					       (uint32_t)h->tag, h->addr, body,
+					       len);
+		if (ret == -ECONNRESET)
+			ret = 0;	/* the peer went meanwhile */
+		break;
+	default:
+		/* A gone sender's pre-send: nothing to pull, no use. */
+		ret = se->gone ? 0 : pf_presend_in(ep, h);
+		break;
+	}
+	if (ret)
+		goto bad;
+	__zcr_shm_ring_consume_n(&se->in, k);
+	kick_peer(se);			/* a full ring has room again */
+	return ep->state == ZCR_EP_OPEN;
+bad:
+	if (ret == -ENOMEM) {
+		__zcr_ep_fail_locked(ep, ret, "out of memory");
+		return false;
+	}
+	if (ret == -EPROTO || ret == -EINVAL)
+		ep->ctx->st.bad_headers++;
+	__zcr_ep_fail_locked(ep, ret == -EINVAL ? -EPROTO : ret,
+			     "shm: prefetch cell out of protocol or its "
+			     "pre-send unreadable (type %u, %s)", h->type,
+			     strerror(ret < 0 ? -ret : ret));
+	return false;
+}
+
+/*
  * The header at our ring's head, checked; false when the endpoint failed
  * or the cell was not a message (an acknowledgement, taken here: then
  * *again is set).
@@ -89,11 +200,18 @@ static bool open_cell(struct zcr_ep *ep, const struct zcr_shm_cell *c,
 	memcpy(h, c, sizeof(*h));	/* the peer may scribble on c */
 	se->live = (struct zcr_shm_cell *)c;
 	*again = false;
-	if (h->type == ZCR_SHM_MATCHED) {
+	if (h->type == ZCR_SHM_MATCHED && !__zcr_pf_info_pending(ep)) {
 		*again = take_matched(ep, h);
 		return false;
 	}
+	if (h->type >= ZCR_SHM_PF_INFO && h->type <= ZCR_SHM_PF_DATA) {
+		*again = take_pf(ep, h);
+		return false;
+	}
+	se->pf_runs = NULL;
+	se->pf_nruns = 0;
 	if ((h->type != ZCR_SHM_EAGER && h->type != ZCR_SHM_RTS) ||
+	    (h->type == ZCR_SHM_EAGER && __zcr_pf_info_pending(ep)) ||
 	    (h->flags & ~ZCR_SHM_F_SYNC) ||
 	    ((h->flags & ZCR_SHM_F_SYNC) && !ep->sync_ok) ||
 	    h->src != ep->rank || h->tag < 0 ||
@@ -111,6 +229,22 @@ static bool open_cell(struct zcr_ep *ep, const struct zcr_shm_cell *c,
 		return false;
 	}
 	ep->recv_seq = h->seq;
+	/* Which of its bytes to pull; the others were pre-sent. */
+	if (ep->pf && h->type == ZCR_SHM_RTS) {
+		uint64_t wire_len;
+		int ret = __zcr_pf_data_locked(ep, ep->comm_ok ?
+					       (uint32_t)h->pad[0] : 0,
+					       h->tag, h->len, &se->pf_runs,
+					       &se->pf_nruns, &wire_len);
+
+		if (ret) {
+			ep->ctx->st.bad_headers++;
+			__zcr_ep_fail_locked(ep, ret, "shm: a message's pages "
+					     "left out do not fit its "
+					     "pre-send");
+			return false;
+		}
+	}
 	se->cell_open = true;
 	return true;
 }
@@ -267,10 +401,39 @@ static void drop_open(struct zcr_ep *ep)
 	struct shm_ep *se = S(ep);
 
 	__zcr_match_abort_locked(ep->ctx, &ep->rx);
+	/* Its pre-send, if it used one, is used: forgotten as over TCP. */
+	if (ep->pf && se->cur.type == ZCR_SHM_RTS)
+		__zcr_pf_data_done_locked(ep, NULL, 0);
 	se->cell_open = false;
 	se->help_wait = false;
 	__zcr_shm_ring_consume(&se->in);
 	kick_peer(se);
+}
+
+/*
+ * Pull the open RTS's bytes that were not pre-sent (se->pf_runs), as far
+ * as the first n bytes go: the pre-sent pages are copied in from the
+ * pre-send once every byte pulled is in (land()).
+ */
+static int pull_runs(struct zcr_ep *ep, uint64_t n)
+{
+	struct shm_ep *se = S(ep);
+	size_t i;
+	int ret;
+
+	for (i = 0; i < se->pf_nruns; i++) {
+		uint64_t off = se->pf_runs[i].off, len = se->pf_runs[i].len;
+
+		if (off >= n)
+			break;
+		if (len > n - off)
+			len = n - off;
+		ret = len ? __zcr_shm_pull(se->peer, ep->rx.dst + off,
+					   se->cur.addr + off, len) : 0;
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 /*
@@ -293,6 +456,8 @@ static int land(struct zcr_ep *ep)
 	} else if (__atomic_load_n(&se->live->status, __ATOMIC_SEQ_CST) ==
 		   ZCR_SHM_REVOKED) {
 		ret = -ECONNRESET;	/* not worth a pull: claim_cell() */
+	} else if (n && se->pf_nruns) {
+		ret = pull_runs(ep, n);	/* prefetched: not shared */
 	} else if (n) {
 		ret = se->help_ok && se->sc->split_min &&
 		      n >= se->sc->split_min &&
@@ -320,6 +485,9 @@ static int land(struct zcr_ep *ep)
 				     "ptrace policy");
 		return 0;
 	}
+	/* Pre-sent pages left out of it are copied in first. */
+	if (ep->pf && h->type == ZCR_SHM_RTS)
+		__zcr_pf_data_done_locked(ep, ep->rx.dst, ep->rx.room);
 	se->cell_open = false;
 	__zcr_shm_ring_consume_n(&se->in, k);
 	/* An RTS's send completes now; a full ring has room again. */
@@ -327,6 +495,13 @@ static int land(struct zcr_ep *ep)
 	ZCR_PROBE(ZCR_PP_LANDED);
 	__zcr_match_payload_done_locked(ep->ctx, &ep->rx);
 	ZCR_PROBE(ZCR_PP_COMPLETE);
+	/* Ask for the stream's next message now, where that pays. */
+	if (ep->pf && h->type == ZCR_SHM_RTS) {
+		struct zcr_pf_ask a;
+
+		if (__zcr_pf_ask_next_locked(ep, &a) && ep->tp->pf_ask(ep, &a))
+			__zcr_pf_asked_failed_locked(ep);
+	}
 	return 1;
 }
 

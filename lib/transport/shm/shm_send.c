@@ -3,8 +3,8 @@
  * shm_send.c - the shm transport's sending side: eager messages into the
  * peer's ring (one cell, or several), announcements (RTS) the peer pulls,
  * the part of a pull the peer offers us to write (shm.h, enum
- * zcr_shm_help), MATCHED cells, and the sends still announced when the
- * connection ends. Described in shm_tp.c.
+ * zcr_shm_help), MATCHED cells, prefetch cells, and the sends still
+ * announced when the connection ends. Described in shm_tp.c.
  */
 #include <errno.h>
 #include <poll.h>
@@ -13,6 +13,7 @@
 
 #include "base/ctx.h"
 #include "base/probe.h"
+#include "prefetch/prefetch.h"
 #include "transport/shm/shm.h"
 #include "transport/shm/shm_priv.h"
 #include "transport/transport.h"
@@ -83,6 +84,62 @@ static void fill_cells(struct shm_ep *se, struct zcr_shm_cell *c,
 }
 
 /*
+ * A prefetch frame of ours (struct shm_pf_ctl) into its cell: false when
+ * the ring is full. A PF_DATA's body stays with r until the peer
+ * consumed the cell: it pulls the body from there.
+ */
+static bool put_pf_ctl(struct shm_ep *se, struct zcr_req *r)
+{
+	struct shm_pf_ctl pc;
+	struct zcr_shm_cell *c = __zcr_shm_ring_reserve(&se->out);
+
+	if (!c)
+		return false;
+	memcpy(&pc, r->tx, sizeof(pc));
+	memset(c, 0, sizeof(*c));
+	c->type = pc.type;
+	c->src = se->ep->ctx->rank;
+	c->tag = (int32_t)pc.token;
+	c->addr = pc.addr;
+	c->len = r->len;
+	c->cookie = (uintptr_t)r->own;
+	set_idx(r, se->out.tail);
+	__zcr_shm_ring_publish(&se->out);
+	r->sent = 1;
+	return true;
+}
+
+/*
+ * A send that prefetching planned (r->pf): its PF_INFO cells (the bitmap
+ * of pages left out inline) and its RTS, published together so that
+ * nothing comes between them. Always announced, never eager: the
+ * receiver pulls only the pages that were not left out. False when the
+ * ring has no room for all of them.
+ */
+static bool put_pf_send(struct shm_ep *se, struct zcr_req *r)
+{
+	uint64_t ki = zcr_shm_cells_for(&se->out, r->pf->bmlen);
+	struct zcr_shm_cell *c = __zcr_shm_ring_reserve_n(&se->out, ki + 1);
+
+	if (!c)
+		return false;
+	memset(c, 0, sizeof(*c));
+	c->type = ZCR_SHM_PF_INFO;
+	c->src = se->ep->ctx->rank;
+	c->tag = (int32_t)r->pf->token;
+	c->addr = r->pf->saddr;
+	c->len = r->pf->bmlen;
+	if (r->pf->bmlen)
+		__zcr_shm_ring_put(&se->out, r->pf->bm, r->pf->bmlen);
+	fill_cells(se, __zcr_shm_ring_cell(&se->out, se->out.tail + ki), r,
+		   false);
+	set_idx(r, se->out.tail + ki);
+	__zcr_shm_ring_publish_n(&se->out, ki + 1);
+	r->sent = 1;
+	return true;
+}
+
+/*
  * Announce what fits into the peer's ring, in order, and complete what
  * the peer has consumed. Returns the number of sends completed.
  */
@@ -104,6 +161,17 @@ int __zcr_shm_push_sends(struct zcr_ep *ep, bool help)
 			     (se->frag_ok && r->len <= se->sc->frag_max &&
 			      k <= ZCR_SHM_FRAG_CELLS && k <= se->out.ncell);
 
+		if (r->ctl) {
+			/* A prefetch frame: a PF_DATA's body is kept until
+			 * the peer consumed its cell. */
+			if (!r->sent && !put_pf_ctl(se, r))
+				break;
+			if (r->own && head <= get_idx(r))
+				continue;
+			zcr_list_del(&r->link);
+			__zcr_req_free_ctl(r);
+			continue;
+		}
 		if (r->kind == ZCR_REQ_ACK) {
 			/*
 			 * A receive matched message r->seq of the peer. Not
@@ -132,6 +200,10 @@ int __zcr_shm_push_sends(struct zcr_ep *ep, bool help)
 				help_pull(se, r, c);
 			if (head <= get_idx(r))
 				continue;
+		} else if (r->pf) {
+			if (!put_pf_send(se, r))
+				break;
+			continue;
 		} else {
 			if (!eager)
 				k = 1;
@@ -153,6 +225,49 @@ int __zcr_shm_push_sends(struct zcr_ep *ep, bool help)
 	return n;
 }
 
+/*
+ * Prefetching's plan for send r (r->pf), or none where its bitmap would
+ * not fit the cells one eager message may take (a message of gigabytes):
+ * then it goes whole, which is always right (its pre-send is not used).
+ */
+static void plan_pf_send(struct shm_ep *se, struct zcr_req *r)
+{
+	__zcr_pf_send_locked(se->ep, r);
+	if (r->pf && zcr_shm_cells_for(&se->out, r->pf->bmlen) + 1 >
+		     (se->out.ncell < ZCR_SHM_FRAG_CELLS ? se->out.ncell :
+		      ZCR_SHM_FRAG_CELLS)) {
+		free(r->pf);
+		r->pf = NULL;
+	}
+}
+
+int __zcr_shm_pf_ctl(struct zcr_ep *ep, uint32_t type, uint32_t token,
+		     uint64_t addr, char *body, uint64_t len)
+{
+	struct shm_pf_ctl pc = {
+		.type = type, .token = token, .addr = addr,
+	};
+	struct zcr_req *r;
+
+	if (S(ep)->gone) {
+		free(body);
+		return -ECONNRESET;
+	}
+	r = __zcr_ep_ctl_req(ep, body, len);
+	if (!r)
+		return -ENOMEM;
+	memcpy(r->tx, &pc, sizeof(pc));
+	zcr_list_add_tail(&r->link, &ep->sendq);
+	__zcr_shm_push_sends(ep, false);
+	return 0;
+}
+
+int __zcr_shm_pf_ask(struct zcr_ep *ep, const struct zcr_pf_ask *a)
+{
+	return __zcr_shm_pf_ctl(ep, ZCR_SHM_PF_REQ, a->token, a->saddr, NULL,
+				a->slen);
+}
+
 int __zcr_shm_send(struct zcr_ep *ep, struct zcr_req *r)
 {
 	struct shm_ep *se = S(ep);
@@ -160,13 +275,16 @@ int __zcr_shm_send(struct zcr_ep *ep, struct zcr_req *r)
 
 	if (se->gone)
 		return -ECONNRESET;	/* nobody reads our ring any more */
+	/* Large sends say where they come from; some leave pages out. */
+	if (ep->pf && r->kind == ZCR_REQ_SEND)
+		plan_pf_send(se, r);
 	/*
 	 * The common case, a message of one cell with nothing queued before
 	 * it: into the ring and complete now, as push_sends() would, without
 	 * the queue (a third of the library's part of a small send). Not an
 	 * acknowledgement (ZCR_REQ_ACK): that is a MATCHED cell.
 	 */
-	if (r->kind == ZCR_REQ_SEND && !r->sync &&
+	if (r->kind == ZCR_REQ_SEND && !r->sync && !r->pf &&
 	    zcr_list_empty(&ep->sendq) &&
 	    r->len <= zcr_shm_eager_max(&se->out) &&
 	    (c = __zcr_shm_ring_reserve(&se->out))) {

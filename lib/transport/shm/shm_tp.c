@@ -42,6 +42,7 @@
 #include "base/ctx.h"
 #include "base/probe.h"
 #include "match/match.h"
+#include "prefetch/prefetch.h"
 #include "transport/shm/shm.h"
 #include "transport/shm/shm_priv.h"
 #include "transport/transport.h"
@@ -575,6 +576,12 @@ static int shm_adopt(struct zcr_ep *ep, const struct zcr_transport_ops *prev,
 	se->frag_ok = a->frag;
 	se->help_ok = a->help;
 	se->help_share = ZCR_SHM_SHARE_ONE / 2;
+	/*
+	 * Prefetching negotiated over TCP goes on here only if the peer
+	 * takes prefetch cells; an older one would close on them.
+	 */
+	if (!a->pf)
+		__zcr_pf_ep_fini(ep);
 	se->acked = atomic_load(&se->out.ctl->head);
 	memset(a, 0, sizeof(*a));
 	a->in.memfd = a->in.evfd = a->out.memfd = a->out.evfd = -1;
@@ -604,5 +611,6 @@ ZCR_TRANSPORT(shm) = {
 	.ep_close = shm_ep_close,
 	.ep_free = shm_ep_free,
 	.adopt = shm_adopt,
+	.pf_ask = __zcr_shm_pf_ask,
 	.upgrade = &__zcr_shm_upgrade,
 };

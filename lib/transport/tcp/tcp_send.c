@@ -258,18 +258,9 @@ int __zcr_tcp_ctl(struct zcr_ep *ep, int type, uint32_t tag, uint64_t seq,
 		free(body);
 		return T(ep)->wdead;
 	}
-	r = calloc(1, sizeof(*r));
-	if (!r) {
-		free(body);
+	r = __zcr_ep_ctl_req(ep, body, blen);
+	if (!r)
 		return -ENOMEM;
-	}
-	r->ctx = ep->ctx;
-	r->kind = ZCR_REQ_ACK;
-	r->ctl = true;
-	r->ep = ep;
-	r->own = body;
-	r->sbuf = body;
-	r->len = blen;
 	__zcr_wire_encode(&h, r->tx);
 	zcr_list_add_tail(&r->link, &ep->sendq);
 	__zcr_tcp_push(ep, ZCR_TCP_PART);
