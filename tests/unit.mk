@@ -11,12 +11,12 @@ $(foreach t,$(UNIT_SRCS),$(eval $(call zcr_prog,$(patsubst tests/unit/%.c,$(B)/t
 # runs both through tests/unit/check-sanitizers.sh, which fails on any
 # report.
 tsan_TESTS := test_recv test_match test_progress test_shm_tp test_traffic \
-	      test_defer test_persist test_prefetch \
+	      test_defer test_persist test_prefetch test_prefetch_shm \
 	      test_pagever
 tsan_FLAGS := -fsanitize=thread -O1 -g
 asan_TESTS := test_recv test_match test_match_local test_landing \
 	      test_hostile test_shm test_shm_tp test_progress test_traffic \
-	      test_defer test_persist test_prefetch \
+	      test_defer test_persist test_prefetch test_prefetch_shm \
 	      test_pagever
 asan_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	      -fno-omit-frame-pointer -O1 -g
@@ -42,4 +42,5 @@ $(eval $(call zcr_sanitized,tsan))
 $(eval $(call zcr_sanitized,asan))
 
 # test_prefetch_shm runs test_prefetch.c's tests over shm.
-$(B)/tests/unit/test_prefetch_shm: tests/unit/test_prefetch.c
+$(B)/tests/unit/test_prefetch_shm $(B)/tests/tsan/test_prefetch_shm \
+$(B)/tests/asan/test_prefetch_shm: tests/unit/test_prefetch.c

@@ -923,6 +923,52 @@ ZT_TEST(buffer_mapped_again)
 	pf_close(&t);
 }
 
+/*
+ * The sender answered and unmapped the buffer before the receiver took
+ * the pre-send in (over shm the receiver pulls it: from the sender's
+ * copy made at the answer, never from the buffer), then mapped it again
+ * with other bytes and sent it: the pre-send arrives, the connection
+ * stays up, and the message is whole.
+ */
+ZT_TEST(unmapped_before_the_pull)
+{
+	struct zcr_req *r, *s;
+	int i, k, answered = 0;
+	uint64_t pre;
+	struct pf t;
+	void *again;
+
+	pf_open(&t, 1);
+	for (i = 0; i < 4; i++) {
+		/* tracked again after the last remap, and paying */
+		for (k = 0; k < 6; k++)
+			round_once(&t, NPG, 0);
+		produce(&t, NPG);
+		pre = st(&t, 1).pf_presend_bytes;
+		ZT_EXPECT_EQ(zcr_irecv(t.p.c[0], t.rb, LEN, 1, TAG, &r), 0);
+		ZT_EXPECT_EQ(zcr_wait_timeout(r, NULL, 0), -ETIMEDOUT);
+		/* only the sender runs: it answers */
+		for (k = 0; k < 100000 &&
+		     st(&t, 1).pf_presend_bytes == pre; k++)
+			ZT_ASSERT(zcr_progress(t.p.c[1], 0) >= 0);
+		answered += st(&t, 1).pf_presend_bytes > pre;
+		ZT_EXPECT_EQ(munmap(t.base, NPG * PG), 0);
+		/* the receiver takes the pre-send in meanwhile */
+		for (k = 0; k < 50; k++)
+			ZT_ASSERT(zcr_progress(t.p.c[0], 0) >= 0);
+		ZT_EXPECT_EQ(zcr_ep_error(t.p.from[1], NULL), 0);
+		again = mmap(t.base, NPG * PG, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		ZT_ASSERT(again == t.base);
+		memset(t.sb, 'a' + i, LEN);
+		s = send_now(&t);
+		check(&t, r, s, LEN);
+	}
+	printf("# %d of 4 answered before the unmap\n", answered);
+	ZT_EXPECT_EQ(answered, 4);
+	pf_close(&t);
+}
+
 /* A sender without ZCRECV_PREFETCH: nothing asked, nothing lost. */
 ZT_TEST(peer_without_prefetch)
 {

@@ -1460,6 +1460,82 @@ ZT_TEST(hostile_cells_close_the_connection)
 	}
 }
 
+/*
+ * Prefetch cells out of protocol (Documentation/prefetch.md, "Over shm"),
+ * as over TCP (test_hostile.c, prefetch_frames_out_of_protocol): a
+ * request on a connection without prefetching, an answer to no request,
+ * a PF_INFO followed by an eager message (the pages it left out have no
+ * announcement to come with), a PF_INFO naming a pre-send with no
+ * bitmap. Each closes the connection with a clear error, and the receive
+ * fails rather than complete with bytes it never got.
+ */
+ZT_TEST(hostile_prefetch_cells_close_the_connection)
+{
+	struct zcr_ctx_attr a = { .quiet = 1 };
+	unsigned char msg[100], msg2[100];
+	const char *why;
+	int k;
+
+	for (k = 0; k < 4; k++) {
+		struct zcr_req *s, *s2 = NULL, *r;
+		struct zcr_shm_cell *c;
+		struct zcr_status st;
+		uint64_t bad;
+		struct pair p;
+
+		if (k)
+			setenv("ZCRECV_PREFETCH", "1", 1);
+		pair_shm(&p, 2, &a);
+		unsetenv("ZCRECV_PREFETCH");
+		pattern_fill(msg, sizeof(msg), 300 + k);
+		bad = pair_stats(p.c[0]).bad_headers;
+		ZT_EXPECT_EQ(zcr_isend(p.to0[1], msg, sizeof(msg), 3, &s), 0);
+		c = find_cell(msg, sizeof(msg));
+		ZT_ASSERT(c && c->type == ZCR_SHM_EAGER);
+		c->addr = 0x10000;
+		c->len = 0;
+		c->cookie = 0;
+		switch (k) {
+		case 0:
+			c->type = ZCR_SHM_PF_REQ;
+			c->tag = 1;
+			c->len = 65536;
+			break;
+		case 1:
+			c->type = ZCR_SHM_PF_DATA;
+			c->tag = 7;
+			break;
+		case 2:
+			c->type = ZCR_SHM_PF_INFO;
+			c->tag = 0;
+			pattern_fill(msg2, sizeof(msg2), 400 + k);
+			ZT_EXPECT_EQ(zcr_isend(p.to0[1], msg2, sizeof(msg2), 3,
+					       &s2), 0);
+			/* the message number the PF_INFO cell took */
+			ZT_ASSERT(find_cell(msg2, sizeof(msg2)));
+			find_cell(msg2, sizeof(msg2))->seq = 1;
+			break;
+		default:
+			c->type = ZCR_SHM_PF_INFO;
+			c->tag = 5;
+			break;
+		}
+		ZT_EXPECT_EQ(zcr_irecv(p.c[0], msg, sizeof(msg), 1, 3, &r), 0);
+		PAIR_PUMP_UNTIL(&p, zcr_ep_error(p.from[1], &why) != 0);
+		ZT_EXPECT_EQ(zcr_ep_error(p.from[1], &why), -EPROTO);
+		ZT_ASSERT_MSG(strstr(why, "out of protocol"), "case %d: %s", k,
+			      why);
+		ZT_EXPECT_EQ(pair_stats(p.c[0]).bad_headers, bad + 1);
+		PAIR_PUMP_UNTIL(&p, zcr_test(r, &st) != 0);
+		ZT_EXPECT_EQ(st.error, -ECONNRESET);
+		zcr_test(s, NULL);
+		if (s2)
+			zcr_test(s2, NULL);
+		pair_close(&p);
+		expect_no_leftovers();
+	}
+}
+
 #define FUZZ_ROUNDS	200
 
 /* xorshift64*: the same cells on every run. */
