@@ -189,9 +189,9 @@ const struct zcr_env_var __zcr_env_vars[ZCR_ENV_COUNT] = {
 	     "sender, which writes the message straight into it; 0: never "
 	     "(the peer learns it at the handshake)."),
 	BOOL(PREFETCH, ZCR_ENV_CTX, 0,
-	     "1: message prefetching over TCP: a receive waiting on nothing "
-	     "asks its sender for the pages of the predicted send buffer "
-	     "that are final (where that paid, as soon as the stream's "
+	     "1: message prefetching over TCP and shm: a receive waiting on "
+	     "nothing asks its sender for the pages of the predicted send "
+	     "buffer that are final (where that paid, as soon as the stream's "
 	     "last message is in), and offers the same to peers."),
 	NUM(PREFETCH_MIN, ZCR_ENV_BYTES, ZCR_ENV_CTX, 4096, 1ULL << 62,
 	    65536,
@@ -202,6 +202,11 @@ const struct zcr_env_var __zcr_env_vars[ZCR_ENV_COUNT] = {
 	       "changed since it pre-sent them: the cheapest mechanism that "
 	       "works here (auto), or one by name (Documentation/prefetch.md); "
 	       "one that does not work here fails with -EOPNOTSUPP."),
+	BOOL(PREFETCH_SHM_ALL, ZCR_ENV_CTX, 0,
+	     "Prefetching over shm: 1: a receiver asks as over TCP; 0: it "
+	     "asks less for a stream whose messages did not stay out of "
+	     "their sends nearly whole (only those arrive sooner on one "
+	     "host)."),
 
 	CHOICE(WIREUP, ZCR_ENV_JOB, wireups, 0,
 	       "How zcr_ctx_create_job() exchanges addresses: PMIx when "

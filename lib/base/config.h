@@ -58,6 +58,7 @@ enum zcr_env {
 	ZCR_ENV_PREFETCH,
 	ZCR_ENV_PREFETCH_MIN,
 	ZCR_ENV_PREFETCH_PAGEVER,
+	ZCR_ENV_PREFETCH_SHM_ALL,
 	/* read by zcr_ctx_create_job() */
 	ZCR_ENV_WIREUP,
 	ZCR_ENV_JOB_DIR,

@@ -160,9 +160,16 @@ struct pf_pred {
 	 */
 	bool arrive;
 	unsigned int arrive_fail, arrive_skip;
+	/*
+	 * On a connection of one host (shm): messages in a row of which
+	 * less than 7/8 stayed out (__zcr_pf_ep_local()).
+	 */
+	unsigned int local_fail;
 };
 
 struct zcr_pf_ep {
+	/* the peer shares our memory: __zcr_pf_ep_local() */
+	bool local;
 	/* receiver */
 	struct pf_pred pred[PRED_N];
 	uint64_t clock;
@@ -222,6 +229,7 @@ struct zcr_pf {
 	struct zcr_pv *pv;		/* = ctx->pv, once opened */
 	bool pv_failed;
 	uint64_t min;			/* ZCRECV_PREFETCH_MIN */
+	bool local_all;			/* ZCRECV_PREFETCH_SHM_ALL */
 	struct zcr_list bufs;
 	unsigned int nbufs;
 	/*
@@ -305,6 +313,7 @@ int __zcr_pf_ctx_init(struct zcr_ctx *ctx)
 	if (!pf)
 		return -ENOMEM;
 	pf->min = ctx->env.v[ZCR_ENV_PREFETCH_MIN].u;
+	pf->local_all = ctx->env.v[ZCR_ENV_PREFETCH_SHM_ALL].u;
 	zcr_list_init(&pf->bufs);
 	ctx->pf = pf;
 	return 0;
@@ -347,6 +356,12 @@ int __zcr_pf_ep_init(struct zcr_ep *ep)
 	zcr_list_init(&pe->snds);
 	ep->pf = pe;
 	return 0;
+}
+
+void __zcr_pf_ep_local(struct zcr_ep *ep)
+{
+	if (ep->pf && !ep->ctx->pf->local_all)
+		ep->pf->local = true;
 }
 
 static void store_free(struct zcr_pf *pf, struct zcr_pf_ep *pe)
@@ -684,6 +699,24 @@ int __zcr_pf_data_locked(struct zcr_ep *ep, uint32_t comm, int tag,
 			pe->came->arrive_fail = 0;
 		} else if (pe->store.arrival) {
 			arrive_off(pe->came);
+		}
+	}
+	/*
+	 * On one host a pre-sent byte is copied in from the pre-send
+	 * after the send as a pulled one would be, and the pulls of the
+	 * rest are not shared with the sender: only a message that stays
+	 * out nearly whole arrives sooner (Documentation/prefetch.md,
+	 * "Over shm"). Less than that, and the stream skips its next 2,
+	 * 4, 8, then 16 asks.
+	 */
+	if (pe->local && pe->came) {
+		if ((len - *wire_len) * 8 < len * 7) {
+			pe->came->skip = 2u << (pe->came->local_fail < 3 ?
+						pe->came->local_fail : 3);
+			pe->came->local_fail++;
+			pe->came->arrive = false;
+		} else {
+			pe->came->local_fail = 0;
 		}
 	}
 	pe->nruns = n;

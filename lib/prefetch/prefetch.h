@@ -7,8 +7,9 @@
  * written since. Protocol, rules and figures: Documentation/prefetch.md.
  *
  * The layer keeps the state and makes the decisions; a transport that
- * negotiated prefetching (today TCP: ZCR_HELLO_PREFETCH) carries the three
- * frames (transport/wire.h: PF_INFO, PF_REQ, PF_DATA) and calls in here.
+ * negotiated prefetching (TCP: ZCR_HELLO_PREFETCH; shm, moved from TCP,
+ * when both offers said so) carries the three frames (transport/wire.h:
+ * PF_INFO, PF_REQ, PF_DATA; shm.h: ZCR_SHM_PF_*) and calls in here.
  * Everything runs under ctx->lock.
  */
 #ifndef ZCR_PREFETCH_H
@@ -61,6 +62,13 @@ void __zcr_pf_ctx_fini(struct zcr_ctx *ctx);
 /* Per connection, once both HELLOs said ZCR_HELLO_PREFETCH. */
 int __zcr_pf_ep_init(struct zcr_ep *ep);
 void __zcr_pf_ep_fini(struct zcr_ep *ep);
+/*
+ * ep's peer shares our memory (the shm transport): a pre-send saves time
+ * there only when a message stays out of its send nearly whole, and the
+ * receiver asks less for a stream where it did not
+ * (ZCRECV_PREFETCH_SHM_ALL=1: as over TCP).
+ */
+void __zcr_pf_ep_local(struct zcr_ep *ep);
 
 /* ---- receiver ---- */
 

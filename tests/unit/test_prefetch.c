@@ -62,13 +62,22 @@ static void pick_pagever(void)
 #ifndef PF_OVER_SHM
 #define PF_OVER_SHM 0
 #endif
+/* Over shm: ask only where it pays there, as by default (test_prefetch_shm) */
+static int pf_local_rule;
 
 static void pf_open(struct pf *t, int prefetch_on_sender)
 {
 	pick_pagever();
 	setenv("ZCRECV_PREFETCH", "1", 1);
-	if (PF_OVER_SHM)
+	/*
+	 * Over shm, asking as over TCP: the correctness of every pre-send,
+	 * not whether it pays on one host (local_rule_backs_off).
+	 */
+	if (PF_OVER_SHM) {
 		setenv("ZCRECV_SHM", "1", 1);
+		if (!pf_local_rule)
+			setenv("ZCRECV_PREFETCH_SHM_ALL", "1", 1);
+	}
 	memset(t, 0, sizeof(*t));
 	if (!prefetch_on_sender) {
 		/* Rank 0 with it, rank 1 (the dialler, the sender) without. */
@@ -94,6 +103,7 @@ static void pf_open(struct pf *t, int prefetch_on_sender)
 		PAIR_PUMP_UNTIL(&t->p, !strcmp(pair_tp(t->p.from[1]), "shm"));
 		PAIR_PUMP_UNTIL(&t->p, !strcmp(pair_tp(t->p.to0[1]), "shm"));
 		unsetenv("ZCRECV_SHM");
+		unsetenv("ZCRECV_PREFETCH_SHM_ALL");
 	}
 	t->base = mmap(NULL, NPG * PG, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

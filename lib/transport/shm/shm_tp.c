@@ -582,6 +582,8 @@ static int shm_adopt(struct zcr_ep *ep, const struct zcr_transport_ops *prev,
 	 */
 	if (!a->pf)
 		__zcr_pf_ep_fini(ep);
+	else
+		__zcr_pf_ep_local(ep);
 	se->acked = atomic_load(&se->out.ctl->head);
 	memset(a, 0, sizeof(*a));
 	a->in.memfd = a->in.evfd = a->out.memfd = a->out.evfd = -1;
