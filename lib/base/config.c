@@ -204,9 +204,8 @@ const struct zcr_env_var __zcr_env_vars[ZCR_ENV_COUNT] = {
 	       "one that does not work here fails with -EOPNOTSUPP."),
 	BOOL(PREFETCH_SHM_ALL, ZCR_ENV_CTX, 0,
 	     "Prefetching over shm: 1: a receiver asks as over TCP; 0: it "
-	     "asks less for a stream whose messages did not stay out of "
-	     "their sends nearly whole (only those arrive sooner on one "
-	     "host)."),
+	     "never asks on one host, where a pre-send cost more than it "
+	     "saved (it still answers a peer's requests)."),
 
 	CHOICE(WIREUP, ZCR_ENV_JOB, wireups, 0,
 	       "How zcr_ctx_create_job() exchanges addresses: PMIx when "

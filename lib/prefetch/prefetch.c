@@ -160,15 +160,10 @@ struct pf_pred {
 	 */
 	bool arrive;
 	unsigned int arrive_fail, arrive_skip;
-	/*
-	 * On a connection of one host (shm): messages in a row of which
-	 * less than 7/8 stayed out (__zcr_pf_ep_local()).
-	 */
-	unsigned int local_fail;
 };
 
 struct zcr_pf_ep {
-	/* the peer shares our memory: __zcr_pf_ep_local() */
+	/* the peer shares our memory: we never ask (__zcr_pf_ep_local()) */
 	bool local;
 	/* receiver */
 	struct pf_pred pred[PRED_N];
@@ -512,7 +507,7 @@ bool __zcr_pf_ask_locked(struct zcr_ep *ep, const struct zcr_req *r,
 	if (!pe || !pf || pe->asked || r->tag < 0 || r->size < pf->min)
 		return false;
 	p = pred_find(pe, r->comm, r->tag, false);
-	if (!p || !pred_next(p, &a->saddr, &a->slen) ||
+	if (!p || pe->local || !pred_next(p, &a->saddr, &a->slen) ||
 	    a->slen > r->size || a->slen < pf->min)
 		return false;
 	/*
@@ -543,8 +538,8 @@ bool __zcr_pf_ask_next_locked(struct zcr_ep *ep, struct zcr_pf_ask *a)
 		return false;
 	p = pe->came;
 	pe->came = NULL;
-	if (pe->asked || !p->arrive || !pred_next(p, &a->saddr, &a->slen) ||
-	    a->slen < pf->min)
+	if (pe->asked || pe->local || !p->arrive ||
+	    !pred_next(p, &a->saddr, &a->slen) || a->slen < pf->min)
 		return false;
 	if (p->arrive_skip) {
 		p->arrive_skip--;
@@ -699,24 +694,6 @@ int __zcr_pf_data_locked(struct zcr_ep *ep, uint32_t comm, int tag,
 			pe->came->arrive_fail = 0;
 		} else if (pe->store.arrival) {
 			arrive_off(pe->came);
-		}
-	}
-	/*
-	 * On one host a pre-sent byte is copied in from the pre-send
-	 * after the send as a pulled one would be, and the pulls of the
-	 * rest are not shared with the sender: only a message that stays
-	 * out nearly whole arrives sooner (Documentation/prefetch.md,
-	 * "Over shm"). Less than that, and the stream skips its next 2,
-	 * 4, 8, then 16 asks.
-	 */
-	if (pe->local && pe->came) {
-		if ((len - *wire_len) * 8 < len * 7) {
-			pe->came->skip = 2u << (pe->came->local_fail < 3 ?
-						pe->came->local_fail : 3);
-			pe->came->local_fail++;
-			pe->came->arrive = false;
-		} else {
-			pe->came->local_fail = 0;
 		}
 	}
 	pe->nruns = n;

@@ -63,10 +63,10 @@ void __zcr_pf_ctx_fini(struct zcr_ctx *ctx);
 int __zcr_pf_ep_init(struct zcr_ep *ep);
 void __zcr_pf_ep_fini(struct zcr_ep *ep);
 /*
- * ep's peer shares our memory (the shm transport): a pre-send saves time
- * there only when a message stays out of its send nearly whole, and the
- * receiver asks less for a stream where it did not
- * (ZCRECV_PREFETCH_SHM_ALL=1: as over TCP).
+ * ep's peer shares our memory (the shm transport): a pre-send costs more
+ * than it saves there (Documentation/prefetch.md, "When not to, on one
+ * host"), so we never ask; we still answer, and learn from, a peer's
+ * frames (ZCRECV_PREFETCH_SHM_ALL=1: ask as over TCP).
  */
 void __zcr_pf_ep_local(struct zcr_ep *ep);
 

@@ -62,7 +62,7 @@ static void pick_pagever(void)
 #ifndef PF_OVER_SHM
 #define PF_OVER_SHM 0
 #endif
-/* Over shm: ask only where it pays there, as by default (test_prefetch_shm) */
+/* Over shm: the default rule of one host, never asking (test_prefetch_shm) */
 static int pf_local_rule;
 
 static void pf_open(struct pf *t, int prefetch_on_sender)
@@ -71,7 +71,8 @@ static void pf_open(struct pf *t, int prefetch_on_sender)
 	setenv("ZCRECV_PREFETCH", "1", 1);
 	/*
 	 * Over shm, asking as over TCP: the correctness of every pre-send,
-	 * not whether it pays on one host (local_rule_backs_off).
+	 * not whether it pays on one host (it does not: by default the
+	 * receiver never asks there, local_connection_does_not_ask).
 	 */
 	if (PF_OVER_SHM) {
 		setenv("ZCRECV_SHM", "1", 1);
