@@ -37,8 +37,10 @@
 #     8 B to 128 KiB) over the layer under both MPIs: every size's row,
 #     the bytes checked by the program, messages carried; and its
 #     --overhead mode (the calls' own time, 8 B to 1 KiB): every row;
-#   - tools/mpi/latesend (2 ranks over TCP, ZCRECV_PREFETCH=1) under both
-#     MPIs: every byte checked, bytes left out of sends by prefetching;
+#   - tools/mpi/latesend (2 ranks over TCP and over shm asking as over
+#     TCP, ZCRECV_PREFETCH=1) under both MPIs: every byte checked, bytes
+#     left out of sends by prefetching; over shm by default under Open
+#     MPI: nothing asked;
 #   - bad use: a rank that exits mid-job makes the job fail, not hang; a
 #     job asked to use PMIx without a PMIx server says so and fails.
 # Prints one "ok"/"not ok"/"skip" line per check; exits 1 on any failure.
@@ -384,32 +386,49 @@ part_threads() {
 	fi
 }
 
-latesend() {	# mpi lib name prog: the late sender with prefetching, over TCP
-	local mpi=$1 lib=$2 name=$3 prog=$4 cmd rows saved
+latesend() {	# mpi lib name prog tp: the late sender with prefetching
+	# tp: tcp; shm, asking as over TCP (ZCRECV_PREFETCH_SHM_ALL=1: the
+	# answer's pages pulled from the other process); shm-default, where
+	# a receiver on one host never asks
+	local mpi=$1 lib=$2 name=$3 prog=$4 tp=$5 cmd rows saved asked
+	local shm=0 all=0
+	case $tp in shm) shm=1 all=1 ;; shm-default) shm=1 ;; esac
 	if [ "$mpi" = ompi ]; then
 		cmd=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader
 		     -x LD_PRELOAD="$root/$bin/$lib" -x ZCRECV_REPORT=1
-		     -x ZCRECV_PREFETCH=1 -x ZCRECV_SHM=0 -np 2)
+		     -x ZCRECV_PREFETCH=1 -x ZCRECV_SHM=$shm
+		     -x ZCRECV_PREFETCH_SHM_ALL=$all -np 2)
 	else
 		cmd=(mpiexec.mpich -launcher fork -n 2 -genv LD_PRELOAD "$root/$bin/$lib"
-		     -genv ZCRECV_REPORT 1 -genv ZCRECV_PREFETCH 1 -genv ZCRECV_SHM 0)
+		     -genv ZCRECV_REPORT 1 -genv ZCRECV_PREFETCH 1
+		     -genv ZCRECV_SHM $shm -genv ZCRECV_PREFETCH_SHM_ALL $all)
 	fi
 	timeout 120 "${cmd[@]}" "$prog" --size 1048576 --iters 4 --comp-ms 20 \
 		--unchanged 0,0.5,1 > "$tmp/$name.out" 2> "$tmp/$name.err" </dev/null
 	rc=$?
 	rows=$(grep -c '^csv,' "$tmp/$name.out")
 	saved=$(sed -n 's/.* saved \([0-9]*\) B.*/\1/p' "$tmp/$name.err" | awk '{s += $1} END {print s + 0}')
-	if [ $rc = 0 ] && [ "$rows" = 3 ] && [ "$saved" -gt 0 ]; then
-		ok "$name: late sender over TCP with prefetching, every byte checked, $saved bytes left out of sends"
+	asked=$(sed -n 's/.* prefetch asked \([0-9]*\) .*/\1/p' "$tmp/$name.err" | awk '{s += $1} END {print s + 0}')
+	if [ "$tp" != tcp ] && ! grep -q ' 1 shm 0 tcp' "$tmp/$name.err"; then
+		bad "$name: the two ranks are not on shm"
+		tail -5 "$tmp/$name.err"
+	elif [ "$tp" = shm-default ] && [ $rc = 0 ] && [ "$rows" = 3 ] &&
+	     [ "$asked" = 0 ]; then
+		ok "$name: late sender over shm, prefetching on: nothing asked on one host, every byte checked"
+	elif [ "$tp" != shm-default ] && [ $rc = 0 ] && [ "$rows" = 3 ] &&
+	     [ "$saved" -gt 0 ]; then
+		ok "$name: late sender over $tp with prefetching, every byte checked, $saved bytes left out of sends"
 	else
-		bad "$name: rc $rc, $rows fractions of 3, $saved bytes saved"
+		bad "$name: rc $rc, $rows fractions of 3, $asked asked, $saved bytes saved"
 		tail -5 "$tmp/$name.err"
 	fi
 }
 
 if [ -f $bin/libzcrecv-mpi.so ]; then
 	[ -x $bin/pingpong ] && pingpong ompi libzcrecv-mpi.so ompi-pingpong $bin/pingpong
-	[ -x $bin/latesend ] && latesend ompi libzcrecv-mpi.so ompi-latesend $bin/latesend
+	for tp in tcp shm shm-default; do
+		[ -x $bin/latesend ] && latesend ompi libzcrecv-mpi.so "ompi-latesend-$tp" $bin/latesend $tp
+	done
 	for app in poisson matmul nbody fft cg ring mixed usempi persist; do
 		[ -x $bin/$app ] && same ompi libzcrecv-mpi.so "ompi-$app" $bin/$app
 	done
@@ -442,7 +461,9 @@ fi
 
 if [ -f $bin/libzcrecv-mpi-mpich.so ]; then
 	[ -x $bin/pingpong-mpich ] && pingpong mpich libzcrecv-mpi-mpich.so mpich-pingpong $bin/pingpong-mpich
-	[ -x $bin/latesend-mpich ] && latesend mpich libzcrecv-mpi-mpich.so mpich-latesend $bin/latesend-mpich
+	for tp in tcp shm; do
+		[ -x $bin/latesend-mpich ] && latesend mpich libzcrecv-mpi-mpich.so "mpich-latesend-$tp" $bin/latesend-mpich $tp
+	done
 	for app in poisson matmul nbody fft cg ring mixed persist fpart; do
 		[ -x $bin/$app-mpich ] && same mpich libzcrecv-mpi-mpich.so "mpich-$app" $bin/$app-mpich
 	done
