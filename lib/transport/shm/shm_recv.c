@@ -144,6 +144,7 @@ static bool take_pf(struct zcr_ep *ep, const struct zcr_shm_cell *h)
 			__zcr_shm_ring_get(&se->in, bm, h->len);
 		break;
 	case ZCR_SHM_PF_REQ:
+		ret = 0;
 		if (se->gone)
 			break;		/* nobody to answer */
 		/*
