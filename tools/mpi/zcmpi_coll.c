@@ -191,6 +191,7 @@ static void op_init(struct cop *op, MPI_Comm comm, struct zcomm *zc,
 	op->comm = comm;
 	op->cz = *zc;
 	op->cz.id = zc->id | COLL_ID;
+	op->cz.coll = true;
 	/* Wraps after 2^31 calls: by then no message of the old one moves. */
 	op->tag = (int)(seq & ZCRECV_TAG_MAX);
 	op->n = 0;
@@ -1199,6 +1200,7 @@ static struct zsched *sched_new(MPI_Comm comm, struct zcomm *zc)
 	s->comm = comm;
 	s->cz = *zc;
 	s->cz.id = zc->id | COLL_ID;
+	s->cz.coll = true;
 	s->tag = (int)(seq & ZCRECV_TAG_MAX);
 	s->mop = MPI_OP_NULL;
 	return s;
