@@ -665,6 +665,22 @@ int zcr_issend_comm(struct zcr_ep *ep, uint32_t comm, const void *buf,
 int zcr_irecv_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
 		   size_t size, int src, int tag, struct zcr_req **req);
 
+/* zcr_irecv_flags_comm() flags */
+#define ZCRECV_RECV_NO_LEARN	(1u << 0)	/* not a call to predict */
+
+/**
+ * zcr_irecv_flags_comm() - zcr_irecv_comm() with @flags
+ * @flags: 0, or ZCRECV_RECV_NO_LEARN: the predictor does not learn this
+ *	receive. For a call the caller never makes again, such as the parts
+ *	of a collective that each carry a tag of their own call: learnt, it
+ *	costs the predictor time and memory, and it breaks the cycles of the
+ *	receives that do repeat. The receive itself behaves as any other.
+ * Return: as zcr_irecv(); -EINVAL also for an unknown flag. Since 0.3.
+ */
+int zcr_irecv_flags_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
+			 size_t size, int src, int tag, unsigned int flags,
+			 struct zcr_req **req);
+
 /* Flags of zcr_iprobe_comm() and zcr_improbe_comm(). */
 #define ZCRECV_PROBE_NO_PROGRESS (1U << 0) /* look at what arrived only */
 

@@ -71,9 +71,13 @@ int __zcr_send_now(struct zcr_ep *ep, uint32_t comm, const void *buf,
 int __zcr_recv_now(struct zcr_ctx *ctx, uint32_t comm, void *buf,
 		   size_t size, int src, int tag, struct zcr_expect *known,
 		   struct zcr_status *st, size_t st_size);
+/*
+ * learn: the predictor sees the call (false: ZCRECV_RECV_NO_LEARN, a call
+ * the caller never makes again).
+ */
 int __zcr_irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 		int src, int tag, struct zcr_req **out, const void *site,
-		struct zcr_expect *known, bool reap);
+		struct zcr_expect *known, bool reap, bool learn);
 /* Status of complete, reaped r into st (may be NULL), r freed; r's error. */
 int __zcr_req_finish(struct zcr_req *r, struct zcr_status *st,
 		     size_t st_size);

@@ -123,7 +123,8 @@ static int start(struct zcr_preq *p, struct zcr_req **out, bool reap)
 	ctx = p->ctx;
 	ret = __zcr_irecv(ctx, p->comm, (void *)p->exp.buf, p->exp.size,
 			  p->exp.src, p->exp.tag, out, NULL,
-			  zcr_list_empty(&p->exp.link) ? NULL : &p->exp, reap);
+			  zcr_list_empty(&p->exp.link) ? NULL : &p->exp, reap,
+			  true);
 	if (ret || p->exp.src < 0 || p->exp.tag < 0 ||
 	    !__atomic_load_n(&ctx->offer_eps, __ATOMIC_RELAXED))
 		return ret;

@@ -289,7 +289,7 @@ static void pf_ask_locked(struct zcr_ctx *ctx, struct zcr_req *r)
  */
 int __zcr_irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 		int src, int tag, struct zcr_req **out, const void *site,
-		struct zcr_expect *known, bool reap)
+		struct zcr_expect *known, bool reap, bool learn)
 {
 	struct zcr_call c = { 0 };
 	struct zcr_req *r;
@@ -322,11 +322,17 @@ int __zcr_irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 	 * is staged does not matter (match asks no prediction for such a
 	 * message either: __zcr_pred_small()). The selector's observe is
 	 * about 8000 instructions, half of an 8-byte round trip under
-	 * libzcrecv-mpi when every receive paid it.
+	 * libzcrecv-mpi when every receive paid it. Nor do receives the
+	 * caller will never make again (ZCRECV_RECV_NO_LEARN): each would be
+	 * a new call to the predictor, which it can never predict, and its
+	 * cycle predictors look through every call logged since their head
+	 * for one that repeats (up to ZCR_CYC_MAX): 0.8 us per receive
+	 * growing to 4 us after 4000 of them (benchmarks.md, History "The
+	 * carried all-to-all and all-gather against stock, call by call").
 	 */
 	if (known)
 		__zcr_match_expect_started_locked(ctx, known);
-	else if (!__zcr_pred_small(ctx, size))
+	else if (learn && !__zcr_pred_small(ctx, size))
 		__zcr_pred_observe(ctx->pred, &c);
 	ret = __zcr_post_recv_locked(ctx, r);
 	/*
@@ -392,14 +398,25 @@ int zcr_irecv(struct zcr_ctx *ctx, void *buf, size_t size, int src, int tag,
 	      struct zcr_req **out)
 {
 	return __zcr_irecv(ctx, 0, buf, size, src, tag, out,
-			   __builtin_return_address(0), NULL, false);
+			   __builtin_return_address(0), NULL, false, true);
 }
 
 int zcr_irecv_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
 		   size_t size, int src, int tag, struct zcr_req **out)
 {
 	return __zcr_irecv(ctx, comm, buf, size, src, tag, out,
-			   __builtin_return_address(0), NULL, false);
+			   __builtin_return_address(0), NULL, false, true);
+}
+
+int zcr_irecv_flags_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
+			 size_t size, int src, int tag, unsigned int flags,
+			 struct zcr_req **out)
+{
+	if (flags & ~ZCRECV_RECV_NO_LEARN)
+		return -EINVAL;
+	return __zcr_irecv(ctx, comm, buf, size, src, tag, out,
+			   __builtin_return_address(0), NULL, false,
+			   !(flags & ZCRECV_RECV_NO_LEARN));
 }
 
 /*

@@ -1133,6 +1133,56 @@ ZT_TEST(a_slow_sender_is_offered_less)
 	expect_no_leftovers();
 }
 
+/*
+ * Offers nobody takes (both ranks of an exchange pulling at once): after
+ * 8 in a row the receiver offers only one pull in 16 (shm_recv.c,
+ * SHM_HELP_MISSES), each untaken offer costing it a second
+ * process_vm_readv. Here the sender's context is pumped only between the
+ * receiver's passes, so it never takes one. An offer leaves its
+ * destination in the cell (cookie), still there once the cell is
+ * consumed: of 40 messages the first 8 must have been offered, and 2 of
+ * the 32 after them (the 16th and the 32nd; every one before the change).
+ * Every message intact.
+ */
+ZT_TEST(offers_nobody_takes_become_rare)
+{
+	const uint64_t len = HELP_LEN;
+	char *sb = malloc(len), *rb = malloc(len);
+	unsigned int offered[2] = { 0, 0 };
+	struct zcr_status st;
+	struct zcr_shm_cell *c;
+	struct zcr_req *s_, *r;
+	struct pair p;
+	int i;
+
+	pair_shm(&p, 2, NULL);
+	for (i = 0; i < 40; i++) {
+		pattern_fill(sb, len, 90 + i);
+		memset(rb, 0, len);
+		ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb, len, 8, &s_), 0);
+		c = find_rts(sb, len);
+		ZT_ASSERT(c);
+		ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, len, 1, 8, &r), 0);
+		while (zcr_test(r, &st) == 0)
+			pair_pump(&p);
+		ZT_EXPECT_EQ(st.error, 0);
+		ZT_EXPECT_EQ(pattern_bad(rb, len, 90 + i), 0);
+		offered[i >= 8] += __atomic_load_n(&c->cookie,
+						   __ATOMIC_RELAXED) ==
+				   (uint64_t)(uintptr_t)rb;
+		PAIR_PUMP_UNTIL(&p, zcr_test(s_, &st) != 0);
+		ZT_EXPECT_EQ(st.error, 0);
+	}
+	ZT_ASSERT_MSG(offered[0] == 8 && offered[1] == 2,
+		      "offered %u of the first 8, %u of the next 32",
+		      offered[0], offered[1]);
+	ZT_EXPECT_EQ(pair_stats(p.c[0]).shared_pulls, 0);
+	pair_close(&p);
+	free(sb);
+	free(rb);
+	expect_no_leftovers();
+}
+
 /* A thread that sends a small message every period_us. */
 struct ticker {
 	struct zcr_ep *ep;

@@ -5,7 +5,8 @@
  * caller's larger one (zero tail accepted, a set unknown field refused
  * with -E2BIG), and stats, statuses and the module's handshake info that
  * never write past the caller's size; the 0.3 calls' flags (unknown ones
- * are -EINVAL) and names beside the names they replace.
+ * are -EINVAL; ZCRECV_RECV_NO_LEARN keeps a receive from the predictor)
+ * and names beside the names they replace.
  * Run: build/tests/unit/test_sized [name]
  */
 #include <errno.h>
@@ -15,6 +16,8 @@
 
 #include <linux/zcrecv.h>
 
+#include "base/ctx.h"
+#include "predict/predict.h"
 #include "zcrecv.h"
 #include "zcr_pair.h"
 #include "zt.h"
@@ -223,6 +226,62 @@ ZT_TEST(probe_flags)
 				      sizeof(st)), 1);
 	ZT_EXPECT_EQ(zcr_imrecv(m, NULL, 0, &s), 0);
 	ZT_EXPECT_EQ(zcr_wait(s, NULL), -EMSGSIZE);
+	pair_close(&p);
+}
+
+/*
+ * n receives of a page or more on rank 0 of p, each with a tag of its own
+ * (as a collective's parts), posted with flags and cancelled: the bytes
+ * the predictor holds afterwards.
+ */
+static size_t pred_after(struct pair *p, char *buf, size_t len, int n,
+			 unsigned int flags)
+{
+	struct zcr_req *r;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		ZT_ASSERT(zcr_irecv_flags_comm(p->c[0], 0, buf, len, 1,
+					       1000 + i, flags, &r) == 0);
+		ZT_EXPECT_EQ(zcr_cancel(r), 0);
+		ZT_EXPECT_EQ(zcr_wait(r, NULL), -ECANCELED);
+	}
+	return __zcr_pred_memory(p->c[0]->pred);
+}
+
+/*
+ * ZCRECV_RECV_NO_LEARN: the receive is not learnt (the predictor's memory
+ * does not grow with receives it will never see again, as it does without
+ * the flag), and it takes its message as any receive; unknown bits are
+ * refused.
+ */
+ZT_TEST(recv_no_learn)
+{
+	struct zcr_ctx_attr a = { .backend = ZCRECV_BACKEND_COPY };
+	size_t len = 16384, before, after;
+	static char buf[16384], sb[16384];
+	struct zcr_status st;
+	struct zcr_req *r, *s;
+	struct pair p;
+
+	pair_open(&p, 2, &a);
+	ZT_EXPECT_EQ(zcr_irecv_flags_comm(p.c[0], 0, buf, len, 1, 1, 1U << 1,
+					  &r), -EINVAL);
+	before = __zcr_pred_memory(p.c[0]->pred);
+	after = pred_after(&p, buf, len, 200, ZCRECV_RECV_NO_LEARN);
+	ZT_EXPECT_EQ(after, before);
+	ZT_ASSERT(pred_after(&p, buf, len, 200, 0) > after);
+
+	memset(sb, 0x5a, sizeof(sb));
+	ZT_ASSERT(zcr_irecv_flags_comm(p.c[0], 0, buf, len, 1, 3,
+				       ZCRECV_RECV_NO_LEARN, &r) == 0);
+	ZT_ASSERT(zcr_isend_comm(p.to0[1], 0, sb, len, 3, &s) == 0);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+	PAIR_PUMP_UNTIL(&p, zcr_test(r, &st) != 0);
+	ZT_EXPECT_EQ(st.error, 0);
+	ZT_EXPECT_EQ(st.len, len);
+	ZT_EXPECT_EQ(st.tag, 3);
+	ZT_EXPECT_EQ(memcmp(buf, sb, len), 0);
 	pair_close(&p);
 }
 

@@ -446,8 +446,9 @@ static int recv_into(struct zreq *z, void *buf, int count, MPI_Datatype t,
 	 */
 	if (wsrc >= 0)
 		zcr_ctx_job_ep(__zcmpi_ctx, wsrc, 0, &ep);
-	ret = zcr_irecv_comm(__zcmpi_ctx, zc->id, ptr, z->cap, wsrc,
-			     tag == MPI_ANY_TAG ? ZCRECV_ANY_TAG : tag, &z->r);
+	ret = zcr_irecv_flags_comm(__zcmpi_ctx, zc->id, ptr, z->cap, wsrc,
+				   tag == MPI_ANY_TAG ? ZCRECV_ANY_TAG : tag,
+				   zc->coll ? ZCRECV_RECV_NO_LEARN : 0, &z->r);
 	if (ret) {
 		free(z->tmp);
 		z->tmp = NULL;

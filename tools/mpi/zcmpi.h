@@ -73,6 +73,12 @@ struct zcomm {
 	 * staged at those offsets. NULL: none.
 	 */
 	struct chints *hints;
+	/*
+	 * A collective's copy (zcmpi_coll.c: id in the reserved space, tag
+	 * the call's number): its receives are never made again, so the
+	 * library's predictor does not learn them (ZCRECV_RECV_NO_LEARN).
+	 */
+	bool coll;
 };
 
 /* ZR_SSEND: only as what to start (a synchronous ZR_SEND). */

@@ -87,6 +87,8 @@ struct shm_ep {
 	uint64_t help_t0;		/* ns: offered (0: nothing to learn) */
 	uint64_t help_seen;		/* ns: last saw it TAKEN (0: asleep) */
 	uint64_t help_own, help_own_ns;	/* our own part: bytes, ns */
+	unsigned int help_missed;	/* offers in a row nobody took */
+	unsigned int help_skip;		/* pulls left to make unshared */
 	uint64_t defer_head;		/* in.head + 1 of the cell deferred */
 	uint64_t defer_until;		/* ns: then it is read anyway */
 	uint64_t acked;			/* out's head as last seen */

@@ -31,6 +31,18 @@
 static void drop_open(struct zcr_ep *ep);
 
 /*
+ * After this many offers in a row nobody took, offer only one pull in
+ * SHM_HELP_EVERY until one is taken again. An offer not taken costs the
+ * receiver its part pulled by a second process_vm_readv(2): a 1 MiB part
+ * took 71 us in two calls against 68 in one, while both ranks of an
+ * all-to-all pull at once and neither waits to take the other's offer
+ * (benchmarks.md, History "The carried all-to-all and all-gather against
+ * stock, call by call").
+ */
+#define SHM_HELP_MISSES		8
+#define SHM_HELP_EVERY		16
+
+/*
  * The peer closed the connection or exited (why). Our sends to it will
  * not be read: what it consumed completes, the rest fails. What it sent
  * us stays to be read (rx_ep()), but for its announcements: nothing to
@@ -349,8 +361,11 @@ static int shared_pull(struct zcr_ep *ep, char *dst, uint64_t n)
 		 * cannot keep every later offer untaken. */
 		if (se->help_share > ZCR_SHM_SHARE_ONE / 2)
 			se->help_share -= ZCR_SHM_SHARE_STEP / 2;
+		if (++se->help_missed >= SHM_HELP_MISSES)
+			se->help_skip = SHM_HELP_EVERY - 1;
 		return ret ? ret : __zcr_shm_pull(se->peer, dst, src, part);
 	}
+	se->help_missed = 0;
 	/*
 	 * Taken (or the peer wrote something else): even if our part
 	 * failed, wait until the sender is done with dst.
@@ -365,6 +380,15 @@ static int shared_pull(struct zcr_ep *ep, char *dst, uint64_t n)
 	if (se->help_t0 && st == ZCR_SHM_HELP_DONE)
 		learn_share(se, 0);	/* done before we were */
 	return help_settle(ep);
+}
+
+/* A pull to make unshared after offers nobody took (SHM_HELP_MISSES)? */
+static bool skip_offer(struct shm_ep *se)
+{
+	if (!se->help_skip)
+		return false;
+	se->help_skip--;
+	return true;
 }
 
 /*
@@ -462,7 +486,7 @@ static int land(struct zcr_ep *ep)
 	} else if (n) {
 		ret = se->help_ok && se->sc->split_min &&
 		      n >= se->sc->split_min &&
-		      h->status == ZCR_SHM_HELP_NONE ?
+		      h->status == ZCR_SHM_HELP_NONE && !skip_offer(se) ?
 		      shared_pull(ep, ep->rx.dst, n) :
 		      __zcr_shm_pull(se->peer, ep->rx.dst, h->addr, n);
 	}
