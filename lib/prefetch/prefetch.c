@@ -852,6 +852,28 @@ void __zcr_pf_presend_done_locked(struct zcr_ep *ep)
 	pe->asked = 0;
 }
 
+/*
+ * The answer being taken in, or just taken, is void: its sender closed
+ * the connection and freed what we pulled it from (shm: a revoked
+ * PF_DATA cell), so its bytes may be anything. No later message of that
+ * sender can use it: the sender revoked every announcement after it.
+ */
+void __zcr_pf_presend_drop_locked(struct zcr_ep *ep)
+{
+	struct zcr_pf_ep *pe = ep->pf;
+
+	if (!pe)
+		return;
+	free(pe->in_buf);
+	free(pe->in_bm);
+	free(pe->in_runs);
+	pe->in_buf = NULL;
+	pe->in_bm = NULL;
+	pe->in_runs = NULL;
+	store_free(ep->ctx->pf, pe);
+	pe->asked = 0;
+}
+
 /* ---- sender ---- */
 
 /*

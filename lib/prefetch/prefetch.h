@@ -122,6 +122,8 @@ uint64_t __zcr_pf_presend_bmlen(const struct zcr_ep *ep);
 int __zcr_pf_presend_map_locked(struct zcr_ep *ep, char **dst,
 				const struct zcr_pf_run **runs, size_t *nruns);
 void __zcr_pf_presend_done_locked(struct zcr_ep *ep);
+/* Forget the pre-send being taken in or just taken (its sender closed). */
+void __zcr_pf_presend_drop_locked(struct zcr_ep *ep);
 
 /* ---- sender ---- */
 

@@ -935,6 +935,28 @@ ZT_TEST(buffer_mapped_again)
 }
 
 /*
+ * Six rounds of the whole buffer (tracked, and paying), its pages
+ * produced again, the receive posted and asked for, and then only the
+ * sender run: true when it answered with pages, which the receiver has
+ * not taken in yet. *r: the receive.
+ */
+static bool answered_only(struct pf *t, struct zcr_req **r)
+{
+	uint64_t pre;
+	int k;
+
+	for (k = 0; k < 6; k++)
+		round_once(t, NPG, 0);
+	produce(t, NPG);
+	pre = st(t, 1).pf_presend_bytes;
+	ZT_EXPECT_EQ(zcr_irecv(t->p.c[0], t->rb, LEN, 1, TAG, r), 0);
+	ZT_EXPECT_EQ(zcr_wait_timeout(*r, NULL, 0), -ETIMEDOUT);
+	for (k = 0; k < 100000 && st(t, 1).pf_presend_bytes == pre; k++)
+		ZT_ASSERT(zcr_progress(t->p.c[1], 0) >= 0);
+	return st(t, 1).pf_presend_bytes > pre;
+}
+
+/*
  * The sender answered and unmapped the buffer before the receiver took
  * the pre-send in (over shm the receiver pulls it: from the sender's
  * copy made at the answer, never from the buffer), then mapped it again
@@ -945,24 +967,13 @@ ZT_TEST(unmapped_before_the_pull)
 {
 	struct zcr_req *r, *s;
 	int i, k, answered = 0;
-	uint64_t pre;
 	struct pf t;
 	void *again;
 
 	pf_open(&t, 1);
 	for (i = 0; i < 4; i++) {
 		/* tracked again after the last remap, and paying */
-		for (k = 0; k < 6; k++)
-			round_once(&t, NPG, 0);
-		produce(&t, NPG);
-		pre = st(&t, 1).pf_presend_bytes;
-		ZT_EXPECT_EQ(zcr_irecv(t.p.c[0], t.rb, LEN, 1, TAG, &r), 0);
-		ZT_EXPECT_EQ(zcr_wait_timeout(r, NULL, 0), -ETIMEDOUT);
-		/* only the sender runs: it answers */
-		for (k = 0; k < 100000 &&
-		     st(&t, 1).pf_presend_bytes == pre; k++)
-			ZT_ASSERT(zcr_progress(t.p.c[1], 0) >= 0);
-		answered += st(&t, 1).pf_presend_bytes > pre;
+		answered += answered_only(&t, &r);
 		ZT_EXPECT_EQ(munmap(t.base, NPG * PG), 0);
 		/* the receiver takes the pre-send in meanwhile */
 		for (k = 0; k < 50; k++)
@@ -981,6 +992,49 @@ ZT_TEST(unmapped_before_the_pull)
 	 */
 	printf("# %d of 4 answered before the unmap\n", answered);
 	ZT_ASSERT(answered >= 1);
+	pf_close(&t);
+}
+
+/*
+ * The sender answers a request, sends a small message and closes the
+ * connection before the receiver took the answer in. Over shm the close
+ * frees the answer's body (the receiver pulls the pre-send from there):
+ * the answer is revoked in its cell, and the receiver, finding it so,
+ * takes the close for what it is. The small message arrives, nothing is
+ * counted as out of protocol.
+ */
+ZT_TEST(sender_closes_after_answering)
+{
+	char small[100], got[100];
+	struct zcr_status xs;
+	struct zcr_req *r, *s, *x;
+	uint64_t bad;
+	struct pf t;
+	int k;
+
+	pf_open(&t, 1);
+	/* only the sender runs: it answers, sends and closes */
+	ZT_ASSERT(answered_only(&t, &r));
+	memset(small, 0x6b, sizeof(small));
+	ZT_EXPECT_EQ(zcr_isend(t.p.to0[1], small, sizeof(small), TAG + 1, &s),
+		     0);
+	for (k = 0; k < 1000 && !zcr_test(s, NULL); k++)
+		ZT_ASSERT(zcr_progress(t.p.c[1], 0) >= 0);
+	zcr_ep_close(t.p.to0[1]);
+	bad = st(&t, 0).bad_headers;
+	memset(got, 0, sizeof(got));
+	ZT_EXPECT_EQ(zcr_irecv(t.p.c[0], got, sizeof(got), 1, TAG + 1, &x),
+		     0);
+	for (k = 0; k < 100000 && !zcr_test(x, &xs); k++)
+		ZT_ASSERT(zcr_progress(t.p.c[0], 0) >= 0);
+	ZT_ASSERT(k < 100000);
+	ZT_EXPECT_EQ(xs.error, 0);
+	ZT_EXPECT_EQ(xs.len, sizeof(small));
+	ZT_EXPECT_EQ(memcmp(got, small, sizeof(small)), 0);
+	ZT_EXPECT_EQ(st(&t, 0).bad_headers, bad);
+	/* the large receive ends with the connection */
+	for (k = 0; k < 100000 && !zcr_test(r, NULL); k++)
+		ZT_ASSERT(zcr_progress(t.p.c[0], 0) >= 0);
 	pf_close(&t);
 }
 

@@ -29,6 +29,7 @@
  * into staging and copy it a second time.
  */
 static void drop_open(struct zcr_ep *ep);
+static int claim_cell(struct shm_ep *se);
 
 /*
  * After this many offers in a row nobody took, offer only one pull in
@@ -141,15 +142,20 @@ static bool take_pf(struct zcr_ep *ep, const struct zcr_shm_cell *h)
 	uint64_t k = 1, len;
 	uint8_t *bm = NULL;
 	char *body = NULL;
-	int ret = -EPROTO;
+	int ret = -EPROTO, claimed;
 
 	if (!ep->pf || h->src != ep->rank || __zcr_pf_info_pending(ep))
 		goto bad;
 	switch (h->type) {
 	case ZCR_SHM_PF_INFO:
+		if (h->len > ZCR_PF_BITMAP_MAX(ep->ctx->max_msg))
+			goto bad;
 		k = zcr_shm_cells_for(&se->in, h->len);
 		if (k > ZCR_SHM_FRAG_CELLS || k > __zcr_shm_ring_ready(&se->in))
 			goto bad;
+		ret = 0;
+		if (se->gone)
+			break;	/* its announcement is dropped: open_cell() */
 		ret = __zcr_pf_info_locked(ep, (uint32_t)h->tag, h->addr,
 					   h->len, &bm);
 		if (!ret && bm)
@@ -177,7 +183,25 @@ static bool take_pf(struct zcr_ep *ep, const struct zcr_shm_cell *h)
 		break;
 	default:
 		/* A gone sender's pre-send: nothing to pull, no use. */
-		ret = se->gone ? 0 : pf_presend_in(ep, h);
+		if (se->gone) {
+			ret = 0;
+			break;
+		}
+		ret = pf_presend_in(ep, h);
+		/*
+		 * A sender that closes revokes the answers we did not
+		 * consume yet and frees their bodies (settle_sends()): what
+		 * we pulled may be anything, and every announcement after
+		 * it is revoked too. Not an error: the peer closed.
+		 */
+		claimed = claim_cell(se);
+		if (claimed == -ECONNRESET) {
+			__zcr_pf_presend_drop_locked(ep);
+			peer_gone(ep, "shm: peer closed the connection");
+			ret = 0;
+		} else if (!ret) {
+			ret = claimed;
+		}
 		break;
 	}
 	if (ret)
@@ -243,7 +267,7 @@ static bool open_cell(struct zcr_ep *ep, const struct zcr_shm_cell *c,
 	}
 	ep->recv_seq = h->seq;
 	/* Which of its bytes to pull; the others were pre-sent. */
-	if (ep->pf && h->type == ZCR_SHM_RTS) {
+	if (ep->pf && h->type == ZCR_SHM_RTS && !se->gone) {
 		uint64_t wire_len;
 		int ret = __zcr_pf_data_locked(ep, ep->comm_ok ?
 					       (uint32_t)h->pad[0] : 0,
@@ -521,7 +545,7 @@ static int land(struct zcr_ep *ep)
 	__zcr_match_payload_done_locked(ep->ctx, &ep->rx);
 	ZCR_PROBE(ZCR_PP_COMPLETE);
 	/* Ask for the stream's next message now, where that pays. */
-	if (ep->pf && h->type == ZCR_SHM_RTS) {
+	if (ep->pf && h->type == ZCR_SHM_RTS && !se->gone) {
 		struct zcr_pf_ask a;
 
 		if (__zcr_pf_ask_next_locked(ep, &a) && ep->tp->pf_ask(ep, &a))

@@ -330,6 +330,8 @@ int __zcr_shm_send_now(struct zcr_ep *ep, uint32_t comm, const void *buf,
  * Every other one is revoked in its cell (shm.h, ZCR_SHM_REVOKED) before
  * the caller fails it, so that a peer still pulling it does not deliver
  * it: once the send failed, the application may write into its buffer.
+ * The same for our answers to prefetch requests, whose bodies the caller
+ * frees.
  */
 void __zcr_shm_settle_sends(struct zcr_ep *ep)
 {
@@ -346,7 +348,14 @@ void __zcr_shm_settle_sends(struct zcr_ep *ep)
 		int32_t st;
 		int tries;
 
-		if (r->kind == ZCR_REQ_ACK || !r->sent)
+		/*
+		 * An answer to a prefetch request (a PF_DATA with a body)
+		 * is revoked as an announcement is: its body is freed with
+		 * the connection, and the peer must not take what it
+		 * pulled from there for a pre-send.
+		 */
+		if (!r->sent ||
+		    (r->kind == ZCR_REQ_ACK && !(r->ctl && r->own)))
 			continue;
 		if (head <= get_idx(r)) {
 			c = __zcr_shm_ring_cell(&se->out, get_idx(r));
@@ -365,6 +374,10 @@ void __zcr_shm_settle_sends(struct zcr_ep *ep)
 				continue;	/* revoked: failed by the caller */
 		}
 		zcr_list_del(&r->link);
+		if (r->ctl) {
+			__zcr_req_free_ctl(r);	/* the peer is done with it */
+			continue;
+		}
 		/* A synchronous one: the caller fails it, no MATCHED comes. */
 		__zcr_ep_send_done_locked(ep, r);
 	}

@@ -580,9 +580,20 @@ static int shm_adopt(struct zcr_ep *ep, const struct zcr_transport_ops *prev,
 	 * Prefetching negotiated over TCP goes on here only if the peer
 	 * takes prefetch cells; an older one would close on them.
 	 */
-	if (!a->pf)
+	if (!a->pf) {
+		struct zcr_list *pos, *tmp;
+
+		/* Sends planned on TCP meanwhile go whole. */
+		zcr_list_for_each_safe(pos, tmp, &ep->sendq) {
+			struct zcr_req *r = zcr_container_of(pos,
+							     struct zcr_req,
+							     link);
+
+			free(r->pf);
+			r->pf = NULL;
+		}
 		__zcr_pf_ep_fini(ep);
-	else
+	} else
 		__zcr_pf_ep_local(ep);
 	se->acked = atomic_load(&se->out.ctl->head);
 	memset(a, 0, sizeof(*a));
