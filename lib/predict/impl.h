@@ -53,7 +53,15 @@ struct zcr_predictor {
 	struct zcr_symtab *syms;	/* own, or the selector's */
 	struct zcr_symtab own;
 	void *priv;
+	unsigned int window;		/* as created: for a restart */
+	bool off;			/* a restart found no memory */
 };
+
+/*
+ * Distinct calls a predictor learns before it starts over, empty
+ * (predict.c, restart()).
+ */
+#define ZCR_SYM_MAX	(1u << 15)
 
 /* Symbol table helpers (predict.c). */
 uint32_t __zcr_sym_intern(struct zcr_symtab *t, const struct zcr_call *c);

@@ -235,6 +235,7 @@ struct zcr_predictor *__zcr_pred_create_shared(const char *name,
 	if (!p)
 		return NULL;
 	p->ops = ops;
+	p->window = window;
 	p->syms = syms ? syms : &p->own;
 	if (ops->priv_size) {
 		p->priv = calloc(1, ops->priv_size);
@@ -259,7 +260,8 @@ void __zcr_pred_destroy(struct zcr_predictor *p)
 {
 	if (!p)
 		return;
-	p->ops->fini(p);
+	if (!p->off)
+		p->ops->fini(p);
 	free(p->own.calls);
 	free(p->own.slots);
 	free(p->priv);
@@ -272,9 +274,41 @@ void __zcr_pred_observe_id(struct zcr_predictor *p, uint32_t id,
 	p->ops->observe(p, id, c);
 }
 
+/*
+ * A program whose receives never repeat (a new buffer or a new tag every
+ * time) teaches the predictor nothing it can use, yet every distinct call
+ * stays in the interning table and in the tables of the predictors built
+ * on it: without a bound they grow for as long as the program runs. Past
+ * ZCR_SYM_MAX distinct calls the predictor starts over, empty, and learns
+ * the program's current calls again (a cycle of a few calls within its
+ * length). Only a predictor with its own table: a selector's members
+ * start over with it (its fini and init).
+ */
+static void restart(struct zcr_predictor *p)
+{
+	p->ops->fini(p);
+	free(p->own.calls);
+	free(p->own.slots);
+	memset(&p->own, 0, sizeof(p->own));
+	if (p->ops->priv_size)
+		memset(p->priv, 0, p->ops->priv_size);
+	if (p->ops->init(p, p->window)) {
+		/* Nothing to fini: init cleaned up after itself. */
+		p->off = true;
+		if (p->ops->priv_size)
+			memset(p->priv, 0, p->ops->priv_size);
+	}
+}
+
 void __zcr_pred_observe(struct zcr_predictor *p, const struct zcr_call *c)
 {
-	uint32_t id = __zcr_sym_intern(p->syms, c);
+	uint32_t id;
+
+	if (p->syms == &p->own && p->own.n >= ZCR_SYM_MAX && !p->off)
+		restart(p);
+	if (p->off)
+		return;
+	id = __zcr_sym_intern(p->syms, c);
 
 	/* Out of memory: skip learning rather than fail the receive. */
 	if (id != ZCR_NOID)
@@ -284,7 +318,7 @@ void __zcr_pred_observe(struct zcr_predictor *p, const struct zcr_call *c)
 bool __zcr_pred_predict_id(struct zcr_predictor *p, unsigned int k,
 			   uint32_t *id)
 {
-	if (!k)
+	if (!k || p->off)
 		return false;
 	return p->ops->predict(p, k, id);
 }
@@ -306,7 +340,7 @@ int __zcr_pred_candidates(struct zcr_predictor *p, unsigned int k,
 	uint32_t ids[64];
 	int n, i, m = 0;
 
-	if (!k || max <= 0)
+	if (!k || max <= 0 || p->off)
 		return 0;
 	if (max > 64)
 		max = 64;
@@ -324,7 +358,10 @@ const char *__zcr_pred_name(const struct zcr_predictor *p)
 
 size_t __zcr_pred_memory(const struct zcr_predictor *p)
 {
-	size_t m = sizeof(*p) + p->ops->priv_size + p->ops->memory(p);
+	size_t m = sizeof(*p) + p->ops->priv_size;
+
+	if (!p->off)
+		m += p->ops->memory(p);
 
 	if (p->syms == &p->own)
 		m += __zcr_sym_memory(&p->own);
@@ -333,5 +370,7 @@ size_t __zcr_pred_memory(const struct zcr_predictor *p)
 
 unsigned int __zcr_pred_period(const struct zcr_predictor *p)
 {
+	if (p->off)
+		return 0;
 	return p->ops->period(p);
 }

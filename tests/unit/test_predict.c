@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "predict/impl.h"
 #include "predict/predict.h"
 #include "zt.h"
 
@@ -289,4 +290,42 @@ ZT_TEST(unknown_name_and_k_zero)
 		ZT_ASSERT(!__zcr_pred_predict(p, 0, &c));
 		__zcr_pred_destroy(p);
 	}
+}
+
+/*
+ * Receives that never repeat (a new buffer every time) teach the
+ * predictor nothing, and must not grow it for as long as the program
+ * runs: past ZCR_SYM_MAX distinct calls it starts over. Three times that
+ * many leave it no larger than the first ZCR_SYM_MAX did (without the
+ * bound: about three times larger), and a cycle that follows is learnt
+ * as by a fresh predictor.
+ */
+ZT_TEST(never_repeating_calls_stay_bounded)
+{
+	struct zcr_predictor *p = __zcr_pred_create("select", 0);
+	size_t peak = 0, m;
+	struct zcr_call g;
+	int i, hits = 0;
+
+	ZT_ASSERT(p);
+	for (i = 0; i < 3 * (int)ZCR_SYM_MAX; i++) {
+		__zcr_pred_observe(p, &(struct zcr_call){
+			.buf = 0x7f0000000000ULL + 4096 * (uint64_t)i,
+			.size = 8192, .src = 1, .tag = 1 });
+		m = __zcr_pred_memory(p);
+		if (i < (int)ZCR_SYM_MAX && m > peak)
+			peak = m;
+	}
+	printf("# %zu bytes after %u distinct calls, %zu after %u\n", peak,
+	       ZCR_SYM_MAX, m, 3 * ZCR_SYM_MAX);
+	ZT_ASSERT(m <= peak);
+	for (i = 0; i < 200; i++) {
+		struct zcr_call c = named(i % 5);
+
+		if (i >= 100 && __zcr_pred_predict(p, 1, &g))
+			hits += __zcr_call_match(&g, &c, ZCR_HIT_IDENT);
+		__zcr_pred_observe(p, &c);
+	}
+	ZT_EXPECT_EQ(hits, 100);
+	__zcr_pred_destroy(p);
 }
