@@ -1141,7 +1141,8 @@ ZT_TEST(a_slow_sender_is_offered_less)
  * receiver's passes, so it never takes one. An offer leaves its
  * destination in the cell (cookie), still there once the cell is
  * consumed: of 40 messages the first 8 must have been offered, and 2 of
- * the 32 after them (the 16th and the 32nd; every one before the change).
+ * the 32 after them (the 16th and the 31st: gaps of 16 and 15 in turn;
+ * every one before the change).
  * Every message intact.
  */
 ZT_TEST(offers_nobody_takes_become_rare)
@@ -1149,11 +1150,11 @@ ZT_TEST(offers_nobody_takes_become_rare)
 	const uint64_t len = HELP_LEN;
 	char *sb = malloc(len), *rb = malloc(len);
 	unsigned int offered[2] = { 0, 0 };
+	int i, last[2] = { -1, -1 };
 	struct zcr_status st;
 	struct zcr_shm_cell *c;
 	struct zcr_req *s_, *r;
 	struct pair p;
-	int i;
 
 	pair_shm(&p, 2, NULL);
 	for (i = 0; i < 40; i++) {
@@ -1167,15 +1168,20 @@ ZT_TEST(offers_nobody_takes_become_rare)
 			pair_pump(&p);
 		ZT_EXPECT_EQ(st.error, 0);
 		ZT_EXPECT_EQ(pattern_bad(rb, len, 90 + i), 0);
-		offered[i >= 8] += __atomic_load_n(&c->cookie,
-						   __ATOMIC_RELAXED) ==
-				   (uint64_t)(uintptr_t)rb;
+		if (__atomic_load_n(&c->cookie, __ATOMIC_RELAXED) ==
+		    (uint64_t)(uintptr_t)rb) {
+			offered[i >= 8]++;
+			last[0] = last[1];
+			last[1] = i;
+		}
 		PAIR_PUMP_UNTIL(&p, zcr_test(s_, &st) != 0);
 		ZT_EXPECT_EQ(st.error, 0);
 	}
 	ZT_ASSERT_MSG(offered[0] == 8 && offered[1] == 2,
 		      "offered %u of the first 8, %u of the next 32",
 		      offered[0], offered[1]);
+	ZT_EXPECT_EQ(last[0], 23);
+	ZT_EXPECT_EQ(last[1], 38);
 	ZT_EXPECT_EQ(pair_stats(p.c[0]).shared_pulls, 0);
 	pair_close(&p);
 	free(sb);

@@ -32,8 +32,8 @@ static void drop_open(struct zcr_ep *ep);
 static int claim_cell(struct shm_ep *se);
 
 /*
- * After this many offers in a row nobody took, offer only one pull in
- * SHM_HELP_EVERY until one is taken again. An offer not taken costs the
+ * After this many offers in a row nobody took, offer only about one pull
+ * in SHM_HELP_EVERY until one is taken again. An offer not taken costs the
  * receiver its part pulled by a second process_vm_readv(2): a 1 MiB part
  * took 71 us in two calls against 68 in one, while both ranks of an
  * all-to-all pull at once and neither waits to take the other's offer
@@ -385,8 +385,17 @@ static int shared_pull(struct zcr_ep *ep, char *dst, uint64_t n)
 		 * cannot keep every later offer untaken. */
 		if (se->help_share > ZCR_SHM_SHARE_ONE / 2)
 			se->help_share -= ZCR_SHM_SHARE_STEP / 2;
+		/*
+		 * Gaps of 16 and 15 pulls in turn: a gap that never
+		 * changed would keep offering at the same place of a
+		 * traffic that repeats every 2, 4, 8 or 16 pulls (an
+		 * all-to-all's parts, whose senders pull too, and then a
+		 * send whose sender waits), and never where a sender
+		 * would take it.
+		 */
 		if (++se->help_missed >= SHM_HELP_MISSES)
-			se->help_skip = SHM_HELP_EVERY - 1;
+			se->help_skip = SHM_HELP_EVERY - 1 -
+					(se->help_missed & 1);
 		return ret ? ret : __zcr_shm_pull(se->peer, dst, src, part);
 	}
 	se->help_missed = 0;
