@@ -250,10 +250,22 @@ struct zcr_ctx {
 	struct zcr_list unexpected;	/* struct zcr_msg, in arrival order */
 	struct zcr_list stalled;	/* struct zcr_arrival, in stall order */
 	/*
-	 * Messages on unexpected that are not __zcr_pred_small(): each will
-	 * take one of the receives the predictor sees (match.c).
+	 * Messages on unexpected that are not __zcr_pred_small() nor on a
+	 * communicator of unlearnt[]: each will take one of the receives
+	 * the predictor sees (match.c).
 	 */
 	unsigned int nunexpected_big;
+	/*
+	 * Communicators whose receives were posted with
+	 * ZCRECV_RECV_NO_LEARN (an MPI layer's collective space): their
+	 * messages take receives the predictor never sees, so they neither
+	 * count among those the queued messages will take nor are staged
+	 * at a predicted offset (match.c, predict_offset()). The first
+	 * ZCR_UNLEARNT_MAX only; later ones are treated as any other.
+	 */
+#define ZCR_UNLEARNT_MAX	8
+	uint32_t unlearnt[ZCR_UNLEARNT_MAX];
+	unsigned int nunlearnt;
 	uint64_t post_seq;		/* receives posted so far */
 	struct zcr_list expects;	/* struct zcr_expect (match.h) */
 	uint64_t expect_turn;		/* turns handed out to them */

@@ -332,7 +332,9 @@ int __zcr_irecv(struct zcr_ctx *ctx, uint32_t comm, void *buf, size_t size,
 	 */
 	if (known)
 		__zcr_match_expect_started_locked(ctx, known);
-	else if (learn && !__zcr_pred_small(ctx, size))
+	else if (!learn)
+		__zcr_match_unlearn_locked(ctx, comm);
+	else if (!__zcr_pred_small(ctx, size))
 		__zcr_pred_observe(ctx->pred, &c);
 	ret = __zcr_post_recv_locked(ctx, r);
 	/*

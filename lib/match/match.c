@@ -132,13 +132,31 @@ static void land_posted(struct zcr_ctx *ctx, struct zcr_arrival *a,
  * queued messages of a page or more will take; smaller ones are taken by
  * receives it did not see, so they are not counted.
  */
-static size_t predict_offset(struct zcr_ctx *ctx, int src, int tag,
-			     const void **buf)
+bool __zcr_match_unlearnt(const struct zcr_ctx *ctx, uint32_t comm)
+{
+	unsigned int i;
+
+	for (i = 0; i < ctx->nunlearnt; i++)
+		if (ctx->unlearnt[i] == comm)
+			return true;
+	return false;
+}
+
+void __zcr_match_unlearn_locked(struct zcr_ctx *ctx, uint32_t comm)
+{
+	if (ctx->nunlearnt < ZCR_UNLEARNT_MAX &&
+	    !__zcr_match_unlearnt(ctx, comm))
+		ctx->unlearnt[ctx->nunlearnt++] = comm;
+}
+
+static size_t predict_offset(struct zcr_ctx *ctx, uint32_t comm, int src,
+			     int tag, const void **buf)
 {
 	unsigned int queued = ctx->nunexpected_big, k;
 	struct zcr_call c;
 
-	if (queued >= PREDICT_HORIZON)
+	/* Taken by a receive the predictor never sees. */
+	if (queued >= PREDICT_HORIZON || __zcr_match_unlearnt(ctx, comm))
 		return 0;
 	for (k = queued + 1; k <= queued + PREDICT_SCAN; k++) {
 		if (!__zcr_pred_predict(ctx->pred, k, &c))
@@ -211,7 +229,7 @@ static size_t landing_offset(struct zcr_ctx *ctx, uint32_t comm, int src,
 			return (size_t)((uintptr_t)*buf & (ctx->page - 1));
 		}
 	}
-	return predict_offset(ctx, src, tag, buf);
+	return predict_offset(ctx, comm, src, tag, buf);
 }
 
 static struct zcr_peer *peer_find(struct zcr_ctx *ctx, int rank, bool make)
@@ -465,7 +483,9 @@ static int find_landing(struct zcr_ctx *ctx, struct zcr_arrival *a)
 	if (peer)
 		peer->bytes += slot->cap;
 	zcr_list_add_tail(&m->link, &ctx->unexpected);
-	if (!__zcr_pred_small(ctx, m->len))
+	m->counted = !__zcr_pred_small(ctx, m->len) &&
+		     !__zcr_match_unlearnt(ctx, m->comm);
+	if (m->counted)
 		ctx->nunexpected_big++;
 	a->state = ZCR_RX_LANDING;
 	a->msg = m;
@@ -545,7 +565,7 @@ static void msg_free_as(struct zcr_ctx *ctx, struct zcr_msg *m,
 	/* Not delivered (aborted, or the context goes): dst as it was. */
 	__zcr_remap_unprepare_locked(ctx, m->slot, abandoned);
 	zcr_list_del(&m->link);
-	if (!__zcr_pred_small(ctx, m->len))
+	if (m->counted)
 		ctx->nunexpected_big--;
 	if (m->peer) {
 		m->peer->bytes -= m->slot->cap;

@@ -73,6 +73,7 @@ struct zcr_msg {
 	struct zcr_ep *ep;		/* came on ep; ACK it when matched */
 	int rank;
 	uint64_t ack;			/* its number to ACK, or 0 */
+	bool counted;			/* in ctx->nunexpected_big */
 };
 
 /* ---- upward interface for transports ----------------------------------- */
@@ -219,6 +220,13 @@ struct zcr_expect {
 	uint64_t turn;			/* last start or promise, from 1 */
 };
 
+/*
+ * Receives on comm are posted unseen by the predictor
+ * (ZCRECV_RECV_NO_LEARN): its messages take no predicted offset and do
+ * not count among those taking predicted receives.
+ */
+void __zcr_match_unlearn_locked(struct zcr_ctx *ctx, uint32_t comm);
+bool __zcr_match_unlearnt(const struct zcr_ctx *ctx, uint32_t comm);
 /* Register e (its fields set); the context lock held. */
 void __zcr_match_expect_locked(struct zcr_ctx *ctx, struct zcr_expect *e);
 /* e is started now: the next message it could take is another's turn. */

@@ -95,9 +95,9 @@ static inline struct zcr_stats pair_stats(struct zcr_ctx *c)
 	return st;
 }
 
-/* n contexts; rank i > 0 connects to rank 0. attr may be NULL. */
-static inline void pair_open(struct pair *p, int n,
-			     const struct zcr_ctx_attr *attr)
+/* n contexts, rank 0 listening, none connected. attr may be NULL. */
+static inline void pair_create(struct pair *p, int n,
+			       const struct zcr_ctx_attr *attr)
 {
 	struct zcr_ctx_attr a;
 	int i;
@@ -117,15 +117,30 @@ static inline void pair_open(struct pair *p, int n,
 	p->port = zcr_ctx_listen(p->c[0], "127.0.0.1:0");
 	ZT_ASSERT(p->port > 0);
 	snprintf(p->addr, sizeof(p->addr), "127.0.0.1:%d", p->port);
-	for (i = 1; i < n; i++) {
+}
+
+/* Rank i > 0 of pair_create()'s connects to rank 0. */
+static inline void pair_connect(struct pair *p)
+{
+	int i;
+
+	for (i = 1; i < p->n; i++) {
 		struct zcr_ep *ep = NULL;
 
 		ZT_EXPECT_EQ(zcr_ep_connect(p->c[i], p->addr, &p->to0[i]), 0);
 		PAIR_PUMP_UNTIL(p, zcr_ep_accept(p->c[0], 0, &ep) == 0);
-		ZT_ASSERT(zcr_ep_rank(ep) > 0 && zcr_ep_rank(ep) < n);
+		ZT_ASSERT(zcr_ep_rank(ep) > 0 && zcr_ep_rank(ep) < p->n);
 		p->from[zcr_ep_rank(ep)] = ep;
 		PAIR_PUMP_UNTIL(p, zcr_ep_rank(p->to0[i]) == 0);
 	}
+}
+
+/* n contexts; rank i > 0 connects to rank 0. attr may be NULL. */
+static inline void pair_open(struct pair *p, int n,
+			     const struct zcr_ctx_attr *attr)
+{
+	pair_create(p, n, attr);
+	pair_connect(p);
 }
 
 static inline void pair_close(struct pair *p)
