@@ -762,6 +762,7 @@ again:
 		/* Work is waiting (a transport saw it while filling): do it. */
 		for (i = 0; i < (int)nfd; i++)
 			pfd[i].revents = 0;
+		ctx->poll_answered = false;
 		polled_locked(ctx, pfd + base, cnt, filled);
 		pollset_put_locked(ctx, ps);
 		return work_locked(ctx);
@@ -813,6 +814,7 @@ again:
 		/* Nothing pending after all. */
 	}
 	pthread_mutex_lock(&ctx->lock);
+	ctx->poll_answered = ret >= 0;
 	polled_locked(ctx, pfd + base, cnt, filled);
 	pollset_put_locked(ctx, ps);
 	if (ret < 0 && ret != -EINTR)

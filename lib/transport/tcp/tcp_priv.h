@@ -36,6 +36,12 @@ struct tcp_ctx {
 	 * under it).
 	 */
 	unsigned int neps;
+	/*
+	 * A poll answered (tcp.c, tcp_poll_done()): the connections it found
+	 * with nothing to read are marked quiet, and the next pass reads
+	 * only the others.
+	 */
+	bool after_poll;
 };
 
 /*
@@ -119,6 +125,13 @@ struct tcp_ep {
 	char *ra;
 	uint32_t ra_off, ra_len;
 	bool ra_ring;			/* an io_uring recv fills ra */
+	/*
+	 * The connection's entry in the last poll set filled, and whether
+	 * that poll, answered, found nothing to read on it: the pass after
+	 * it does not read it.
+	 */
+	unsigned int pidx;
+	bool quiet;
 };
 
 /*
