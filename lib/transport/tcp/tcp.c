@@ -410,12 +410,14 @@ static int tcp_progress(struct zcr_ctx *ctx, void *priv)
 	}
 	/*
 	 * Right after poll answered, it did the batch's work: only the
-	 * connections it did not find quiet are read, one recv(2) each.
+	 * connections it did not find quiet are read, one recv(2) each. A
+	 * few connections are read with recv(2) anyway (ZCR_TCP_BATCH_MIN).
 	 */
 	after = tc->after_poll;
 	tc->after_poll = false;
 #ifdef ZCR_HAVE_LIBURING
-	if (tc->ring && !after)
+	if (tc->ring && !after &&
+	    __atomic_load_n(&tc->neps, __ATOMIC_RELAXED) >= ZCR_TCP_BATCH_MIN)
 		r = __zcr_tcp_read_batch(ctx, tc->ring, rx);
 #endif
 	if (r >= 0) {
