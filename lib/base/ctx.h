@@ -305,6 +305,13 @@ struct zcr_ctx {
 	 * cheaper than poll(2) can (0: sleep at once). Reset per round.
 	 */
 	uint64_t poll_spin_ns;
+	/*
+	 * The revents handed to poll_done are poll(2)'s answer (it ran and
+	 * returned, a timeout included), not zeros because it did not run
+	 * or failed: a transport may then take an entry with no revents as
+	 * "nothing to read there" for the pass that follows.
+	 */
+	bool poll_answered;
 	bool conns_warned, loopback_warned;
 	/* job secret (lib/transport/auth.c); secret_len 0: none */
 	uint8_t secret[ZCR_SECRET_MAX];

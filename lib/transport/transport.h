@@ -70,7 +70,9 @@ struct zcr_upgrade_ops;
  *		the number of entries used. Default: none, no deadline
  * @poll_done:	after every @poll_fill, once poll(2) returned or was not
  *		needed: the @n entries @poll_fill gave, with revents (0 when
- *		poll timed out, failed or did not run). Default: nothing
+ *		poll timed out, failed or did not run; ctx->poll_answered
+ *		says whether poll answered, a timeout included). Default:
+ *		nothing
  * @progress:	do what can be done without blocking: accept, handshake,
  *		read (calling match upward for each header and each payload
  *		completed), write queued sends. Returns the number of events

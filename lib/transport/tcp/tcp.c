@@ -295,6 +295,7 @@ static unsigned int tcp_poll_fill(struct zcr_ctx *ctx, void *priv,
 		/* Bytes read ahead that can go on: work, no sleep. */
 		if (ep->rx.state != ZCR_RX_STALLED && tcp_ra_left(T(ep)))
 			*deadline = 0;
+		T(ep)->pidx = n;
 		pfd[n].fd = T(ep)->fd;
 		if (ep->rx.state != ZCR_RX_STALLED)
 			pfd[n].events = POLLIN;
@@ -317,6 +318,34 @@ static unsigned int tcp_poll_fill(struct zcr_ctx *ctx, void *priv,
 }
 
 /*
+ * Poll answered: the connections it was asked to watch for input and
+ * found nothing on are quiet, and the pass that follows reads only the
+ * others (tcp_progress()), each with one recv(2). A small message's way
+ * in was an io_uring submission of a receive for every connection, the
+ * one poll had just woken us for and the idle ones alike: 0.93 us for
+ * two connections against 0.24 for one recv here, on both sides of a
+ * round trip. Poll is level-triggered: bytes that came after it are
+ * announced by the next poll at once, before anyone sleeps. An entry is
+ * the connection's only if it still holds its socket (another thread
+ * may have filled a set since, and a connection may have gone).
+ */
+static void mark_quiet(struct zcr_ctx *ctx, struct tcp_ctx *tc,
+		       const struct pollfd *pfd, unsigned int n)
+{
+	struct zcr_list *pos;
+
+	for (pos = ctx->eps.next; pos != &ctx->eps; pos = pos->next) {
+		struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep, link);
+		struct tcp_ep *te = T(ep);
+
+		if (is_tcp(ep) && te->pidx < n && pfd[te->pidx].fd == te->fd &&
+		    (pfd[te->pidx].events & POLLIN) && !pfd[te->pidx].revents)
+			te->quiet = true;
+	}
+	tc->after_poll = true;
+}
+
+/*
  * A readable listening socket is accepted from at once; only paused
  * connections are polled without POLLIN.
  */
@@ -332,6 +361,8 @@ static void tcp_poll_done(struct zcr_ctx *ctx, void *priv,
 		    (pfd[i].revents & (POLLERR | POLLHUP | POLLRDHUP)) &&
 		    !(pfd[i].events & POLLIN))
 			paused_error(ctx, pfd[i].fd);
+	if (ctx->poll_answered && n)
+		mark_quiet(ctx, tc, pfd, n);
 }
 
 /*
@@ -358,7 +389,7 @@ static int tcp_progress(struct zcr_ctx *ctx, void *priv)
 	struct zcr_list *pos, *tmp;
 	uint64_t now, tx, rx;
 	int n, r = -1;
-	bool look;
+	bool look, after;
 
 	n = __zcr_listener_accept(ctx, &tc->ls, &__zcr_transport_tcp,
 				  tcp_ep_alloc, tc);
@@ -377,17 +408,32 @@ static int tcp_progress(struct zcr_ctx *ctx, void *priv)
 		if (is_tcp(ep) && ep->state != ZCR_EP_CLOSED)
 			n += __zcr_tcp_push(ep, tx);
 	}
+	/*
+	 * Right after poll answered, it did the batch's work: only the
+	 * connections it did not find quiet are read, one recv(2) each. A
+	 * few connections are read with recv(2) anyway (ZCR_TCP_BATCH_MIN).
+	 */
+	after = tc->after_poll;
+	tc->after_poll = false;
 #ifdef ZCR_HAVE_LIBURING
-	if (tc->ring)
+	if (tc->ring && !after &&
+	    __atomic_load_n(&tc->neps, __ATOMIC_RELAXED) >= ZCR_TCP_BATCH_MIN)
 		r = __zcr_tcp_read_batch(ctx, tc->ring, rx);
 #endif
 	if (r >= 0) {
 		n += r;
 	} else {
-		zcr_list_for_each_safe(pos, tmp, &ctx->eps)
-			n += __zcr_tcp_read_ep(zcr_container_of(pos,
-								struct zcr_ep,
-								link), rx);
+		zcr_list_for_each_safe(pos, tmp, &ctx->eps) {
+			struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep,
+							     link);
+
+			if (is_tcp(ep) && T(ep)->quiet) {
+				T(ep)->quiet = false;
+				if (after && !tcp_ra_left(T(ep)))
+					continue;
+			}
+			n += __zcr_tcp_read_ep(ep, rx);
+		}
 	}
 	now = zcr_now_ns();
 	/*
