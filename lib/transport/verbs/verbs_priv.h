@@ -345,13 +345,6 @@ struct vep {
 	struct vpfpull pull;
 	const struct zcr_pf_run *pf_runs;	/* the arriving message's */
 	size_t pf_nruns;
-	/*
-	 * A request that came while a message of the peer's that left
-	 * pages out was arriving (its PF_INFO taken, its pages not yet
-	 * in): answered once that message landed.
-	 */
-	bool pf_req_held;
-	struct vhdr pf_req;
 };
 
 static inline struct vep *V(struct zcr_ep *ep)
@@ -427,7 +420,6 @@ bool __zcr_verbs_fin_send(struct zcr_ep *ep, uint64_t cookie);
 void __zcr_verbs_rx_fin(struct zcr_ep *ep, const struct vhdr *h);
 int __zcr_verbs_pf_ask(struct zcr_ep *ep, const struct zcr_pf_ask *a);
 void __zcr_verbs_rx_pf_req(struct zcr_ep *ep, const struct vhdr *h);
-void __zcr_verbs_pf_req_held(struct zcr_ep *ep);
 void __zcr_verbs_rx_pf_done(struct zcr_ep *ep, const struct vhdr *h);
 void __zcr_verbs_pf_body_free(struct vep *ve);
 int __zcr_verbs_queue_pf_done(struct vep *ve, uint32_t token);

@@ -143,8 +143,6 @@ static void landed(struct zcr_ep *ep)
 	V(ep)->pf_runs = NULL;
 	V(ep)->pf_nruns = 0;
 	__zcr_match_payload_done_locked(ep->ctx, &ep->rx);
-	if (ep->pf && ep->state == ZCR_EP_OPEN)
-		__zcr_verbs_pf_req_held(ep);
 	if (ep->pf && ep->state == ZCR_EP_OPEN &&
 	    __zcr_pf_ask_next_locked(ep, &a) && __zcr_verbs_pf_ask(ep, &a))
 		__zcr_pf_asked_failed_locked(ep);

@@ -510,21 +510,14 @@ void __zcr_verbs_rx_pf_req(struct zcr_ep *ep, const struct vhdr *h)
 	uint64_t len = 0;
 	int ret;
 
-	if (ve->pf_body || ve->pf_req_held || h->tag <= 0) {
+	if (ve->pf_body || h->tag <= 0) {
 		pf_bad(ep, h);
 		return;
 	}
 	/*
-	 * lib/prefetch takes a request in the order of the TCP stream,
-	 * never between a PF_INFO and its message; ours come as they
-	 * complete, so one that finds a message of the peer's arriving
-	 * waits for it.
+	 * Taken as it completes, also while a message of the peer's that
+	 * left pages out is arriving: the request is the sending side's.
 	 */
-	if (__zcr_pf_info_pending(ep)) {
-		ve->pf_req = *h;
-		ve->pf_req_held = true;
-		return;
-	}
 	ret = __zcr_pf_request_locked(ep, (uint32_t)h->tag, h->addr, h->len,
 				      &body, &len);
 	if (ret) {
@@ -554,17 +547,6 @@ void __zcr_verbs_rx_pf_req(struct zcr_ep *ep, const struct vhdr *h)
 	}
 	if (queue_vctl(ve, &c))
 		__zcr_ep_fail_locked(ep, -ENOMEM, "verbs: out of memory");
-}
-
-/* The message a request waited for landed: answer it now. */
-void __zcr_verbs_pf_req_held(struct zcr_ep *ep)
-{
-	struct vep *ve = V(ep);
-
-	if (!ve->pf_req_held || __zcr_pf_info_pending(ep))
-		return;
-	ve->pf_req_held = false;
-	__zcr_verbs_rx_pf_req(ep, &ve->pf_req);
 }
 
 /* The peer has READ our answer (T_PF_DONE): it may go. */
