@@ -382,10 +382,10 @@ static int close_drain(struct zcr_ep *ep, bool *rq_done)
  * Take completions until the close can go on: lingering, once every send
  * cell is back and no FIN waits (posting those queued as cells free up)
  * and the peer has READ the pre-send we answered with (it takes what we
- * sent after it only then), or a work request failed; else once a receive was flushed. Sleeps on
- * the CQ's channel, at most until @until; lingering, the end of the
- * set-up connection (the peer closed or exited: nothing reaches it any
- * more) ends the wait too.
+ * sent after it only then), or a work request failed; else once a
+ * receive was flushed. Sleeps on the CQ's channel, at most until @until;
+ * lingering, the end of the set-up connection (the peer closed or
+ * exited: nothing reaches it any more) ends the wait too.
  */
 static void close_take(struct zcr_ep *ep, uint64_t until, bool linger,
 		       bool *rq_done)

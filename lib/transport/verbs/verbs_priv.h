@@ -101,10 +101,11 @@ struct vhdr {
 	uint64_t addr;			/* RTS: payload in the sender; ADV:
 					 * the receive's buffer */
 	uint32_t rkey;
-	int32_t status;			/* FIN: 0 or -errno of the pull */
+	int32_t status;			/* FIN: 0 or -errno of the pull;
+					 * PFRTS: the pre-send's token */
 	uint64_t cookie;		/* RTS/FIN: the sender's request;
 					 * ADV/REVOKE/REVOKED: the offer */
-	uint64_t pad;
+	uint64_t pad;			/* PFRTS: the send buffer */
 };
 
 _Static_assert(sizeof(struct vhdr) == HDR, "verbs header is 64 bytes");
