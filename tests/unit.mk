@@ -44,3 +44,5 @@ $(eval $(call zcr_sanitized,asan))
 # test_prefetch_shm runs test_prefetch.c's tests over shm.
 $(B)/tests/unit/test_prefetch_shm $(B)/tests/tsan/test_prefetch_shm \
 $(B)/tests/asan/test_prefetch_shm: tests/unit/test_prefetch.c
+# test_prefetch_verbs runs them over verbs (tests/vm-rxe.list).
+$(B)/tests/unit/test_prefetch_verbs: tests/unit/test_prefetch.c

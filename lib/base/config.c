@@ -189,10 +189,11 @@ const struct zcr_env_var __zcr_env_vars[ZCR_ENV_COUNT] = {
 	     "sender, which writes the message straight into it; 0: never "
 	     "(the peer learns it at the handshake)."),
 	BOOL(PREFETCH, ZCR_ENV_CTX, 0,
-	     "1: message prefetching over TCP and shm: a receive waiting on "
-	     "nothing asks its sender for the pages of the predicted send "
-	     "buffer that are final (where that paid, as soon as the stream's "
-	     "last message is in), and offers the same to peers."),
+	     "1: message prefetching over TCP, shm and verbs: a receive "
+	     "waiting on nothing asks its sender for the pages of the "
+	     "predicted send buffer that are final (where that paid, as soon "
+	     "as the stream's last message is in), and offers the same to "
+	     "peers."),
 	NUM(PREFETCH_MIN, ZCR_ENV_BYTES, ZCR_ENV_CTX, 4096, 1ULL << 62,
 	    65536,
 	    "Prefetching: the smallest message a receiver asks for and a "

@@ -1326,8 +1326,6 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 
 	*data = NULL;
 	*len = 0;
-	if (__zcr_pf_info_pending(ep))
-		return -EPROTO;
 	/* The receiver forgets every older pre-send: so do we. */
 	for (pos = pe->snds.next; pos != &pe->snds; pos = pos->next)
 		pre_drop(ctx, zcr_container_of(pos, struct pf_snd, link));

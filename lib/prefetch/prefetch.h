@@ -131,7 +131,11 @@ void __zcr_pf_presend_drop_locked(struct zcr_ep *ep);
  * PF_REQ in: decide what to pre-send. *data (malloc'd, the caller's to
  * send and free) holds *len bytes, PF_DATA's body: the bitmap of pages,
  * then those pages; NULL and 0: nothing (the caller answers with an
- * empty PF_DATA all the same). -errno: out of memory.
+ * empty PF_DATA all the same). -errno: out of memory. It touches only
+ * the sending side's state: a transport whose frames are one stream
+ * (TCP, shm) refuses a request between a PF_INFO and its DATA itself;
+ * over verbs a request is taken as it completes, a message of the
+ * peer's arriving or not.
  */
 int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 			    uint64_t saddr, uint64_t slen, char **data,

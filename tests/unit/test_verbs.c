@@ -19,21 +19,9 @@
 #include <linux/capability.h>
 
 #include "zcr_pair.h"
+#include "zcr_rdma.h"
 #include "transport/verbs/verbs.h"
 #include "../selftests/zcrecv_util.h"
-
-static void need_device(void)
-{
-	struct ibv_device **l;
-	int n = 0;
-
-	l = ibv_get_device_list(&n);
-	if (l)
-		ibv_free_device_list(l);
-	if (n <= 0)
-		ZT_SKIP("no RDMA device (libibverbs lists none; in the VM "
-			"run-vm.sh -R creates rxe0)");
-}
 
 /* Rank 0 listens on verbs, rank 1 connects. */
 static void vpair_open(struct pair *p, const struct zcr_ctx_attr *attr)

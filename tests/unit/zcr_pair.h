@@ -27,6 +27,18 @@
 
 #define PAIR_MAX 16
 
+/*
+ * The transport pair_open() connects over: a test that includes this
+ * after defining PAIR_SCHEME "verbs://" runs over verbs, and
+ * PAIR_BEFORE_OPEN() may skip it where there is no device.
+ */
+#ifndef PAIR_SCHEME
+#define PAIR_SCHEME ""
+#endif
+#ifndef PAIR_BEFORE_OPEN
+#define PAIR_BEFORE_OPEN() do { } while (0)
+#endif
+
 struct pair {
 	struct zcr_ctx *c[PAIR_MAX];	/* c[0] listens; c[i] is rank i */
 	struct zcr_ep *to0[PAIR_MAX];	/* c[i]'s endpoint to rank 0 */
@@ -102,6 +114,7 @@ static inline void pair_create(struct pair *p, int n,
 	struct zcr_ctx_attr a;
 	int i;
 
+	PAIR_BEFORE_OPEN();
 	memset(p, 0, sizeof(*p));
 	p->n = n;
 	for (i = 0; i < n; i++) {
@@ -114,9 +127,10 @@ static inline void pair_create(struct pair *p, int n,
 		ZT_EXPECT_EQ(zcr_ctx_create_sized(&a, sizeof(a), &p->c[i]),
 			     0);
 	}
-	p->port = zcr_ctx_listen(p->c[0], "127.0.0.1:0");
+	p->port = zcr_ctx_listen(p->c[0], PAIR_SCHEME "127.0.0.1:0");
 	ZT_ASSERT(p->port > 0);
-	snprintf(p->addr, sizeof(p->addr), "127.0.0.1:%d", p->port);
+	snprintf(p->addr, sizeof(p->addr), PAIR_SCHEME "127.0.0.1:%d",
+		 p->port);
 }
 
 /* Rank i > 0 of pair_create()'s connects to rank 0. */

@@ -294,6 +294,16 @@ void __zcr_verbs_vep_release(struct vep *ve)
 			vc->st.live_slot_mrs--;
 	}
 	memset(&ve->rd, 0, sizeof(ve->rd));
+	/* The QP is gone: no READ of ours or of the peer's is under way. */
+	if (foreign(vc)) {
+		ve->pf_mr = NULL;
+		ve->pull.mr = NULL;
+	}
+	__zcr_verbs_pf_body_free(ve);
+	if (ve->pull.mr)
+		__zcr_verbs_dereg(vc, ve->pull.mr);
+	free(ve->pull.buf);
+	memset(&ve->pull, 0, sizeof(ve->pull));
 	if (ve->cq)
 		ibv_destroy_cq(ve->cq);
 	ve->cq = NULL;
@@ -344,6 +354,9 @@ static void close_wc(struct zcr_ep *ep, const struct ibv_wc *wc,
 		memcpy(&h, rcell(ve, i), HDR);
 		if (h.type == T_FIN)
 			__zcr_verbs_fin_send(ep, h.cookie);
+		else if (h.type == T_PF_DONE && ve->pf_body &&
+			 (uint32_t)h.tag == ve->pf_token)
+			__zcr_verbs_pf_body_free(ve);
 	}
 }
 
@@ -367,11 +380,12 @@ static int close_drain(struct zcr_ep *ep, bool *rq_done)
 
 /*
  * Take completions until the close can go on: lingering, once every send
- * cell is back and no FIN waits (posting those queued as cells free up),
- * or a work request failed; else once a receive was flushed. Sleeps on
- * the CQ's channel, at most until @until; lingering, the end of the
- * set-up connection (the peer closed or exited: nothing reaches it any
- * more) ends the wait too.
+ * cell is back and no FIN waits (posting those queued as cells free up)
+ * and the peer has READ the pre-send we answered with (it takes what we
+ * sent after it only then), or a work request failed; else once a
+ * receive was flushed. Sleeps on the CQ's channel, at most until @until;
+ * lingering, the end of the set-up connection (the peer closed or
+ * exited: nothing reaches it any more) ends the wait too.
  */
 static void close_take(struct zcr_ep *ep, uint64_t until, bool linger,
 		       bool *rq_done)
@@ -387,7 +401,8 @@ static void close_take(struct zcr_ep *ep, uint64_t until, bool linger,
 			return;
 		if (close_drain(ep, rq_done))
 			continue;
-		if (linger ? ve->broken || (ve->nsfree == NSEND && !ve->nfin) :
+		if (linger ? ve->broken || (ve->nsfree == NSEND && !ve->nfin &&
+					    !ve->pf_body) :
 		    *rq_done)
 			return;
 		/* Arm, then look once more: no completion slips by. */
@@ -504,6 +519,7 @@ ZCR_TRANSPORT(verbs) = {
 	.poll_done = __zcr_verbs_poll_done,
 	.progress = verbs_progress,
 	.send = __zcr_verbs_send,
+	.pf_ask = __zcr_verbs_pf_ask,
 	.ep_close = verbs_ep_close,
 	.ep_free = verbs_ep_free,
 	.recv_offer = __zcr_verbs_recv_offer,

@@ -147,7 +147,8 @@ static int vep_new(struct zcr_ctx *ctx, struct vctx *vc, int fd,
 	ve->mine.mtu = (uint8_t)vc->pa.active_mtu;
 	ve->mine.credits = DCRED;
 	ve->mine.cell = CELL;
-	ve->mine.feat = vc->advert ? VFEAT_ADVERT : 0;
+	ve->mine.feat = (vc->advert ? VFEAT_ADVERT : 0) |
+			(ctx->pf ? VFEAT_PREFETCH : 0);
 	*out = ve;
 	return 0;
 fail_errno:
@@ -322,9 +323,17 @@ static bool hs_step(struct zcr_ep *ep)
 			return false;
 		}
 		ve->stage = 3;
+		/*
+		 * Unknown feature bits of a newer peer are not ours; an older
+		 * peer, or one without it, never prefetches.
+		 */
+		ve->pf_ok = ve->mine.feat & ve->peer.feat & VFEAT_PREFETCH;
+		if (ve->pf_ok && __zcr_pf_ep_init(ep)) {
+			__zcr_ep_fail_locked(ep, -ENOMEM, "out of memory");
+			return false;
+		}
 		if (__zcr_ep_open_locked(ep, ve->peer.rank))
 			return false;
-		/* Unknown feature bits of a newer peer are not ours. */
 		ve->adv_ok = ve->mine.feat & ve->peer.feat & VFEAT_ADVERT;
 		if (ve->adv_ok)
 			__atomic_add_fetch(&ctx->offer_eps, 1,

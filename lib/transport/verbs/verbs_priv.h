@@ -19,6 +19,7 @@
 #include <infiniband/verbs.h>
 
 #include "base/ctx.h"
+#include "prefetch/prefetch.h"
 #include "transport/sock.h"
 #include "transport/verbs/verbs.h"
 
@@ -32,9 +33,11 @@
  * can send between two of our progress calls: a FIN for each of our
  * DCRED announced messages and a CREDIT per DCRED/2 data messages, with
  * a margin; and for offered receives an ADV and a REVOKE (or, the other
- * way, a REVOKED) each. RNR retries stay infinite as a last resort.
+ * way, a REVOKED) each; and one PF_DATA, which waits in the data queue
+ * (one request outstanding at a time). RNR retries stay infinite as a
+ * last resort.
  */
-#define NRECV		(2 * DCRED + DCRED / 2 + 8 + 2 * ADV_MAX)
+#define NRECV		(2 * DCRED + DCRED / 2 + 8 + 2 * ADV_MAX + 1)
 #define NSEND		NRECV
 #define BOUNCE		(256u << 10)	/* copy path: READ into this, copy */
 #define RD_CHUNK	(1u << 20)	/* largest READ work request */
@@ -55,6 +58,13 @@
  * (ZCRECV_VERBS_ADVERT); both must say so.
  */
 #define VFEAT_ADVERT	1u
+/*
+ * VFEAT_PREFETCH: the side prefetches (ZCRECV_PREFETCH=1, lib/prefetch);
+ * both must say so. A bit of feat, not of flags: a peer before it
+ * fails a HELLO with an unknown flag, and ignores feat bits it does not
+ * know (feat was padding before VFEAT_ADVERT, which it ANDs out).
+ */
+#define VFEAT_PREFETCH	2u
 /* Tags of our last data messages kept, by sequence number (see vep). */
 #define TAG_RING	64
 
@@ -64,9 +74,22 @@
  * a header: it is what the receiver writes into the cell of an RDMA
  * WRITE with immediate, so that the data queue sees one more message.
  */
+/*
+ * Prefetching (both said VFEAT_PREFETCH; Documentation/prefetch.md,
+ * "Over verbs"): T_PFRTS is an RTS that carries the send's PF_INFO
+ * (status: the pre-send's token, pad: the send buffer's address, the
+ * payload: the bitmap of pages left out), a data message; T_PF_REQ (tag:
+ * token, addr and len: the buffer asked for) and T_PF_DONE (tag: token)
+ * are control messages; T_PF_DATA (tag: token, seq: the buffer asked
+ * for, len: bytes of the answer, 0 for none, addr and rkey: where the
+ * receiver READs them) is a control message that waits in the data
+ * queue, so that it is taken in its order among the data messages.
+ */
 enum vtype { T_EAGER = 1, T_RTS = 2, T_FIN = 3, T_CREDIT = 4, T_ADV = 5,
-	     T_REVOKE = 6, T_REVOKED = 7, T_WRITE = 8 };
-enum wkind { W_RECV = 1, W_SEND = 2, W_READ = 3, W_WRITE = 4 };
+	     T_REVOKE = 6, T_REVOKED = 7, T_WRITE = 8, T_PFRTS = 9,
+	     T_PF_REQ = 10, T_PF_DATA = 11, T_PF_DONE = 12 };
+enum wkind { W_RECV = 1, W_SEND = 2, W_READ = 3, W_WRITE = 4,
+	     W_PFREAD = 5 };
 
 struct vhdr {
 	uint32_t type;
@@ -78,10 +101,11 @@ struct vhdr {
 	uint64_t addr;			/* RTS: payload in the sender; ADV:
 					 * the receive's buffer */
 	uint32_t rkey;
-	int32_t status;			/* FIN: 0 or -errno of the pull */
+	int32_t status;			/* FIN: 0 or -errno of the pull;
+					 * PFRTS: the pre-send's token */
 	uint64_t cookie;		/* RTS/FIN: the sender's request;
 					 * ADV/REVOKE/REVOKED: the offer */
-	uint64_t pad;
+	uint64_t pad;			/* PFRTS: the send buffer */
 };
 
 _Static_assert(sizeof(struct vhdr) == HDR, "verbs header is 64 bytes");
@@ -161,10 +185,16 @@ struct vpadv {
 	uint32_t rkey;
 };
 
-/* A control message waiting for a send cell: FIN, REVOKE or REVOKED. */
+/*
+ * A control message waiting for a send cell: FIN, REVOKE or REVOKED (a
+ * cookie), or a prefetch message (the fields of struct vhdr it sets).
+ */
 struct vctl {
 	uint32_t type;
+	int32_t tag;
+	uint32_t rkey;
 	uint64_t cookie;
+	uint64_t len, seq, addr;
 };
 
 struct vctx {
@@ -220,6 +250,31 @@ struct vread {
 	struct rc_ent *ce;		/* or its cache entry */
 	uint64_t n, off, posted;	/* bytes to pull, done, requested */
 	unsigned int out;		/* READs not completed */
+	/*
+	 * Prefetching: the message's bytes on the wire are these runs
+	 * (nruns 0: all of it), the others come from the pre-send. off and
+	 * posted count wire bytes; span is the message's bytes that land.
+	 */
+	const struct zcr_pf_run *runs;
+	size_t nruns;
+	uint64_t span;
+	uint64_t boff;			/* where the bounce chunk lands */
+};
+
+/*
+ * The receiver's pull of a pre-send (T_PF_DATA at the head of the data
+ * queue): READ whole into buf, then taken in as lib/prefetch says.
+ */
+struct vpfpull {
+	bool active;
+	char *buf;
+	struct ibv_mr *mr;
+	uint32_t token;
+	uint8_t *bm;			/* lib/prefetch's, for the bitmap */
+	uint64_t raddr;
+	uint32_t rkey;
+	uint64_t n, posted;
+	unsigned int out;
 };
 
 struct vep {
@@ -279,6 +334,18 @@ struct vep {
 	 */
 	const char *gone;
 	bool broken;			/* a work request failed: QP in error */
+	/*
+	 * Prefetching (ep->pf set): as the sender, the answer the peer
+	 * READs, kept registered until its T_PF_DONE; as the receiver, the
+	 * pull of one.
+	 */
+	bool pf_ok;
+	char *pf_body;
+	struct ibv_mr *pf_mr;
+	uint32_t pf_token;
+	struct vpfpull pull;
+	const struct zcr_pf_run *pf_runs;	/* the arriving message's */
+	size_t pf_nruns;
 };
 
 static inline struct vep *V(struct zcr_ep *ep)
@@ -352,6 +419,11 @@ int __zcr_verbs_post_fins(struct vep *ve);
 int __zcr_verbs_push_sends(struct zcr_ep *ep);
 bool __zcr_verbs_fin_send(struct zcr_ep *ep, uint64_t cookie);
 void __zcr_verbs_rx_fin(struct zcr_ep *ep, const struct vhdr *h);
+int __zcr_verbs_pf_ask(struct zcr_ep *ep, const struct zcr_pf_ask *a);
+void __zcr_verbs_rx_pf_req(struct zcr_ep *ep, const struct vhdr *h);
+void __zcr_verbs_rx_pf_done(struct zcr_ep *ep, const struct vhdr *h);
+void __zcr_verbs_pf_body_free(struct vep *ve);
+int __zcr_verbs_queue_pf_done(struct vep *ve, uint32_t token);
 int __zcr_verbs_send(struct zcr_ep *ep, struct zcr_req *r);
 
 /* verbs_offer.c: offered receive buffers, the receiving side */

@@ -13,6 +13,7 @@
 #include <infiniband/verbs.h>
 
 #include "base/ctx.h"
+#include "prefetch/prefetch.h"
 #include "transport/transport.h"
 #include "transport/util.h"
 #include "transport/verbs/verbs_priv.h"
@@ -50,7 +51,8 @@ int __zcr_verbs_post_msg(struct vep *ve, struct vhdr *h, const void *payload,
 	return 0;
 }
 
-int __zcr_verbs_queue_ctl(struct vep *ve, uint32_t type, uint64_t cookie)
+/* Queue control message c for the next free send cell. */
+static int queue_vctl(struct vep *ve, const struct vctl *c)
 {
 	if (ve->gone)
 		return 0;	/* nobody waits for it any more */
@@ -63,9 +65,15 @@ int __zcr_verbs_queue_ctl(struct vep *ve, uint32_t type, uint64_t cookie)
 		ve->fins = f;
 		ve->fin_cap = cap;
 	}
-	ve->fins[ve->nfin].type = type;
-	ve->fins[ve->nfin++].cookie = cookie;
+	ve->fins[ve->nfin++] = *c;
 	return 0;
+}
+
+int __zcr_verbs_queue_ctl(struct vep *ve, uint32_t type, uint64_t cookie)
+{
+	struct vctl c = { .type = type, .cookie = cookie };
+
+	return queue_vctl(ve, &c);
 }
 
 int __zcr_verbs_queue_fin(struct vep *ve, uint64_t cookie)
@@ -197,6 +205,11 @@ int __zcr_verbs_post_fins(struct vep *ve)
 		h.type = ve->fins[k].type;
 		h.src = ve->ep->ctx->rank;
 		h.cookie = ve->fins[k].cookie;
+		h.tag = ve->fins[k].tag;
+		h.len = ve->fins[k].len;
+		h.seq = ve->fins[k].seq;
+		h.addr = ve->fins[k].addr;
+		h.rkey = ve->fins[k].rkey;
 		ret = __zcr_verbs_post_msg(ve, &h, NULL, 0);
 		if (ret)
 			break;
@@ -278,6 +291,28 @@ void __zcr_verbs_write_done(struct zcr_ep *ep)
 	}
 }
 
+/*
+ * An announced send of a connection that prefetches: its PF_INFO, or
+ * NULL. Decided here, as the RTS is posted, and not when the send was
+ * called (as over TCP): push_sends() posts the queued answers to
+ * requests (T_PF_DATA) first, and an older pre-send is forgotten when a
+ * request comes, so a send that used one must already be on the wire
+ * then. A bitmap that does not fit a cell (a message over 256 MiB) is
+ * dropped and the message goes whole.
+ */
+static const struct zcr_pf_tx *pf_plan(struct zcr_ep *ep, struct zcr_req *r)
+{
+	if (!ep->pf || r->kind != ZCR_REQ_SEND)
+		return NULL;
+	if (!r->pf)
+		__zcr_pf_send_locked(ep, r);
+	if (r->pf && r->pf->bmlen > EAGER_MAX) {
+		free(r->pf);
+		r->pf = NULL;
+	}
+	return r->pf;
+}
+
 int __zcr_verbs_push_sends(struct zcr_ep *ep)
 {
 	struct zcr_ctx *ctx = ep->ctx;
@@ -294,6 +329,7 @@ int __zcr_verbs_push_sends(struct zcr_ep *ep)
 		goto fail;
 	zcr_list_for_each_safe(pos, tmp, &ep->sendq) {
 		struct zcr_req *r = zcr_container_of(pos, struct zcr_req, link);
+		const struct zcr_pf_tx *pfi;
 		struct rts_state rs;
 		struct vpadv *pa;
 
@@ -331,10 +367,23 @@ int __zcr_verbs_push_sends(struct zcr_ep *ep)
 			n++;
 			continue;
 		}
-		rs.mr = r->persist ?
-			__zcr_verbs_pin_get(ve->vc, r->sbuf, r->len, &rs.ce) :
-			__zcr_verbs_cache_get(ve->vc, r->sbuf, r->len,
-					      &rs.ce);
+		pfi = pf_plan(ep, r);
+		rs.ce = NULL;
+		if (r->persist)
+			rs.mr = __zcr_verbs_pin_get(ve->vc, r->sbuf, r->len,
+						    &rs.ce);
+		else if (ep->pf)
+			/*
+			 * Read-only for the NIC: a registration for its writes
+			 * pins the pages as a write would (a write fault on
+			 * each), and prefetching's page versions then saw the
+			 * whole buffer rewritten at every send.
+			 */
+			rs.mr = __zcr_verbs_reg(ve->vc, r->sbuf, r->len,
+						IBV_ACCESS_REMOTE_READ);
+		else
+			rs.mr = __zcr_verbs_cache_get(ve->vc, r->sbuf, r->len,
+						      &rs.ce);
 		if (!rs.mr) {
 			ret = errno ? -errno : -ENOMEM;
 			ve->vc->st.reg_failed++;
@@ -349,7 +398,14 @@ int __zcr_verbs_push_sends(struct zcr_ep *ep)
 		h.addr = (uintptr_t)r->sbuf;
 		h.rkey = rs.mr->rkey;
 		h.cookie = (uintptr_t)r;
-		ret = __zcr_verbs_post_msg(ve, &h, NULL, 0);
+		if (pfi) {
+			/* The PF_INFO rides in the RTS: one data message. */
+			h.type = T_PFRTS;
+			h.status = (int32_t)pfi->token;
+			h.pad = pfi->saddr;
+		}
+		ret = __zcr_verbs_post_msg(ve, &h, pfi ? pfi->bm : NULL,
+					   pfi ? pfi->bmlen : 0);
 		if (ret) {
 			__zcr_verbs_cache_put(ve->vc, rs.mr, rs.ce);
 			goto fail;
@@ -392,6 +448,117 @@ void __zcr_verbs_rx_fin(struct zcr_ep *ep, const struct vhdr *h)
 		return;
 	ep->ctx->st.bad_headers++;
 	__zcr_ep_fail_locked(ep, -EPROTO, "verbs: FIN for no announced send");
+}
+
+/* ---- prefetching (Documentation/prefetch.md, "Over verbs") ---- */
+
+int __zcr_verbs_pf_ask(struct zcr_ep *ep, const struct zcr_pf_ask *a)
+{
+	struct vep *ve = V(ep);
+	struct vctl c = { .type = T_PF_REQ, .tag = (int32_t)a->token,
+			  .addr = a->saddr, .len = a->slen };
+	int ret;
+
+	if (ve->gone || ve->stage != 3)
+		return -ECONNRESET;
+	ret = queue_vctl(ve, &c);
+	/* Now: the sender is to answer while its application computes. */
+	if (!ret)
+		ret = __zcr_verbs_post_fins(ve);
+	return ret;
+}
+
+/* Our pull of the peer's answer token is in: it may free its copy. */
+int __zcr_verbs_queue_pf_done(struct vep *ve, uint32_t token)
+{
+	struct vctl c = { .type = T_PF_DONE, .tag = (int32_t)token };
+
+	return queue_vctl(ve, &c);
+}
+
+/* The pre-send the peer READ is done with, or the connection's end. */
+void __zcr_verbs_pf_body_free(struct vep *ve)
+{
+	if (ve->pf_mr)
+		__zcr_verbs_dereg(ve->vc, ve->pf_mr);
+	ve->pf_mr = NULL;
+	free(ve->pf_body);
+	ve->pf_body = NULL;
+	ve->pf_token = 0;
+}
+
+static void pf_bad(struct zcr_ep *ep, const struct vhdr *h)
+{
+	ep->ctx->st.bad_headers++;
+	__zcr_ep_fail_locked(ep, -EPROTO, "prefetch message out of protocol "
+			     "(type %u, token %d)", h->type, h->tag);
+}
+
+/*
+ * The peer asks for a buffer (T_PF_REQ): answer with T_PF_DATA, if only
+ * with nothing. What is pre-sent stays in a registered copy that the
+ * peer READs, until its T_PF_DONE. The peer asks again only after that
+ * (one request outstanding; it says T_PF_DONE when its READs are in,
+ * and its control messages keep their order), so a request while we
+ * keep a copy is out of protocol.
+ */
+void __zcr_verbs_rx_pf_req(struct zcr_ep *ep, const struct vhdr *h)
+{
+	struct vep *ve = V(ep);
+	struct vctl c = { .type = T_PF_DATA, .tag = h->tag, .seq = h->addr };
+	char *body = NULL;
+	uint64_t len = 0;
+	int ret;
+
+	if (ve->pf_body || h->tag <= 0) {
+		pf_bad(ep, h);
+		return;
+	}
+	/*
+	 * Taken as it completes, also while a message of the peer's that
+	 * left pages out is arriving: the request is the sending side's.
+	 */
+	ret = __zcr_pf_request_locked(ep, (uint32_t)h->tag, h->addr, h->len,
+				      &body, &len);
+	if (ret) {
+		__zcr_ep_fail_locked(ep, ret, "verbs: out of memory");
+		return;
+	}
+	if (len) {
+		/*
+		 * Without the copy registered the peer could not have the
+		 * pages our next send leaves out: the connection cannot go
+		 * on as prefetching planned it.
+		 */
+		ve->pf_mr = __zcr_verbs_reg(ve->vc, body, len,
+					    IBV_ACCESS_REMOTE_READ);
+		if (!ve->pf_mr) {
+			free(body);
+			ve->vc->st.reg_failed++;
+			__zcr_ep_fail_locked(ep, -ENOMEM, "verbs: cannot "
+					     "register a pre-send");
+			return;
+		}
+		ve->pf_body = body;
+		ve->pf_token = (uint32_t)h->tag;
+		c.addr = (uintptr_t)body;
+		c.rkey = ve->pf_mr->rkey;
+		c.len = len;
+	}
+	if (queue_vctl(ve, &c))
+		__zcr_ep_fail_locked(ep, -ENOMEM, "verbs: out of memory");
+}
+
+/* The peer has READ our answer (T_PF_DONE): it may go. */
+void __zcr_verbs_rx_pf_done(struct zcr_ep *ep, const struct vhdr *h)
+{
+	struct vep *ve = V(ep);
+
+	if (!ve->pf_body || (uint32_t)h->tag != ve->pf_token) {
+		pf_bad(ep, h);
+		return;
+	}
+	__zcr_verbs_pf_body_free(ve);
 }
 
 int __zcr_verbs_send(struct zcr_ep *ep, struct zcr_req *r)
