@@ -676,7 +676,14 @@ static void polled_locked(struct zcr_ctx *ctx, const struct pollfd *pfd,
  * look. Per thread: each waiting thread learns its own processor's.
  */
 #define SPIN_QUICK_YIELDS	6
-#define SPIN_YIELD_TAKEN_NS	(20 * 1000ULL)
+/*
+ * Taken: the yield was away this long. An untaken one costs 0.39 us here;
+ * any switch to another thread and back costs more than this, so a peer
+ * on our processor that needed it for a few microseconds (its answer,
+ * then its own look) is seen as taking it, and we keep yielding at every
+ * look. Misjudged the other way, a yield only counts as taken.
+ */
+#define SPIN_YIELD_TAKEN_NS	(3 * 1000ULL)
 
 static __thread unsigned int spin_quick_yields;
 

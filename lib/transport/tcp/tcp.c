@@ -324,8 +324,10 @@ static unsigned int tcp_poll_fill(struct zcr_ctx *ctx, void *priv,
  * in was an io_uring submission of a receive for every connection, the
  * one poll had just woken us for and the idle ones alike: 0.93 us for
  * two connections against 0.24 for one recv here, on both sides of a
- * round trip. Poll is level-triggered: bytes that came after it are
- * announced by the next poll at once, before anyone sleeps. An entry is
+ * round trip. Bytes that come after the poll, on a connection it found
+ * quiet, wait for the next pass: the next poll (level-triggered) or the
+ * next call into the library, as bytes coming just after any pass do. An
+ * entry is
  * the connection's only if it still holds its socket (another thread
  * may have filled a set since, and a connection may have gone).
  */
@@ -427,9 +429,19 @@ static int tcp_progress(struct zcr_ctx *ctx, void *priv)
 			struct zcr_ep *ep = zcr_container_of(pos, struct zcr_ep,
 							     link);
 
+			/*
+			 * Skipped only with nothing to do without the wire:
+			 * no bytes read ahead, and no message whose last
+			 * byte is in (no payload, or all of it pre-sent)
+			 * waiting to complete since it was unstalled.
+			 */
 			if (is_tcp(ep) && T(ep)->quiet) {
-				T(ep)->quiet = false;
-				if (after && !tcp_ra_left(T(ep)))
+				struct tcp_ep *te = T(ep);
+
+				te->quiet = false;
+				if (after && !tcp_ra_left(te) &&
+				    !(te->have_hdr && te->got == te->want &&
+				      ep->rx.state == ZCR_RX_LANDING))
 					continue;
 			}
 			n += __zcr_tcp_read_ep(ep, rx);
