@@ -199,7 +199,8 @@ static bool has_work(struct vep *ve)
 		return false;
 	if (ve->nstash)
 		return true;
-	if (ve->dq_n && !ve->rd.active &&
+	/* Not while a pre-send is read: its completion wakes us. */
+	if (ve->dq_n && !ve->rd.active && !ve->pull.active &&
 	    (!ve->arriving || ep->rx.state == ZCR_RX_LANDING))
 		return true;
 	if (ve->nfin && ve->nsfree)

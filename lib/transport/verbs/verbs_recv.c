@@ -490,6 +490,14 @@ static int rx_data(struct zcr_ep *ep)
 				__zcr_match_abort_locked(ep->ctx, &ep->rx);
 			else
 				ep->recv_seq++;
+			/*
+			 * Its plan (a T_PFRTS taken in) goes with it: the
+			 * next message is checked against no PF_INFO.
+			 */
+			if (ep->pf && ve->arriving)
+				__zcr_pf_data_done_locked(ep, NULL, 0);
+			ve->pf_runs = NULL;
+			ve->pf_nruns = 0;
 			ve->arriving = false;
 			ve->dq_head = (ve->dq_head + 1) % NRECV;
 			ve->dq_n--;
