@@ -58,8 +58,8 @@
 				 * changed, before contents go unhashed */
 #define HASH_SKIP	16	/* sends unhashed, then a new look */
 #define GONE_N		8	/* untracked buffers whose order failed */
-#define NOTRACK_PROBE	4	/* requests answered untracked between two
-				 * looks at the bytes of such a buffer */
+#define NOTRACK_PROBE	4	/* sends untracked between two looks at
+				 * the bytes of such a buffer */
 #define CONTENTS_IN	2	/* sends written whole with the same bytes,
 				 * before the versions give way to hashes */
 #define CONTENTS_OUT	2	/* sends mostly changed, before contents
@@ -227,11 +227,12 @@ struct zcr_pf_ep {
 		unsigned int notrack;
 		unsigned int nnotrack;		/* pf_snd's */
 		/*
-		 * A look at its bytes without tracking it: after every
-		 * NOTRACK_PROBE requests answered untracked (probe_wait),
-		 * the page hashes at one send (probe 1: wanted, 2: ph[]
-		 * holds them) against those at the next: a buffer that
-		 * turned stable is tracked at its next request.
+		 * A look at its bytes without tracking it, at the first
+		 * and every NOTRACK_PROBE-th send while notrack lasts
+		 * (probe_wait counts them): the page hashes at that send
+		 * (then probe is 1, ph[] holds them) against those at the
+		 * next. A buffer that turned stable is tracked at its next
+		 * request.
 		 */
 		unsigned int probe, probe_wait;
 		uint64_t *ph;
@@ -1373,11 +1374,6 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 		/* Its order failed and nothing of it is stable: not yet. */
 		if (g >= 0 && pe->gone[g].notrack) {
 			pe->gone[g].notrack--;
-			if (!pe->gone[g].probe &&
-			    ++pe->gone[g].probe_wait >= NOTRACK_PROBE) {
-				pe->gone[g].probe_wait = 0;
-				pe->gone[g].probe = 1;
-			}
 			goto dropped;
 		}
 		/*
@@ -1683,12 +1679,16 @@ static unsigned int notrack_for(struct pf_snd *s)
 }
 
 /*
- * Send r of a buffer untracked by notrack_for(): when a probe is due,
- * hash its pages (as send_hashes() does: the application does not
- * write a buffer being sent), and at the next send compare. 1/8 of its
- * pages or more with the same bytes is a stable part: tracked at its
- * next request, pre-sent at the ones after. This costs two passes of
- * the page hash every NOTRACK_PROBE requests, no write fault.
+ * Send r of a buffer untracked by notrack_for(): at the first send and
+ * every NOTRACK_PROBE-th while it is untracked, hash its pages (as
+ * send_hashes() does: the application does not write a buffer being
+ * sent), and at the next send compare. 1/8 of its pages or more with
+ * the same bytes is a stable part: tracked at its next request,
+ * pre-sent at the ones after. Two passes of the page hash every
+ * NOTRACK_PROBE sends, no write fault. Counted in sends, not requests:
+ * a receiver whose asks got nothing asks seldom (the late sender's
+ * buffer, all new bytes for a while, then half of it left alone, was
+ * asked for three times in the 14 rounds after it was untracked).
  */
 static void probe_send(struct zcr_pf_ep *pe, const struct zcr_req *r)
 {
@@ -1697,29 +1697,30 @@ static void probe_send(struct zcr_pf_ep *pe, const struct zcr_req *r)
 	uint64_t h;
 
 	for (g = 0; g < GONE_N; g++)
-		if (pe->gone[g].probe && pe->gone[g].saddr == saddr &&
+		if (pe->gone[g].notrack && pe->gone[g].saddr == saddr &&
 		    pe->gone[g].slen == r->len)
 			break;
 	if (g == GONE_N)
 		return;
+	if (!pe->gone[g].probe &&
+	    pe->gone[g].probe_wait++ % NOTRACK_PROBE != 0)
+		return;
 	np = npages_of(saddr, r->len);
-	if (pe->gone[g].probe == 1) {
+	if (!pe->gone[g].probe) {
 		pe->gone[g].ph = malloc(np * sizeof(*pe->gone[g].ph));
-		if (!pe->gone[g].ph) {
-			pe->gone[g].probe = 0;
+		if (!pe->gone[g].ph)
 			return;
-		}
 	}
 	for (k = 0; k < np; k++) {
 		page_bytes(saddr, r->len, k, &lo, &hi);
 		h = bytes_hash((const char *)(uintptr_t)(saddr + lo), hi - lo);
-		if (pe->gone[g].probe == 1)
+		if (!pe->gone[g].probe)
 			pe->gone[g].ph[k] = h;
 		else
 			same += h == pe->gone[g].ph[k];
 	}
-	if (pe->gone[g].probe == 1) {
-		pe->gone[g].probe = 2;
+	if (!pe->gone[g].probe) {
+		pe->gone[g].probe = 1;
 		return;
 	}
 	if (same * 8 >= np)
