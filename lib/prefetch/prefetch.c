@@ -58,6 +58,8 @@
 				 * changed, before contents go unhashed */
 #define HASH_SKIP	16	/* sends unhashed, then a new look */
 #define GONE_N		8	/* untracked buffers whose order failed */
+#define NOTRACK_PROBE	4	/* sends untracked between two looks at
+				 * the bytes of such a buffer */
 #define CONTENTS_IN	2	/* sends written whole with the same bytes,
 				 * before the versions give way to hashes */
 #define CONTENTS_OUT	2	/* sends mostly changed, before contents
@@ -117,6 +119,13 @@ struct pf_snd {
 	 */
 	bool order_ok;
 	unsigned int nostable;		/* sends in a row with < 1/8 stable */
+	/*
+	 * Times this buffer was untracked for having nothing stable while
+	 * its order was distrusted: each time for longer (notrack_for()),
+	 * and tracked again it must show a stable part or a trial that
+	 * holds before it is untracked once more.
+	 */
+	unsigned int nnotrack;
 	bool have_trial;
 	uint8_t *trial;
 	uint64_t ntrial;
@@ -216,6 +225,17 @@ struct zcr_pf_ep {
 		 * cost the application write faults.
 		 */
 		unsigned int notrack;
+		unsigned int nnotrack;		/* pf_snd's */
+		/*
+		 * A look at its bytes without tracking it, at the first
+		 * and every NOTRACK_PROBE-th send while notrack lasts
+		 * (probe_wait counts them): the page hashes at that send
+		 * (then probe is 1, ph[] holds them) against those at the
+		 * next. A buffer that turned stable is tracked at its next
+		 * request.
+		 */
+		unsigned int probe, probe_wait;
+		uint64_t *ph;
 	} gone[GONE_N];
 	unsigned int gone_next;
 };
@@ -390,6 +410,7 @@ void __zcr_pf_ep_fini(struct zcr_ep *ep)
 {
 	struct zcr_pf_ep *pe = ep->pf;
 	struct zcr_list *pos, *tmp;
+	unsigned int g;
 
 	if (!pe)
 		return;
@@ -400,6 +421,8 @@ void __zcr_pf_ep_fini(struct zcr_ep *ep)
 			ep->ctx->st.pf_wasted_bytes += s->pre_bytes;
 		snd_free(ep->ctx->pf, s);
 	}
+	for (g = 0; g < GONE_N; g++)
+		free(pe->gone[g].ph);
 	store_free(ep->ctx->pf, pe);
 	free(pe->in_buf);
 	free(pe->in_bm);
@@ -1002,9 +1025,11 @@ static struct pf_snd *snd_new(struct zcr_ctx *ctx, struct zcr_pf_ep *pe,
 static void snd_retire(struct zcr_pf *pf, struct zcr_pf_ep *pe,
 		       struct pf_snd *s, unsigned int notrack)
 {
-	if (s->nbad_order || s->order_ok || notrack) {
+	if (s->nbad_order || s->order_ok || notrack || s->nnotrack) {
 		unsigned int g = pe->gone_next++ % GONE_N;
 
+		free(pe->gone[g].ph);
+		memset(&pe->gone[g], 0, sizeof(pe->gone[g]));
 		pe->gone[g].saddr = s->buf->saddr;
 		pe->gone[g].slen = s->buf->slen;
 		pe->gone[g].nbad_order = s->nbad_order;
@@ -1012,6 +1037,7 @@ static void snd_retire(struct zcr_pf *pf, struct zcr_pf_ep *pe,
 		pe->gone[g].distrust = notrack ? 0 : s->distrust;
 		pe->gone[g].order_ok = s->order_ok;
 		pe->gone[g].notrack = notrack;
+		pe->gone[g].nnotrack = s->nnotrack;
 	}
 	snd_free(pf, s);
 }
@@ -1024,7 +1050,7 @@ static int gone_find(const struct zcr_pf_ep *pe, uint64_t saddr,
 
 	for (g = 0; g < GONE_N; g++)
 		if ((pe->gone[g].nbad_order || pe->gone[g].order_ok ||
-		     pe->gone[g].notrack) &&
+		     pe->gone[g].notrack || pe->gone[g].nnotrack) &&
 		    near(pe->gone[g].saddr, pe->gone[g].slen, saddr, slen))
 			return (int)g;
 	return -1;
@@ -1040,6 +1066,8 @@ static void snd_recall(struct zcr_pf_ep *pe, struct pf_snd *s)
 	s->nbad_order = pe->gone[g].nbad_order;
 	s->distrust = pe->gone[g].distrust;
 	s->order_ok = pe->gone[g].order_ok;
+	s->nnotrack = pe->gone[g].nnotrack;
+	free(pe->gone[g].ph);
 	memset(&pe->gone[g], 0, sizeof(pe->gone[g]));
 }
 
@@ -1633,6 +1661,75 @@ static uint64_t stable_pages(const struct pf_snd *s)
 	return n;
 }
 
+/*
+ * s is untracked for having nothing stable while its order was
+ * distrusted: for how many requests. 8, 32, 128, then 512, counted
+ * over the run: FT's slabs, tracked again after 8, showed no stable
+ * part and decided no trial (its requests come before the iteration
+ * writes anything) and stayed tracked for the rest of the run, paying
+ * the write faults. A buffer that turns stable meanwhile is found by
+ * probe_send(), not by these running out.
+ */
+static unsigned int notrack_for(struct pf_snd *s)
+{
+	unsigned int n = s->nnotrack < 3 ? s->nnotrack : 3;
+
+	s->nnotrack++;
+	return 8u << 2 * n;
+}
+
+/*
+ * Send r of a buffer untracked by notrack_for(): at the first send and
+ * every NOTRACK_PROBE-th while it is untracked, hash its pages (as
+ * send_hashes() does: the application does not write a buffer being
+ * sent), and at the next send compare. 1/8 of its pages or more with
+ * the same bytes is a stable part: tracked at its next request,
+ * pre-sent at the ones after. Two passes of the page hash every
+ * NOTRACK_PROBE sends, no write fault. Counted in sends, not requests:
+ * a receiver whose asks got nothing asks seldom (the late sender's
+ * buffer, all new bytes for a while, then half of it left alone, was
+ * asked for three times in the 14 rounds after it was untracked).
+ */
+static void probe_send(struct zcr_pf_ep *pe, const struct zcr_req *r)
+{
+	uint64_t saddr = (uint64_t)(uintptr_t)r->sbuf, np, k, lo, hi, same = 0;
+	unsigned int g;
+	uint64_t h;
+
+	for (g = 0; g < GONE_N; g++)
+		if (pe->gone[g].notrack && pe->gone[g].saddr == saddr &&
+		    pe->gone[g].slen == r->len)
+			break;
+	if (g == GONE_N)
+		return;
+	if (!pe->gone[g].probe &&
+	    pe->gone[g].probe_wait++ % NOTRACK_PROBE != 0)
+		return;
+	np = npages_of(saddr, r->len);
+	if (!pe->gone[g].probe) {
+		pe->gone[g].ph = malloc(np * sizeof(*pe->gone[g].ph));
+		if (!pe->gone[g].ph)
+			return;
+	}
+	for (k = 0; k < np; k++) {
+		page_bytes(saddr, r->len, k, &lo, &hi);
+		h = bytes_hash((const char *)(uintptr_t)(saddr + lo), hi - lo);
+		if (!pe->gone[g].probe)
+			pe->gone[g].ph[k] = h;
+		else
+			same += h == pe->gone[g].ph[k];
+	}
+	if (!pe->gone[g].probe) {
+		pe->gone[g].probe = 1;
+		return;
+	}
+	if (same * 8 >= np)
+		pe->gone[g].notrack = 0;
+	free(pe->gone[g].ph);
+	pe->gone[g].ph = NULL;
+	pe->gone[g].probe = 0;
+}
+
 int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 {
 	struct zcr_ctx *ctx = ep->ctx;
@@ -1644,7 +1741,7 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 	struct pf_snd *s;
 	uint64_t *cur = NULL, *hnow = NULL;
 	size_t n = 0, extra = 0;
-	bool have = false, failed = false;
+	bool have = false, failed = false, skipping;
 
 	if (!pe || !pf || r->len < pf->min)
 		return 0;
@@ -1652,6 +1749,10 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 	s = snd_find(pe, saddr, r->len);
 	if (s)
 		snd_mode(ctx, s);
+	else
+		probe_send(pe, r);
+	/* Not hashed: its rewritten pages mostly changed, not long ago. */
+	skipping = s && s->hash_skip;
 	if (s && s->contents) {
 		/* The versions are the hashes of the bytes being sent. */
 		hnow = send_hashes(s, r, NULL);
@@ -1797,18 +1898,24 @@ int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
 		 * left alone between its sends, twice in a row, by the page
 		 * hashes (FT's slabs, new bytes everywhere each iteration;
 		 * once may be a change of phase, and pages written again with
-		 * their bytes, as the late sender's, are not rewritten). Nothing of it can be
+		 * their bytes, as the late sender's, are not rewritten), or
+		 * by the versions while the hashes are skipped (they said the
+		 * rewritten pages mostly changed). Nothing of it can be
 		 * pre-sent while the order is distrusted, and tracking it
 		 * costs the application a write fault per page per send:
-		 * untrack it for as many requests as it is distrusted.
+		 * untrack it (notrack_for()). Tracked again, it is untracked
+		 * at once unless a stable part or a trial that holds shows:
+		 * its requests may come before anything is written (FT's),
+		 * and then no trial fails either.
 		 */
-		if (hnow && s->have_rew &&
+		if ((hnow || skipping) && s->have_rew &&
 		    stable_pages(s) * 8 < s->buf->npages)
 			s->nostable++;
 		else
 			s->nostable = 0;
-		if (failed && s->nostable >= 2) {
-			snd_retire(pf, pe, s, s->distrust);
+		if (s->nostable >= 2 &&
+		    (failed || (s->nnotrack && !s->order_ok))) {
+			snd_retire(pf, pe, s, notrack_for(s));
 			s = NULL;
 		}
 	} else if (s) {
