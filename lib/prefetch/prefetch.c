@@ -58,8 +58,10 @@
 				 * changed, before contents go unhashed */
 #define HASH_SKIP	16	/* sends unhashed, then a new look */
 #define GONE_N		8	/* untracked buffers whose order failed */
-#define NOTRACK_PROBE	4	/* sends untracked between two looks at
-				 * the bytes of such a buffer */
+#define NOTRACK_PROBE	4	/* sends of such a buffer from a look at its
+				 * bytes to the next, at first ... */
+#define NOTRACK_PROBE_MAX 16	/* ... and at most: a look that finds
+				 * nothing stable doubles it */
 #define CONTENTS_IN	2	/* sends written whole with the same bytes,
 				 * before the versions give way to hashes */
 #define CONTENTS_OUT	2	/* sends mostly changed, before contents
@@ -228,13 +230,13 @@ struct zcr_pf_ep {
 		unsigned int nnotrack;		/* pf_snd's */
 		/*
 		 * A look at its bytes without tracking it, at the first
-		 * and every NOTRACK_PROBE-th send while notrack lasts
-		 * (probe_wait counts them): the page hashes at that send
-		 * (then probe is 1, ph[] holds them) against those at the
-		 * next. A buffer that turned stable is tracked at its next
-		 * request.
+		 * send while notrack lasts and then probe_gap sends after
+		 * the last look (probe_wait counts them down): the page
+		 * hashes at that send (then probe is 1, ph[] holds them)
+		 * against those at the next. A buffer that turned stable
+		 * is tracked at its next request.
 		 */
-		unsigned int probe, probe_wait;
+		unsigned int probe, probe_wait, probe_gap;
 		uint64_t *ph;
 	} gone[GONE_N];
 	unsigned int gone_next;
@@ -1017,6 +1019,28 @@ static struct pf_snd *snd_new(struct zcr_ctx *ctx, struct zcr_pf_ep *pe,
 	return s;
 }
 
+static bool gone_live(const struct zcr_pf_ep *pe, unsigned int g)
+{
+	return pe->gone[g].nbad_order || pe->gone[g].order_ok ||
+	       pe->gone[g].notrack || pe->gone[g].nnotrack;
+}
+
+/*
+ * Where to remember a buffer being untracked: a free entry if there is
+ * one (snd_recall() frees them), else the next in turn. Overwriting a live
+ * entry while another is free would restart a buffer's untracked
+ * periods (notrack_for()) from the shortest.
+ */
+static unsigned int gone_slot(struct zcr_pf_ep *pe)
+{
+	unsigned int g;
+
+	for (g = 0; g < GONE_N; g++)
+		if (!gone_live(pe, g))
+			return g;
+	return pe->gone_next++ % GONE_N;
+}
+
 /*
  * Untrack s (policy: idle, unasked, or an order that failed on a buffer
  * with no stable part), remembering what its order did; the next
@@ -1026,7 +1050,7 @@ static void snd_retire(struct zcr_pf *pf, struct zcr_pf_ep *pe,
 		       struct pf_snd *s, unsigned int notrack)
 {
 	if (s->nbad_order || s->order_ok || notrack || s->nnotrack) {
-		unsigned int g = pe->gone_next++ % GONE_N;
+		unsigned int g = gone_slot(pe);
 
 		free(pe->gone[g].ph);
 		memset(&pe->gone[g], 0, sizeof(pe->gone[g]));
@@ -1049,8 +1073,7 @@ static int gone_find(const struct zcr_pf_ep *pe, uint64_t saddr,
 	unsigned int g;
 
 	for (g = 0; g < GONE_N; g++)
-		if ((pe->gone[g].nbad_order || pe->gone[g].order_ok ||
-		     pe->gone[g].notrack || pe->gone[g].nnotrack) &&
+		if (gone_live(pe, g) &&
 		    near(pe->gone[g].saddr, pe->gone[g].slen, saddr, slen))
 			return (int)g;
 	return -1;
@@ -1373,7 +1396,12 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 
 		/* Its order failed and nothing of it is stable: not yet. */
 		if (g >= 0 && pe->gone[g].notrack) {
-			pe->gone[g].notrack--;
+			/* The last of them: a look half done is moot. */
+			if (!--pe->gone[g].notrack) {
+				free(pe->gone[g].ph);
+				pe->gone[g].ph = NULL;
+				pe->gone[g].probe = 0;
+			}
 			goto dropped;
 		}
 		/*
@@ -1679,13 +1707,17 @@ static unsigned int notrack_for(struct pf_snd *s)
 }
 
 /*
- * Send r of a buffer untracked by notrack_for(): at the first send and
- * every NOTRACK_PROBE-th while it is untracked, hash its pages (as
- * send_hashes() does: the application does not write a buffer being
- * sent), and at the next send compare. 1/8 of its pages or more with
- * the same bytes is a stable part: tracked at its next request,
- * pre-sent at the ones after. Two passes of the page hash every
- * NOTRACK_PROBE sends, no write fault. Counted in sends, not requests:
+ * Send r of a buffer untracked by notrack_for(): at the first send
+ * while it is untracked, then NOTRACK_PROBE sends after the last look,
+ * twice that after each look that found nothing (up to
+ * NOTRACK_PROBE_MAX), hash its pages (as send_hashes() does: the
+ * application does not write a buffer being sent), and at the next send
+ * compare. 1/8 of its pages or more with the same bytes is a stable
+ * part: tracked at its next request, pre-sent at the ones after. Two
+ * passes of the page hash a look, no write fault. Only a send at the
+ * untracked buffer's own address and length is looked at: one that
+ * drifted comes back when its untracked requests run out. Counted in
+ * sends, not requests:
  * a receiver whose asks got nothing asks seldom (the late sender's
  * buffer, all new bytes for a while, then half of it left alone, was
  * asked for three times in the 14 rounds after it was untracked).
@@ -1702,9 +1734,10 @@ static void probe_send(struct zcr_pf_ep *pe, const struct zcr_req *r)
 			break;
 	if (g == GONE_N)
 		return;
-	if (!pe->gone[g].probe &&
-	    pe->gone[g].probe_wait++ % NOTRACK_PROBE != 0)
+	if (!pe->gone[g].probe && pe->gone[g].probe_wait) {
+		pe->gone[g].probe_wait--;
 		return;
+	}
 	np = npages_of(saddr, r->len);
 	if (!pe->gone[g].probe) {
 		pe->gone[g].ph = malloc(np * sizeof(*pe->gone[g].ph));
@@ -1723,8 +1756,22 @@ static void probe_send(struct zcr_pf_ep *pe, const struct zcr_req *r)
 		pe->gone[g].probe = 1;
 		return;
 	}
-	if (same * 8 >= np)
+	if (same * 8 >= np) {
 		pe->gone[g].notrack = 0;
+	} else {
+		/*
+		 * Nothing stable: the next look further off, so that a
+		 * buffer whose receiver stopped asking (notrack then never
+		 * runs out) costs its sends ever fewer hash passes.
+		 */
+		unsigned int gap = pe->gone[g].probe_gap ?
+				   pe->gone[g].probe_gap : NOTRACK_PROBE;
+
+		/* This send and the look's were two of the gap. */
+		pe->gone[g].probe_wait = gap - 2;
+		pe->gone[g].probe_gap = gap * 2 < NOTRACK_PROBE_MAX ?
+					gap * 2 : NOTRACK_PROBE_MAX;
+	}
 	free(pe->gone[g].ph);
 	pe->gone[g].ph = NULL;
 	pe->gone[g].probe = 0;

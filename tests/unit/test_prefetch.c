@@ -744,7 +744,12 @@ ZT_TEST(unstable_buffer_stays_untracked)
 	}
 	printf("# stable from then on: pre-sent again after %d rounds\n",
 	       back);
-	ZT_ASSERT(back >= 0);
+	/*
+	 * The look's gap is at its longest (16 sends) by now, the request
+	 * that tracks it again and the one that pre-sends come about nine
+	 * rounds apart: 29 rounds here. Without the look, not within 120.
+	 */
+	ZT_ASSERT(back >= 0 && back <= 40);
 	pf_close(&t);
 }
 
