@@ -30,6 +30,9 @@
 #   --dry-run       print the runs, run nothing
 #   -h, --help      this text
 #   ZCAPPS_ZC_ENV   NAME=VALUE words added to the zcrecv stacks' ranks
+#   ZCAPPS_PREFIX   node name prefix of the emulated cluster (default
+#                   zcc; 1 to 8 lower-case letters): two runs at once on
+#                   one host need two prefixes
 #
 # Writes DIR/runs.csv (config, stack, trial, collective, bytes, µs),
 # DIR/summary.csv and DIR/summary.txt (per configuration, collective and
@@ -100,7 +103,9 @@ done
 bin=$root/build/tools/mpi
 mpi=$root/build/tools/mpi
 cluster=$root/tools/cluster/zccluster
-prefix=zcc
+prefix=${ZCAPPS_PREFIX:-zcc}
+[[ $prefix =~ ^[a-z]{1,8}$ ]] ||
+	die "ZCAPPS_PREFIX: '$prefix' is not 1 to 8 lower-case letters"
 export ZCCLUSTER_PREFIX=$prefix
 zc_env=${ZCAPPS_ZC_ENV:-}
 if [ "$carry" = all ]; then

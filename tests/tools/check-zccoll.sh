@@ -39,6 +39,13 @@ t "refuses an unknown stack" refused "unknown stack 'zc-fast'" --stacks ompi,zc-
 t "refuses a bad carry mode" refused "--carry some" --carry some
 t "refuses a bad configuration" refused "unknown configuration 'rack'" --configs rack
 t "refuses zero trials" refused "--trials 0" --trials 0
+t "refuses a bad node prefix" env ZCAPPS_PREFIX=Bad1 \
+	bash -c 'tools/zccoll.sh --dry-run > "$0/out" 2> "$0/err"; [ $? = 2 ] &&
+		grep -q "ZCAPPS_PREFIX: .Bad1." "$0/err" && [ ! -s "$0/out" ]' "$tmp"
+# Two runs at once need two prefixes: the nodes are named after it.
+t "dry run: the emulated nodes take ZCAPPS_PREFIX's names" env ZCAPPS_PREFIX=pq \
+	bash -c 'tools/zccoll.sh --dry-run --configs 2n-10g --stacks ompi \
+		--trials 1 | grep -q -- "--host pq1:1,pq2:1 "'
 
 tools/zccoll.sh --dry-run --trials 2 --configs node --stacks ompi,zc-auto \
 	--colls bcast,alltoall > "$tmp/dry" 2>&1

@@ -857,6 +857,79 @@ ZT_TEST(a_pass_over_a_few_connections_reads_them_with_recv)
 	}
 	pair_close(&p);
 }
+
+/*
+ * sendmsg(2) as the library calls it, counted while sending is set: the
+ * calls, and those that asked for fewer than 16 KiB right after a call
+ * that the socket took whole (the library, not the socket, cut the
+ * message there).
+ */
+static __thread bool sending;
+static __thread int sends, short_after_whole;
+static __thread size_t last_ask;
+static __thread ssize_t last_wrote;
+
+ssize_t sendmsg(int fd, const struct msghdr *mh, int flags)
+{
+	REAL(sendmsg);
+	ssize_t ret = real(fd, mh, flags);
+	size_t ask = 0, i;
+
+	if (!sending)
+		return ret;
+	for (i = 0; i < mh->msg_iovlen; i++)
+		ask += mh->msg_iov[i].iov_len;
+	if (sends && last_wrote == (ssize_t)last_ask && ask < (16 << 10))
+		short_after_whole++;
+	sends++;
+	last_ask = ask;
+	last_wrote = ret;
+	return ret;
+}
+
+/*
+ * A message is not cut so that a short tail stays behind: 256 KiB (what
+ * zcr_isend() writes at most, header included) and 512 KiB (that and a
+ * part of the progress thread's) went out as the budget and then their
+ * last 32 bytes in a sendmsg(2) of their own, which the receiver waited
+ * for until the sender's next progress.
+ */
+ZT_TEST(a_send_leaves_no_short_tail_behind)
+{
+	static const size_t len[] = { 256 << 10, 512 << 10, (256 << 10) + 100 };
+	struct zcr_req *r, *s;
+	struct pair p;
+	char *sb, *rb;
+	size_t i;
+
+	sb = calloc(1, 1 << 20);
+	rb = malloc(1 << 20);
+	ZT_ASSERT(sb && rb);
+	pair_open(&p, 2, NULL);
+	if (strcmp(pair_tp(p.to0[1]), "")) {
+		ZT_SKIP("not over TCP");
+		goto out;
+	}
+	for (i = 0; i < sizeof(len) / sizeof(len[0]); i++) {
+		ZT_EXPECT_EQ(zcr_irecv(p.c[0], rb, len[i], 1, 1, &r), 0);
+		sends = short_after_whole = 0;
+		last_ask = 0;
+		sending = true;
+		ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb, len[i], 1, &s), 0);
+		PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+		sending = false;
+		PAIR_PUMP_UNTIL(&p, zcr_test(r, NULL) != 0);
+		if (short_after_whole)
+			fprintf(stderr, "%zu B: %d of %d sendmsg calls a "
+				"short tail\n", len[i], short_after_whole,
+				sends);
+		ZT_EXPECT_EQ(short_after_whole, 0);
+	}
+out:
+	pair_close(&p);
+	free(sb);
+	free(rb);
+}
 #else
 /* Under a sanitizer: the counting wrappers would replace its own. */
 #define NOT_SANITIZED(name)						\
@@ -868,4 +941,5 @@ ZT_TEST(a_pass_over_a_few_connections_reads_them_with_recv)
 NOT_SANITIZED(a_pass_after_poll_reads_no_quiet_connection)
 NOT_SANITIZED(untaken_yields_come_less_often)
 NOT_SANITIZED(a_pass_over_a_few_connections_reads_them_with_recv)
+NOT_SANITIZED(a_send_leaves_no_short_tail_behind)
 #endif

@@ -144,6 +144,8 @@ struct tcp_ep {
  * there is.
  */
 #define ZCR_TCP_PART		(256u << 10)
+/* A message is not cut to leave fewer bytes than this behind (tcp_send.c). */
+#define ZCR_TCP_TAIL		(16u << 10)
 #define ZCR_TCP_SNDBUF		UINT64_MAX	/* budget: SO_SNDBUF */
 
 /* What a progress pass of the calling thread may write, and read. */

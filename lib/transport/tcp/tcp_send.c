@@ -111,6 +111,20 @@ static int segments_cut(struct iovec *iov, int n, uint64_t max)
 }
 
 /*
+ * How much of the left bytes of a message to ask the socket to take, with
+ * room bytes of the budget left: all of them when the budget would leave
+ * fewer than ZCR_TCP_TAIL behind. The budget counts the header: a message
+ * of ZCR_TCP_PART bytes went out as ZCR_TCP_PART bytes and then a tail of
+ * ZCR_WIRE_HDR_LEN in a sendmsg(2) of its own, which its receiver, with
+ * all the rest in, waited for until the sender's next progress; a second
+ * segment and a second wake-up on both sides for 32 bytes.
+ */
+static uint64_t tx_cut(uint64_t left, uint64_t room)
+{
+	return room >= left || left - room < ZCR_TCP_TAIL ? left : room;
+}
+
+/*
  * The socket's send buffer, what one pass of a waiting thread writes at
  * most: asked only once a pass has written ZCR_TCP_PART (small messages
  * pay no system call for it), and never below that.
@@ -166,7 +180,8 @@ int __zcr_tcp_push(struct zcr_ep *ep, uint64_t budget)
 		mh.msg_iov = iov;
 		mh.msg_iovlen = (size_t)segments(r, r->sent, iov, &total);
 		mh.msg_iovlen = (size_t)segments_cut(iov, (int)mh.msg_iovlen,
-						     limit - done);
+						     tx_cut(total - r->sent,
+							    limit - done));
 		w = sendmsg(T(ep)->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK ||
