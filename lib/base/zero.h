@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * zero.h - zero a small structure on a message's way, with the C
+ * library's memset rather than the compiler's.
+ *
+ * GCC 12 (x86-64, -O2, generic tuning) turns a memset of a known size of
+ * a hundred bytes or more into an inline `rep stos`, whose start-up costs
+ * about 12 ns at 184 bytes on this project's test host against 2.8 ns for
+ * glibc's memset, which stores with vector moves up to 256 bytes
+ * (benchmarks.md, History "Small messages on one node: requests without
+ * rep stos"). A small message's round trip zeroes four or five such
+ * structures (the layer's request, the library's request, the arrival),
+ * so the size is hidden from the compiler here and the call stays a call.
+ * A bottom layer: includes nothing of the library.
+ */
+#ifndef ZCR_ZERO_H
+#define ZCR_ZERO_H
+
+#include <stddef.h>
+#include <string.h>
+
+static inline void *zcr_zero(void *p, size_t n)
+{
+	/* n as the compiler sees it: an opaque register, not a constant. */
+	__asm__("" : "+r"(n));
+	return memset(p, 0, n);
+}
+
+#endif
