@@ -689,12 +689,10 @@ int zcr_irecv_flags_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
  * @st: the status (source, tag, length, error) when 1 is returned;
  *	@st_size: sizeof(*@st)
  *
- * A receive of less than a page whose message is there in full already
- * takes it at once and makes no request: *@req is NULL and nothing is
- * left to test or wait for. A larger one is posted as
- * zcr_irecv_flags_comm() posts it (the predictor learns it) and is
- * handed back the same way if its posting completed it. Matching order
- * is zcr_irecv_comm()'s.
+ * A receive whose message is there in full already takes it within the
+ * call, as zcr_irecv_flags_comm() would (the predictor learns it as
+ * well), and is handed back at once: *@req is NULL and nothing is left
+ * to test or wait for. Matching order is zcr_irecv_comm()'s.
  * Return: 1 (complete, status in @st, its error field -EMSGSIZE for a
  * truncated message), 0 (posted, *@req to test or wait on), -EINVAL
  * (also a NULL @req or @st, @st_size too small or an unknown flag), or

@@ -3,14 +3,15 @@
  * zero.h - zero a small structure on a message's way, with the C
  * library's memset rather than the compiler's.
  *
- * GCC 12 (x86-64, -O2, generic tuning) turns a memset of a known size of
- * a hundred bytes or more into an inline `rep stos`, whose start-up costs
- * about 12 ns at 184 bytes on this project's test host against 2.8 ns for
- * glibc's memset, which stores with vector moves up to 256 bytes
- * (benchmarks.md, History "Small messages on one node: requests without
- * rep stos"). A small message's round trip zeroes four or five such
- * structures (the layer's request, the library's request, the arrival),
- * so the size is hidden from the compiler here and the call stays a call.
+ * GCC 12 (x86-64, -O2, generic tuning) turns a memset of a known size
+ * such as 184 bytes into an inline `rep stos`, whose start-up costs about
+ * 12 ns there on this project's test host against 2.8 ns for glibc's
+ * memset, which stores with vector moves at that size. Each rank of a
+ * small message's nonblocking round trip zeroes four such structures (the
+ * layer's two requests, the library's, the arrival), so the size is hidden
+ * from the compiler here and the call stays a call (benchmarks.md,
+ * History "Small messages on one node: the nonblocking round trip's
+ * extra time, and requests without rep stos").
  * A bottom layer: includes nothing of the library.
  */
 #ifndef ZCR_ZERO_H
