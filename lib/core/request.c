@@ -430,9 +430,9 @@ int zcr_irecv_flags_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
  * request and its MPI_Wait no call into the library. One pass under the
  * lock, as zcr_irecv_comm()'s: trying the queue first with
  * __zcr_recv_now() would put a second lock and unlock on the way of every
- * receive posted before its message (a ping-pong's: about 20 ns of the
- * round trip), to save the request's allocation (a spare, zcr_zero())
- * only on the others.
+ * receive posted before its message (a ping-pong's, where the posting
+ * stands between the reply and the next ping), to save the request's
+ * allocation (a spare, zcr_zero()) only on the others.
  */
 int zcr_irecv_test_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
 			size_t size, int src, int tag, unsigned int flags,
