@@ -448,8 +448,8 @@ static int recv_into(struct zreq *z, void *buf, int count, MPI_Datatype t,
 	if (wsrc >= 0)
 		zcr_ctx_job_ep(__zcmpi_ctx, wsrc, 0, &ep);
 	/*
-	 * A small message there in full already (a halo's, a reply that
-	 * came first) is taken within the call with no library request:
+	 * A message there in full already (a halo's, a reply that came
+	 * first) is taken within the call and leaves no library request:
 	 * recorded now, MPI_Wait only hands it out, as for a send.
 	 */
 	ret = zcr_irecv_test_comm(__zcmpi_ctx, zc->id, ptr, z->cap, wsrc,
