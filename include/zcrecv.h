@@ -681,6 +681,28 @@ int zcr_irecv_flags_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
 			 size_t size, int src, int tag, unsigned int flags,
 			 struct zcr_req **req);
 
+/**
+ * zcr_irecv_test_comm() - zcr_irecv_flags_comm(), and tell whether the
+ * receive completed within the call
+ * @req: the posted receive, as zcr_irecv_flags_comm()'s, when 0 is
+ *	returned
+ * @st: the status (source, tag, length, error) when 1 is returned;
+ *	@st_size: sizeof(*@st)
+ *
+ * A receive whose message is there in full already takes it within the
+ * call, as zcr_irecv_flags_comm() would (the predictor learns it as
+ * well), and is handed back at once: *@req is NULL and nothing is left
+ * to test or wait for. Matching order is zcr_irecv_comm()'s.
+ * Return: 1 (complete, status in @st, its error field -EMSGSIZE for a
+ * truncated message), 0 (posted, *@req to test or wait on), -EINVAL
+ * (also a NULL @req or @st, @st_size too small or an unknown flag), or
+ * an error of zcr_irecv_comm(). Since 0.3.
+ */
+int zcr_irecv_test_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
+			size_t size, int src, int tag, unsigned int flags,
+			struct zcr_req **req, struct zcr_status *st,
+			size_t st_size);
+
 /* Flags of zcr_iprobe_comm() and zcr_improbe_comm(). */
 #define ZCRECV_PROBE_NO_PROGRESS (1U << 0) /* look at what arrived only */
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/probe.h"
+#include "base/zero.h"
 #include "core/core.h"
 #include "core/sized.h"
 
@@ -72,7 +73,7 @@ static struct zcr_req *req_new(struct zcr_ctx *ctx, int kind, uint32_t comm)
 	struct zcr_req *r = spare_take(ctx);
 
 	if (r)
-		memset(r, 0, sizeof(*r));
+		zcr_zero(r, sizeof(*r));
 	else
 		r = calloc(1, sizeof(*r));
 	if (r) {
@@ -419,6 +420,39 @@ int zcr_irecv_flags_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
 	return __zcr_irecv(ctx, comm, buf, size, src, tag, out,
 			   __builtin_return_address(0), NULL, false,
 			   !(flags & ZCRECV_RECV_NO_LEARN));
+}
+
+/*
+ * zcr_irecv_flags_comm(), and a receive that its posting completed (its
+ * message was there in full: a halo's, a reply that came first) is
+ * handed back at once with its status, as zcr_start_test() does for a
+ * persistent receive: MPI_Irecv under libzcrecv-mpi then leaves no
+ * request and its MPI_Wait no call into the library. One pass under the
+ * lock, as zcr_irecv_comm()'s: trying the queue first with
+ * __zcr_recv_now() would put a second lock and unlock on the way of every
+ * receive posted before its message (a ping-pong's, where the posting
+ * stands between the reply and the next ping), to save the request's
+ * allocation (a spare, zcr_zero()) only on the others.
+ */
+int zcr_irecv_test_comm(struct zcr_ctx *ctx, uint32_t comm, void *buf,
+			size_t size, int src, int tag, unsigned int flags,
+			struct zcr_req **out, struct zcr_status *st,
+			size_t st_size)
+{
+	int ret;
+
+	if (!ctx || !out || !st || st_size < ZCR_STATUS_SIZE_0_1 ||
+	    (flags & ~ZCRECV_RECV_NO_LEARN))
+		return -EINVAL;
+	ret = __zcr_irecv(ctx, comm, buf, size, src, tag, out,
+			  __builtin_return_address(0), NULL, true,
+			  !(flags & ZCRECV_RECV_NO_LEARN));
+	if (ret != 1)
+		return ret;
+	/* Reaped already: its outcome in *st, the request a spare again. */
+	__zcr_req_finish(*out, st, st_size);
+	*out = NULL;
+	return 1;
 }
 
 /*

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "base/ctx.h"
+#include "base/zero.h"
 #include "predict/predict.h"
 #include "remap/remap.h"
 #include "staging/staging.h"
@@ -500,7 +501,7 @@ int __zcr_match_arrive_defer_locked(struct zcr_ctx *ctx, struct zcr_arrival *a,
 				    uint32_t comm, int src, int tag,
 				    uint64_t len, uint64_t ack, int may_defer)
 {
-	memset(a, 0, sizeof(*a));
+	zcr_zero(a, sizeof(*a));
 	zcr_list_init(&a->stall_link);
 	a->comm = comm;
 	a->src = src;
@@ -537,7 +538,7 @@ void __zcr_match_arrive_bound_locked(struct zcr_ctx *ctx,
 				     struct zcr_arrival *a, struct zcr_req *r,
 				     int src, int tag, uint64_t len)
 {
-	memset(a, 0, sizeof(*a));
+	zcr_zero(a, sizeof(*a));
 	zcr_list_init(&a->stall_link);
 	a->comm = r->comm;
 	a->src = src;

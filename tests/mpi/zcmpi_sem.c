@@ -4,7 +4,8 @@
  * libzcrecv-mpi.so (tests/mpi/check-zcmpi.sh): ordering, wildcards,
  * probe, truncation, cancel, MPI_PROC_NULL, communicators, derived types,
  * the completion calls, self sends, persistent requests (also small ones
- * complete within MPI_Start), matched probes,
+ * complete within MPI_Start), nonblocking receives of messages there
+ * already, matched probes,
  * cancelling a send, synchronous sends, MPI_Alloc_mem.
  * 4 ranks or more.
  *
@@ -409,6 +410,88 @@ static void persistent_done_at_start(void)
 }
 
 /*
+ * Nonblocking receives whose messages are there in full before they are
+ * posted (taken within MPI_Irecv over the layer, with no request of the
+ * library): three of one tag in their order with their statuses, a
+ * wildcard one the next message, a derived type's unpacked, a truncated
+ * one MPI_ERR_TRUNCATE from MPI_Wait with the sender's status; one
+ * posted before its message still waits for it.
+ */
+static void irecv_done_at_post(void)
+{
+	int right = (rank + 1) % size, left = (rank + size - 1) % size;
+	int sbuf[4], in[4], i, k, ok, flag = 0, n = -1, ret, cls;
+	double col[4], m[4][4];
+	MPI_Datatype vec;
+	MPI_Request r;
+	MPI_Status st;
+	MPI_Comm c;
+
+	MPI_Comm_dup(MPI_COMM_WORLD, &c);
+	MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+	MPI_Type_vector(4, 1, 4, MPI_DOUBLE, &vec);
+	MPI_Type_commit(&vec);
+	/* Tags 80, 80, 80, 81, 82 (doubles), 83; then all are there. */
+	for (i = 0; i < 6; i++) {
+		for (k = 0; k < 4; k++) {
+			sbuf[k] = i < 3 ? rank * 100 + i * 10 + k : -78 - i;
+			col[k] = rank + 0.5 * k;
+		}
+		if (i == 4)
+			MPI_Send(col, 4, MPI_DOUBLE, right, 82, c);
+		else
+			MPI_Send(sbuf, 4, MPI_INT, right, i < 3 ? 80 : 78 + i,
+				 c);
+	}
+	while (!flag)
+		MPI_Iprobe(left, 83, c, &flag, MPI_STATUS_IGNORE);
+	for (i = 0; i < 3; i++) {
+		memset(in, 0, sizeof(in));
+		MPI_Irecv(in, 4, MPI_INT, left, 80, c, &r);
+		MPI_Wait(&r, &st);
+		MPI_Get_count(&st, MPI_INT, &n);
+		ok = st.MPI_SOURCE == left && st.MPI_TAG == 80 && n == 4 &&
+		     r == MPI_REQUEST_NULL;
+		for (k = 0; k < 4; k++)
+			ok &= in[k] == left * 100 + i * 10 + k;
+		CHECK(ok);
+	}
+	MPI_Irecv(in, 4, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, c, &r);
+	MPI_Wait(&r, &st);
+	CHECK(st.MPI_SOURCE == left && st.MPI_TAG == 81 && in[0] == -81);
+	memset(m, 0, sizeof(m));
+	MPI_Irecv(&m[0][1], 1, vec, left, 82, c, &r);
+	MPI_Wait(&r, &st);
+	MPI_Get_count(&st, vec, &n);
+	CHECK(n == 1);
+	for (k = 0; k < 4; k++)
+		CHECK(m[k][1] == left + 0.5 * k && m[k][0] == 0 &&
+		      m[k][2] == 0);
+	/*
+	 * MPICH 4.0 raises the error of a request that completed within
+	 * MPI_Irecv on MPI_COMM_WORLD's handler, not c's.
+	 */
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	MPI_Irecv(in, 2, MPI_INT, left, 83, c, &r);
+	ret = MPI_Wait(&r, &st);
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+	MPI_Error_class(ret, &cls);
+	CHECK(cls == MPI_ERR_TRUNCATE);
+	CHECK(st.MPI_SOURCE == left && st.MPI_TAG == 83);
+	/* Posted before its message: it waits, then takes it. */
+	MPI_Irecv(in, 4, MPI_INT, left, 84, c, &r);
+	MPI_Test(&r, &flag, &st);
+	CHECK(!flag);
+	MPI_Barrier(c);
+	sbuf[0] = -84;
+	MPI_Send(sbuf, 4, MPI_INT, right, 84, c);
+	MPI_Wait(&r, &st);
+	CHECK(in[0] == -84 && st.MPI_SOURCE == left && st.MPI_TAG == 84);
+	MPI_Type_free(&vec);
+	MPI_Comm_free(&c);
+}
+
+/*
  * Persistent requests of a page and more (bound to the library's own
  * persistent requests): restarted many times with the messages arriving
  * before the receive is started, every byte checked; a started receive
@@ -733,6 +816,7 @@ int main(int argc, char **argv)
 	completion();
 	persistent();
 	persistent_done_at_start();
+	irecv_done_at_post();
 	persistent_large();
 	matched();
 	cancel_send();

@@ -2601,3 +2601,92 @@ ZT_TEST(isend_test_completes_within_the_call_in_order)
 	free(big);
 	free(rb);
 }
+
+/*
+ * zcr_irecv_test_comm() (MPI_Irecv under libzcrecv-mpi): a small
+ * receive whose message is there in full takes it within the call, with
+ * no request, in the order the messages came (a wildcard takes the next
+ * one), with its status, a truncated one with -EMSGSIZE; a message
+ * claimed by zcr_improbe() is left to its zcr_imrecv(); with nothing
+ * there the receive is posted (0, a request the message completes
+ * later); bad arguments are refused with no request made.
+ */
+ZT_TEST(irecv_test_takes_what_is_there)
+{
+	uint32_t sb[4], rb[4];
+	struct zcr_req *s, *r;
+	struct zcr_message *msg;
+	int i, k, ret;
+	struct zcr_status st;
+	struct pair p;
+
+	pair_shm(&p, 2, NULL);
+	ZT_EXPECT_EQ(zcr_irecv_test_comm(p.c[0], 0, rb, sizeof(rb), 1, 7, 0,
+					 &r, NULL, sizeof(st)), -EINVAL);
+	ZT_EXPECT_EQ(zcr_irecv_test_comm(p.c[0], 0, rb, sizeof(rb), 1, 7, 0,
+					 &r, &st, 4), -EINVAL);
+	ZT_EXPECT_EQ(zcr_irecv_test_comm(p.c[0], 0, rb, sizeof(rb), 1, 7,
+					 1U << 1, &r, &st, sizeof(st)),
+		     -EINVAL);
+	ZT_EXPECT_EQ(zcr_irecv_test_comm(p.c[0], 0, rb, sizeof(rb), 1, -5, 0,
+					 &r, &st, sizeof(st)), -EINVAL);
+	/* Tags 7, 7, 7, 8, 9, 10 in that order, all there. */
+	for (i = 0; i < 6; i++) {
+		for (k = 0; k < 4; k++)
+			sb[k] = (uint32_t)(100 * i + k);
+		ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb, sizeof(sb),
+				       i < 3 ? 7 : 5 + i, &s), 0);
+		PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+	}
+	PAIR_PUMP_UNTIL(&p, zcr_iprobe(p.c[0], 0, 1, 10, NULL) == 1);
+	/* Tag 10 claimed: only its zcr_imrecv() may take it. */
+	ZT_EXPECT_EQ(zcr_improbe(p.c[0], 0, 1, 10, &msg, &st), 1);
+	/* In their order, each with its status, none with a request. */
+	for (i = 0; i < 3; i++) {
+		memset(rb, 0, sizeof(rb));
+		r = (struct zcr_req *)&r;
+		ret = zcr_irecv_test_comm(p.c[0], 0, rb, sizeof(rb), 1, 7, 0,
+					  &r, &st, sizeof(st));
+		ZT_ASSERT_MSG(ret == 1 && r == NULL && st.source == 1 &&
+			      st.tag == 7 && st.len == sizeof(rb) &&
+			      st.error == 0,
+			      "receive %d: %d, source %d tag %d len %llu "
+			      "error %d", i, ret, st.source, st.tag,
+			      (unsigned long long)st.len, st.error);
+		for (k = 0; k < 4; k++)
+			ZT_EXPECT_EQ(rb[k], (uint32_t)(100 * i + k));
+	}
+	ZT_EXPECT_EQ(zcr_irecv_test_comm(p.c[0], 0, rb, sizeof(rb),
+					 ZCRECV_ANY_SOURCE, ZCRECV_ANY_TAG,
+					 ZCRECV_RECV_NO_LEARN, &r, &st,
+					 sizeof(st)), 1);
+	ZT_EXPECT_EQ(st.tag, 8);
+	ZT_EXPECT_EQ(rb[0], 300);
+	memset(rb, 0, sizeof(rb));
+	ZT_EXPECT_EQ(zcr_irecv_test_comm(p.c[0], 0, rb, 8, 1, 9, 0, &r, &st,
+					 sizeof(st)), 1);
+	ZT_EXPECT_EQ(st.error, -EMSGSIZE);
+	ZT_EXPECT_EQ(st.len, sizeof(sb));
+	ZT_EXPECT_EQ(rb[0], 400);
+	ZT_EXPECT_EQ(rb[2], 0);		/* truncated at 8 bytes */
+	/* The claimed one is not taken: this receive waits. */
+	ZT_EXPECT_EQ(zcr_irecv_test_comm(p.c[0], 0, rb, sizeof(rb), 1,
+					 ZCRECV_ANY_TAG, 0, &r, &st,
+					 sizeof(st)), 0);
+	ZT_ASSERT(r != NULL);
+	ZT_EXPECT_EQ(zcr_imrecv(msg, sb, sizeof(sb), &s), 0);
+	PAIR_PUMP_UNTIL(&p, (ret = zcr_test(s, &st)) != 0);
+	ZT_EXPECT_EQ(ret, 1);
+	ZT_EXPECT_EQ(sb[0], 500);
+	/* The posted receive takes the next message when it comes. */
+	ZT_EXPECT_EQ(zcr_test(r, &st), 0);
+	sb[0] = 77;
+	ZT_EXPECT_EQ(zcr_isend(p.to0[1], sb, sizeof(sb), 11, &s), 0);
+	PAIR_PUMP_UNTIL(&p, zcr_test(s, NULL) != 0);
+	PAIR_PUMP_UNTIL(&p, (ret = zcr_test(r, &st)) != 0);
+	ZT_EXPECT_EQ(ret, 1);
+	ZT_EXPECT_EQ(st.tag, 11);
+	ZT_EXPECT_EQ(rb[0], 77);
+	pair_close(&p);
+	expect_no_leftovers();
+}

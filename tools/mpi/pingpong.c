@@ -13,7 +13,7 @@
  * instead what each message costs in the calls themselves, with nothing
  * to wait for from the peer (see overhead_trial()), both forms alike.
  *   mpirun -np 2 pingpong [--min B] [--max B] [--iters N] [--trials T]
- *                         [--parts P] [--overhead]
+ *                         [--parts P] [--overhead] [--only nb|persist]
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -52,6 +52,9 @@ static void usage(FILE *f)
 		"               MPI_Wait) of messages that have arrived already;\n"
 		"               bursts of %d, sizes up by factors of 2\n"
 		"               (default --max then 65536)\n"
+		"  --only F     run only form F (nb or persist) of the round\n"
+		"               trips, for per-form profiles (a -DZCR_PROBES\n"
+		"               build's step sums); its column alone is timed\n"
 		"  -h, --help   this text\n"
 		"\n"
 		"Output: one table row per size (us per round trip, medians;\n"
@@ -313,6 +316,7 @@ int main(int argc, char **argv)
 	long min = 8, max = 4194304, iters = 4000, trials = 9, parts = 0, len;
 	double nb[MAXT], pe[MAXT], ra[MAXT], mnb, mpe;
 	int size, i, t, it, bad, fa = NB, fb = PERSIST, ovh = 0, maxset = 0;
+	int only = -1;
 	MPI_Request pr[4];
 	char *sb, *rb;
 
@@ -339,7 +343,18 @@ int main(int argc, char **argv)
 			MPI_Finalize();
 			return 2;
 		}
-		if (!strcmp(argv[i], "--min"))
+		if (!strcmp(argv[i], "--only")) {
+			if (strcmp(argv[i + 1], "nb") &&
+			    strcmp(argv[i + 1], "persist")) {
+				if (rank == 0)
+					fprintf(stderr, "pingpong: --only %s: "
+						"expected nb or persist\n",
+						argv[i + 1]);
+				MPI_Finalize();
+				return 2;
+			}
+			only = strcmp(argv[i + 1], "nb") ? PERSIST : NB;
+		} else if (!strcmp(argv[i], "--min"))
 			min = number(argv[i], argv[i + 1], 1, 1L << 30);
 		else if (!strcmp(argv[i], "--max")) {
 			max = number(argv[i], argv[i + 1], 1, 1L << 30);
@@ -366,6 +381,13 @@ int main(int argc, char **argv)
 		if (rank == 0)
 			fprintf(stderr, "pingpong: %s\n", size != 2 ?
 				"needs exactly 2 ranks" : "--min above --max");
+		MPI_Finalize();
+		return 2;
+	}
+	if (only >= 0 && (ovh || parts)) {
+		if (rank == 0)
+			fprintf(stderr, "pingpong: --only: not with %s\n",
+				ovh ? "--overhead" : "--parts");
 		MPI_Finalize();
 		return 2;
 	}
@@ -439,10 +461,17 @@ int main(int argc, char **argv)
 		}
 #endif
 		/* Warm-up: connections, registrations, first faults. */
-		trial(fa, sb, rb, (int)len, it / 10 + 1, pr, (int)parts);
-		trial(fb, sb, rb, (int)len, it / 10 + 1, pr, (int)parts);
+		trial(only >= 0 ? only : fa, sb, rb, (int)len, it / 10 + 1, pr,
+		      (int)parts);
+		if (only < 0)
+			trial(fb, sb, rb, (int)len, it / 10 + 1, pr,
+			      (int)parts);
 		for (t = 0; t < trials; t++) {
-			if (t % 2) {
+			/* One form only: the other's column repeats it. */
+			if (only >= 0) {
+				nb[t] = pe[t] = trial(only, sb, rb, (int)len,
+						      it, pr, (int)parts);
+			} else if (t % 2) {
 				pe[t] = trial(fb, sb, rb, (int)len, it, pr,
 					      (int)parts);
 				nb[t] = trial(fa, sb, rb, (int)len, it, pr,

@@ -423,6 +423,7 @@ static int recv_into(struct zreq *z, void *buf, int count, MPI_Datatype t,
 {
 	MPI_Comm comm = z->comm;
 	struct zcomm *zc = z->zc;
+	struct zcr_status st;
 	struct zcr_ep *ep;
 	void *ptr;
 	int ret, wsrc;
@@ -446,9 +447,21 @@ static int recv_into(struct zreq *z, void *buf, int count, MPI_Datatype t,
 	 */
 	if (wsrc >= 0)
 		zcr_ctx_job_ep(__zcmpi_ctx, wsrc, 0, &ep);
-	ret = zcr_irecv_flags_comm(__zcmpi_ctx, zc->id, ptr, z->cap, wsrc,
-				   tag == MPI_ANY_TAG ? ZCRECV_ANY_TAG : tag,
-				   zc->coll ? ZCRECV_RECV_NO_LEARN : 0, &z->r);
+	/*
+	 * A message there in full already (a halo's, a reply that came
+	 * first) is taken within the call and leaves no library request:
+	 * recorded now, MPI_Wait only hands it out, as for a send.
+	 */
+	ret = zcr_irecv_test_comm(__zcmpi_ctx, zc->id, ptr, z->cap, wsrc,
+				  tag == MPI_ANY_TAG ? ZCRECV_ANY_TAG : tag,
+				  zc->coll ? ZCRECV_RECV_NO_LEARN : 0, &z->r,
+				  &st, sizeof(st));
+	if (ret == 1) {
+		__zcmpi_zreq_finish(z, st.error, &st);
+		free(z->tmp);	/* unpacked by the finish */
+		z->tmp = NULL;
+		return MPI_SUCCESS;
+	}
 	if (ret) {
 		free(z->tmp);
 		z->tmp = NULL;

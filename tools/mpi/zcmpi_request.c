@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "zcrecv.h"
+#include "base/zero.h"
 #include "zcmpi.h"
 
 struct zreq *__zcmpi_pool;
@@ -44,7 +45,7 @@ struct zreq *__zcmpi_zreq_new(int kind, MPI_Comm comm, struct zcomm *zc)
 	zcmpi_munlock(&__zcmpi_lock);
 	if (!z)
 		__zcmpi_die("more than %d requests pending", NREQ);
-	memset(z, 0, sizeof(*z));
+	zcr_zero(z, sizeof(*z));
 	z->kind = kind;
 	z->comm = comm;
 	z->zc = zc;
@@ -357,7 +358,7 @@ static char *done_flags(char *stack, int n)
 	char *done;
 
 	if (n < DONE_ON_STACK)
-		return memset(stack, 0, (size_t)n + 1);
+		return zcr_zero(stack, (size_t)n + 1);
 	done = calloc((size_t)n + 1, 1);
 	if (!done)
 		__zcmpi_die("out of memory");
