@@ -868,6 +868,7 @@ static __thread bool sending;
 static __thread int sends, short_after_whole;
 static __thread size_t last_ask;
 static __thread ssize_t last_wrote;
+static __thread int last_fd;
 
 ssize_t sendmsg(int fd, const struct msghdr *mh, int flags)
 {
@@ -879,9 +880,12 @@ ssize_t sendmsg(int fd, const struct msghdr *mh, int flags)
 		return ret;
 	for (i = 0; i < mh->msg_iovlen; i++)
 		ask += mh->msg_iov[i].iov_len;
-	if (sends && last_wrote == (ssize_t)last_ask && ask < (16 << 10))
+	/* Same socket: the receiver's frames (a prefetch's) do not count. */
+	if (sends && fd == last_fd && last_wrote == (ssize_t)last_ask &&
+	    ask < (16 << 10))
 		short_after_whole++;
 	sends++;
+	last_fd = fd;
 	last_ask = ask;
 	last_wrote = ret;
 	return ret;

@@ -1118,9 +1118,17 @@ ZT_TEST(a_slow_sender_is_offered_less)
 	}
 	ZT_ASSERT_MSG(got == 6, "the thread took %u offers in %d tries", got,
 		      tries);
-	/* Half at first (at a page boundary of rb). */
+	/*
+	 * Half at first (at a page boundary of rb), then less, down to
+	 * the least. Not strictly less at every step: a receiver starved
+	 * of its processor (this test at nice 19 beside two busy ranks:
+	 * 2 runs of 26) measures its own copy as slow as the sender's
+	 * 400 ms, and rightly keeps the share once.
+	 */
 	ZT_ASSERT_MSG(parts[0] <= len / 2 && parts[0] > len / 2 - 4096 &&
-		      parts[1] < parts[0] && parts[2] < parts[1] &&
+		      parts[1] < parts[0] && parts[2] <= parts[1] &&
+		      parts[3] <= parts[2] && parts[4] <= parts[3] &&
+		      parts[5] <= parts[4] &&
 		      parts[5] <= len / ZCR_SHM_SHARE_ONE * ZCR_SHM_SHARE_MIN,
 		      "offered %llu, %llu, %llu, then %llu of %llu",
 		      (unsigned long long)parts[0],

@@ -138,7 +138,8 @@ struct tcp_ep {
  * How much of a large message one call moves (tcp_send.c, tcp_rx.c):
  * zcr_isend() writes the first ZCR_TCP_PART bytes and leaves the rest
  * queued, and the progress thread writes and reads at most this much
- * per endpoint and pass, then yields. Whoever sits in the library to
+ * per endpoint and pass, then yields (a write goes up to ZCR_TCP_TAIL
+ * further rather than leave less than that of a message behind). Whoever sits in the library to
  * wait (zcr_wait(), zcr_test(), a probe, zcr_progress()) writes up to
  * the socket's send buffer per pass (ZCR_TCP_SNDBUF) and reads all
  * there is.
