@@ -232,11 +232,11 @@ struct zcr_pf_ep {
 		 * A look at its bytes without tracking it, at the first
 		 * send while notrack lasts and then probe_gap sends after
 		 * the last look (probe_wait counts them down): the page
-		 * hashes at that send (then probe is 1, ph[] holds them)
-		 * against those at the next. A buffer that turned stable
-		 * is tracked at its next request.
+		 * hashes at that send (ph[], NULL between looks) against
+		 * those at the next. A buffer that turned stable is
+		 * tracked at its next request.
 		 */
-		unsigned int probe, probe_wait, probe_gap;
+		unsigned int probe_wait, probe_gap;
 		uint64_t *ph;
 	} gone[GONE_N];
 	unsigned int gone_next;
@@ -1409,7 +1409,6 @@ int __zcr_pf_request_locked(struct zcr_ep *ep, uint32_t token,
 			if (!--pe->gone[g].notrack) {
 				free(pe->gone[g].ph);
 				pe->gone[g].ph = NULL;
-				pe->gone[g].probe = 0;
 			}
 			goto dropped;
 		}
@@ -1736,6 +1735,7 @@ static void probe_send(struct zcr_pf_ep *pe, const struct zcr_req *r)
 	uint64_t saddr = (uint64_t)(uintptr_t)r->sbuf, np, k, lo, hi, same = 0;
 	unsigned int g;
 	uint64_t h;
+	bool first;
 
 	for (g = 0; g < GONE_N; g++)
 		if (pe->gone[g].notrack && pe->gone[g].saddr == saddr &&
@@ -1743,12 +1743,13 @@ static void probe_send(struct zcr_pf_ep *pe, const struct zcr_req *r)
 			break;
 	if (g == GONE_N)
 		return;
-	if (!pe->gone[g].probe && pe->gone[g].probe_wait) {
+	first = !pe->gone[g].ph;
+	if (first && pe->gone[g].probe_wait) {
 		pe->gone[g].probe_wait--;
 		return;
 	}
 	np = npages_of(saddr, r->len);
-	if (!pe->gone[g].probe) {
+	if (first) {
 		pe->gone[g].ph = malloc(np * sizeof(*pe->gone[g].ph));
 		if (!pe->gone[g].ph)
 			return;
@@ -1756,15 +1757,13 @@ static void probe_send(struct zcr_pf_ep *pe, const struct zcr_req *r)
 	for (k = 0; k < np; k++) {
 		page_bytes(saddr, r->len, k, &lo, &hi);
 		h = bytes_hash((const char *)(uintptr_t)(saddr + lo), hi - lo);
-		if (!pe->gone[g].probe)
+		if (first)
 			pe->gone[g].ph[k] = h;
 		else
 			same += h == pe->gone[g].ph[k];
 	}
-	if (!pe->gone[g].probe) {
-		pe->gone[g].probe = 1;
+	if (first)
 		return;
-	}
 	if (same * 8 >= np) {
 		pe->gone[g].notrack = 0;
 	} else {
@@ -1784,7 +1783,6 @@ static void probe_send(struct zcr_pf_ep *pe, const struct zcr_req *r)
 	}
 	free(pe->gone[g].ph);
 	pe->gone[g].ph = NULL;
-	pe->gone[g].probe = 0;
 }
 
 int __zcr_pf_send_locked(struct zcr_ep *ep, struct zcr_req *r)
